@@ -1,0 +1,38 @@
+# Two commands on a fresh clone: `make dev` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 3000
+# Run history, sensor cursors and schedules survive a restart: Dagster's home lives in
+# the checkout (git-ignored), not in a temporary folder.
+DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+export DAGSTER_HOME
+
+.PHONY: install dev test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+$(DAGSTER_HOME)/dagster.yaml:
+	mkdir -p $(DAGSTER_HOME)
+	printf 'telemetry:\n  enabled: false\n' > $@
+
+dev: install $(DAGSTER_HOME)/dagster.yaml
+	$(BIN)/pipeline-assets demo init --if-missing
+	$(BIN)/dagster dev -h 127.0.0.1 -p $(PORT)
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check pipeline_assets pipeline_assets_tests benchmarks
+
+bench: install
+	$(BIN)/python benchmarks/bench_load.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

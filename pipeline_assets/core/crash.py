@@ -1,0 +1,38 @@
+"""Named crash points, to prove that a crash at any step loses and doubles nothing.
+
+Off unless ``PIPELINE_CRASH_AT`` names a point (read here and nowhere else). Then the
+process dies there with SIGKILL, as a killed pod would, or raises :class:`SimulatedCrash`
+with ``PIPELINE_CRASH_MODE=raise``. With ``PIPELINE_CRASH_ONCE_FILE=<path>`` it crashes
+only while that file does not exist, and creates it, so the retry runs through.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+POINTS = (
+    "load_after_read",  # every row read and diffed, before the upsert is committed
+    "load_before_commit",  # rows, ledger and watermark written, transaction still open
+    "load_after_commit",  # committed, but the run has not heard of it (lost ack)
+)
+
+
+class SimulatedCrash(RuntimeError):
+    """Raised at a crash point when PIPELINE_CRASH_MODE=raise."""
+
+
+def crash_point(name: str) -> None:
+    """Die here if the environment asks for it; one dict lookup otherwise."""
+    if os.environ.get("PIPELINE_CRASH_AT") != name:
+        return
+    once = os.environ.get("PIPELINE_CRASH_ONCE_FILE")
+    if once:
+        marker = Path(once)
+        if marker.exists():
+            return
+        marker.write_text(name)
+    if os.environ.get("PIPELINE_CRASH_MODE") == "raise":
+        raise SimulatedCrash(f"simulated crash at {name}")
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,168 @@
+"""Engines and the warehouse schema, through SQLAlchemy Core (SQLite and PostgreSQL alike)."""
+
+from __future__ import annotations
+
+import re
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine, make_url
+
+
+class DatabaseError(RuntimeError):
+    """A database the pipeline cannot use; the message never contains a password."""
+
+
+def redact(url: str | URL) -> str:
+    """The URL as it may be shown to a user: password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparseable URL must not leak either
+        return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", str(url))
+
+
+def scrub(message: str, url: str | URL) -> str:
+    """Remove the password of ``url`` from any text (driver errors may echo it)."""
+    try:
+        password = make_url(url).password
+    except Exception:
+        password = None
+    if password:
+        message = message.replace(str(password), "***")
+    return message
+
+
+def make_engine(url: str, *, role: str) -> Engine:
+    """An engine for ``url``; ``role`` ("source", "warehouse") only names it in errors.
+
+    SQLite connections get a busy timeout and explicit ``BEGIN`` so that a transaction
+    really spans every statement of a run (pysqlite's legacy mode would not), and the
+    warehouse runs in WAL mode so readers never wait for a load.
+    """
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise DatabaseError(
+            f"the {role} database URL {redact(url)!r} is not a SQLAlchemy URL "
+            "(sqlite:///path/app.db or postgresql+psycopg://user@127.0.0.1/db)"
+        ) from exc
+    try:
+        engine = sa.create_engine(parsed, pool_pre_ping=True)
+    except Exception as exc:  # a missing driver, an unknown dialect
+        raise DatabaseError(f"cannot use the {role} database {redact(url)}: {scrub(str(exc), url)}"
+                            ) from None
+    if engine.dialect.name == "sqlite":
+        _sqlite_transactions(engine, wal=(role == "warehouse"))
+    engine.info_role = role  # type: ignore[attr-defined]
+    return engine
+
+
+def _sqlite_transactions(engine: Engine, *, wal: bool) -> None:
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout = 60000")
+        if wal and engine.url.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(connection):
+        connection.exec_driver_sql("BEGIN")
+
+
+def connect_error(exc: Exception, engine: Engine, env_var: str) -> DatabaseError:
+    """A one-sentence error for an unreachable database, naming what to check."""
+    role = getattr(engine, "info_role", "the")
+    detail = scrub(str(getattr(exc, "orig", exc) or exc), engine.url).strip().splitlines()
+    first = detail[0] if detail else type(exc).__name__
+    return DatabaseError(
+        f"cannot reach the {role} database at {redact(engine.url)}: {first}. "
+        f"Check {env_var} and that the server is running."
+    )
+
+
+# --- the warehouse schema -------------------------------------------------------------
+
+metadata = sa.MetaData()
+
+orders = sa.Table(
+    "orders",
+    metadata,
+    sa.Column("order_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("amount", sa.Text, nullable=False),  # exact decimal text, e.g. "40.00"
+    sa.Column("updated_at", sa.String(32), nullable=False),  # canonical UTC, sorts as it compares
+    sa.Index("orders_updated_at_idx", "updated_at"),
+)
+
+watermark_state = sa.Table(
+    "pipeline_watermark",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(32), nullable=True),
+    sa.Column("lock_holder", sa.String(128), nullable=True),
+)
+
+watermark_history = sa.Table(
+    "pipeline_watermark_history",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("changed_at", sa.String(32), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # load | rewind
+    sa.Column("old_value", sa.String(32), nullable=True),
+    sa.Column("new_value", sa.String(32), nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("batch_id", sa.String(64), nullable=True),
+)
+
+batches = sa.Table(
+    "pipeline_batches",
+    metadata,
+    sa.Column("batch_id", sa.String(64), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # incremental | range
+    sa.Column("window_start", sa.String(32), nullable=True),
+    sa.Column("window_end", sa.String(32), nullable=True),
+    sa.Column("rows_read", sa.BigInteger, nullable=False),
+    sa.Column("inserted", sa.BigInteger, nullable=False),
+    sa.Column("updated", sa.BigInteger, nullable=False),
+    sa.Column("unchanged", sa.BigInteger, nullable=False),
+    sa.Column("watermark_before", sa.String(32), nullable=True),
+    sa.Column("watermark_after", sa.String(32), nullable=True),
+    sa.Column("committed_at", sa.String(32), nullable=False),
+)
+
+PIPELINE = "orders"  # the row of pipeline_watermark that this pipeline owns
+
+
+def ensure_schema(conn: sa.Connection) -> None:
+    """Create the warehouse tables and the watermark row if missing (inside ``conn``'s transaction)."""
+    metadata.create_all(conn, checkfirst=True)
+    exists = conn.execute(
+        sa.select(watermark_state.c.name).where(watermark_state.c.name == PIPELINE)
+    ).first()
+    if exists is None:
+        conn.execute(watermark_state.insert().values(name=PIPELINE, value=None))
+
+
+def prepare_warehouse(engine: Engine) -> None:
+    """:func:`ensure_schema` in its own transaction, tolerating a concurrent creator."""
+    for attempt in range(3):
+        try:
+            with engine.begin() as conn:
+                ensure_schema(conn)
+            return
+        except sa.exc.OperationalError as exc:
+            if _unreachable(exc):
+                raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
+            if attempt == 2:
+                raise
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
+            if attempt == 2:  # another run created the same tables at the same moment
+                raise
+
+
+def _unreachable(exc: sa.exc.OperationalError) -> bool:
+    text = str(exc).lower()
+    return any(s in text for s in ("connect", "unable to open", "could not translate",
+                                   "refused", "does not exist", "authentication"))

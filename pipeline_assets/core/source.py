@@ -1,0 +1,118 @@
+"""Reading the app's ``orders`` table: only ever reads, in streaming chunks.
+
+The SQL filter on ``updated_at`` must use the index, so it compares the column in its
+own type. A text column can only be compared as strings, and strings with different
+offsets or forms do not sort as instants, so for text the SQL bound is a safe superset
+(a day wider on each side) and the exact comparison happens after parsing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from .db import DatabaseError, connect_error, redact
+from .rows import COLUMNS, Order, validate
+from .times import UTC
+
+DEFAULT_CHUNK = 10_000
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    table: sa.Table
+    updated_at_kind: str  # "text" | "date" | "timestamp" | "timestamptz"
+
+
+def inspect_source(engine: Engine) -> SourceTable:
+    """Reflect ``orders`` and tell how its ``updated_at`` must be compared."""
+    try:
+        with engine.connect() as conn:
+            table = sa.Table("orders", sa.MetaData(), autoload_with=conn)
+    except sa.exc.NoSuchTableError:
+        raise DatabaseError(
+            f"the source database {redact(engine.url)} has no table 'orders': create the "
+            "demo with `pipeline-assets demo init` or point SOURCE_DATABASE_URL at the app"
+        ) from None
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
+    missing = [c for c in COLUMNS if c not in table.c]
+    if missing:
+        raise DatabaseError(
+            f"the source table orders in {redact(engine.url)} lacks column(s) "
+            f"{', '.join(missing)}; it needs {', '.join(COLUMNS)}"
+        )
+    col_type = table.c.updated_at.type
+    if engine.dialect.name == "sqlite" or not isinstance(col_type, (sa.Date, sa.DateTime)):
+        kind = "text"  # SQLite stores dates as text whatever the declared type
+    elif isinstance(col_type, sa.DateTime):
+        kind = "timestamptz" if col_type.timezone else "timestamp"
+    else:
+        kind = "date"
+    return SourceTable(table, kind)
+
+
+def _sql_bound(src: SourceTable, instant: datetime, tz: tzinfo, *, lower: bool):
+    """A value of the column's own type that bounds ``instant`` loosely enough."""
+    if src.updated_at_kind == "timestamptz":
+        return instant
+    if src.updated_at_kind == "text":
+        # Any offset or zone shifts a local date by at most one day from UTC: the
+        # string 'YYYY-MM-DD' one day (lower) or two days (upper) out is a superset.
+        day = instant.astimezone(UTC).date() + timedelta(days=-1 if lower else 2)
+        return day.isoformat()
+    local = instant.astimezone(tz)
+    if src.updated_at_kind == "date":
+        return local.date() if lower else local.date() + timedelta(days=1)
+    shift = timedelta(days=-1 if lower else 1)  # DST folds: a day is always enough
+    return local.replace(tzinfo=None) + shift
+
+
+def select_window(src: SourceTable, tz: tzinfo, start: datetime | None,
+                  end: datetime | None) -> sa.Select:
+    """The indexed superset query for ``start <= updated_at < end`` (either side open)."""
+    t = src.table
+    updated = t.c.updated_at
+    if src.updated_at_kind == "text":
+        updated = sa.type_coerce(updated, sa.Text)  # no driver-side date conversion
+    query = sa.select(
+        t.c.order_id, t.c.status, sa.cast(t.c.amount, sa.Text).label("amount"),
+        updated.label("updated_at"),
+    )
+    if start is not None:
+        query = query.where(updated >= _sql_bound(src, start, tz, lower=True))
+    if end is not None:
+        query = query.where(updated < _sql_bound(src, end, tz, lower=False))
+    return query.order_by(t.c.order_id)
+
+
+def read_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
+                end: datetime | None, chunk_size: int = DEFAULT_CHUNK
+                ) -> Iterator[list[Order]]:
+    """Validated orders with ``start <= updated_at < end``, in ``order_id`` order, in chunks.
+
+    Memory stays bounded by ``chunk_size`` whatever the table size (PostgreSQL uses a
+    server-side cursor). A row that fails validation raises before its chunk is yielded.
+    """
+    query = select_window(src, tz, start, end)
+    try:
+        with engine.connect() as conn:
+            result = conn.execution_options(stream_results=True, yield_per=chunk_size
+                                            ).execute(query)
+            for part in result.partitions(chunk_size):
+                chunk = []
+                for order_id, status, amount, updated_at in part:
+                    order = validate(order_id, status, amount, updated_at, tz)
+                    if start is not None and order.updated_at < start:
+                        continue
+                    if end is not None and order.updated_at >= end:
+                        continue
+                    chunk.append(order)
+                if chunk:
+                    yield chunk
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None

@@ -1,0 +1,80 @@
+"""The one place that reads the environment (CONTRACT §3); everything below gets plain values."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from .core.times import TimeValueError, parse_day, zone
+
+DEFAULTS = {
+    "LOOKBACK_DAYS": "2",
+    "PARTITIONS_START_DATE": "2026-01-01",
+    "PIPELINE_TIMEZONE": "UTC",
+}
+
+
+class SettingsError(ValueError):
+    """An environment variable with a value the pipeline cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    source_url: str
+    warehouse_url: str
+    lookback_days: int
+    partitions_start: date
+    timezone: str
+    # Whether a URL came from the environment: then Dagster is told the variable's name
+    # (EnvVar) instead of its value, so a password never shows in the UI.
+    source_url_from_env: bool = False
+    warehouse_url_from_env: bool = False
+
+    @property
+    def tz(self):
+        return zone(self.timezone)
+
+    @property
+    def paid_orders_dir(self) -> Path:
+        return self.data_dir / "paid_orders"
+
+
+def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+    """Settings from ``environ`` (default: the process environment), with the defaults."""
+    env = os.environ if environ is None else environ
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    data_dir = Path(env.get("PIPELINE_DATA_DIR") or "data")
+    if not data_dir.is_absolute():
+        data_dir = base / data_dir
+    data_dir = Path(os.path.abspath(data_dir))
+
+    raw_lookback = env.get("LOOKBACK_DAYS") or DEFAULTS["LOOKBACK_DAYS"]
+    try:
+        lookback = int(raw_lookback)
+        if lookback < 0:
+            raise ValueError
+    except ValueError:
+        raise SettingsError(f"LOOKBACK_DAYS={raw_lookback!r} must be a whole number of days, "
+                            "0 or more") from None
+    raw_start = env.get("PARTITIONS_START_DATE") or DEFAULTS["PARTITIONS_START_DATE"]
+    raw_tz = env.get("PIPELINE_TIMEZONE") or DEFAULTS["PIPELINE_TIMEZONE"]
+    try:
+        start = parse_day(raw_start)
+        zone(raw_tz)
+    except TimeValueError as exc:
+        name = "PIPELINE_TIMEZONE" if "zone" in str(exc) else "PARTITIONS_START_DATE"
+        raise SettingsError(f"{name}: {exc}") from None
+    return Settings(
+        data_dir=data_dir,
+        source_url=env.get("SOURCE_DATABASE_URL") or f"sqlite:///{data_dir / 'app.db'}",
+        warehouse_url=env.get("WAREHOUSE_DATABASE_URL") or f"sqlite:///{data_dir / 'warehouse.db'}",
+        lookback_days=lookback,
+        partitions_start=start,
+        timezone=raw_tz,
+        source_url_from_env=bool(env.get("SOURCE_DATABASE_URL")),
+        warehouse_url_from_env=bool(env.get("WAREHOUSE_DATABASE_URL")),
+    )

@@ -1,0 +1,94 @@
+"""Shared fixtures: real SQLite files under tmp_path, and real PostgreSQL databases.
+
+PostgreSQL tests get fresh databases made for each test and dropped after it. They skip
+only where no server is reachable *and* CI is not set (a laptop), saying so; in CI an
+unreachable server fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline_assets.core.db import make_engine
+
+ADMIN_URL = os.environ.get(
+    "PIPELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+NOW = datetime(2026, 1, 27, 6, 0, tzinfo=timezone.utc)  # the fixed clock of every test
+
+
+def _postgres_reachable() -> str | None:
+    try:
+        engine = sa.create_engine(ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect():
+            pass
+        engine.dispose()
+        return None
+    except Exception as exc:  # the driver missing counts as unreachable too
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+@pytest.fixture(scope="session")
+def postgres_admin():
+    problem = _postgres_reachable()
+    if problem:
+        message = f"no PostgreSQL reachable at {ADMIN_URL} ({problem})"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI must run the PostgreSQL tests: start the server")
+        pytest.skip(message + "; set PIPELINE_TEST_POSTGRES_URL to run these tests")
+    engine = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    yield engine
+    engine.dispose()
+
+
+class PostgresDatabases:
+    """Creates throw-away databases and drops them at the end of the test."""
+
+    def __init__(self, admin: sa.Engine):
+        self.admin = admin
+        self.names: list[str] = []
+
+    def url(self, label: str) -> str:
+        name = f"pa_{label}_{uuid.uuid4().hex[:12]}"
+        with self.admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        self.names.append(name)
+        return self.admin.url.set(database=name).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        with self.admin.connect() as conn:
+            for name in self.names:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres(postgres_admin):
+    dbs = PostgresDatabases(postgres_admin)
+    yield dbs
+    dbs.drop_all()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_urls(request, tmp_path: Path) -> dict[str, str]:
+    """Source and warehouse URLs on one backend: a SQLite file each, or fresh PG databases."""
+    if request.param == "sqlite":
+        return {"source": f"sqlite:///{tmp_path / 'app.db'}",
+                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+    dbs = request.getfixturevalue("postgres")
+    return {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
+
+
+@pytest.fixture
+def engines(db_urls):
+    """(source engine, warehouse engine) for ``db_urls``, disposed after the test."""
+    source = make_engine(db_urls["source"], role="source")
+    warehouse = make_engine(db_urls["warehouse"], role="warehouse")
+    yield source, warehouse
+    source.dispose()
+    warehouse.dispose()
