@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, EnvVar
+from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
 
 from . import settings as settings_module
 from .assets import build_orders_asset
@@ -17,8 +17,13 @@ def build_definitions(settings: Settings) -> Definitions:
     warehouse_url = EnvVar("WAREHOUSE_DATABASE_URL") if settings.warehouse_url_from_env \
         else settings.warehouse_url
     warehouse = Warehouse(url=warehouse_url)
+    orders_job = define_asset_job(
+        "orders_job", selection=AssetSelection.assets("orders"),
+        description="The incremental load of orders (give start/end config for a range).",
+    )
     return Definitions(
         assets=[build_orders_asset(settings)],
+        jobs=[orders_job],
         resources={
             "source": SourceDatabase(url=source_url),
             "warehouse": warehouse,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
@@ -136,7 +137,7 @@ PIPELINE = "orders"  # the row of pipeline_watermark that this pipeline owns
 
 
 def ensure_schema(conn: sa.Connection) -> None:
-    """Create the warehouse tables and the watermark row if missing (inside ``conn``'s transaction)."""
+    """Create the warehouse tables and the watermark row if missing, in ``conn``'s transaction."""
     metadata.create_all(conn, checkfirst=True)
     exists = conn.execute(
         sa.select(watermark_state.c.name).where(watermark_state.c.name == PIPELINE)
@@ -146,7 +147,12 @@ def ensure_schema(conn: sa.Connection) -> None:
 
 
 def prepare_warehouse(engine: Engine) -> None:
-    """:func:`ensure_schema` in its own transaction, tolerating a concurrent creator."""
+    """:func:`ensure_schema` in its own transaction, tolerating a concurrent creator.
+
+    A SQLite warehouse file's folder is created here, when a run first needs it.
+    """
+    if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):
         try:
             with engine.begin() as conn:
@@ -165,4 +171,5 @@ def prepare_warehouse(engine: Engine) -> None:
 def _unreachable(exc: sa.exc.OperationalError) -> bool:
     text = str(exc).lower()
     return any(s in text for s in ("connect", "unable to open", "could not translate",
-                                   "refused", "does not exist", "authentication"))
+                                   "refused", "authentication")) or (
+        "database" in text and "does not exist" in text)

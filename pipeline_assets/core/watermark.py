@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .db import PIPELINE, prepare_warehouse, watermark_history, watermark_state
+from .db import PIPELINE, connect_error, prepare_warehouse, watermark_history, watermark_state
 from .times import canonical, from_canonical
 
 
@@ -96,10 +96,14 @@ def write(conn: sa.Connection, old: datetime | None, new: datetime | None, *, ki
 
 
 def current(engine: Engine) -> datetime | None:
-    """The stored watermark (None before the first load)."""
-    prepare_warehouse(engine)
-    with engine.connect() as conn:
-        return read(conn)
+    """The stored watermark (None before the first load); reads only."""
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(watermark_state.name):
+                return None
+            return read(conn)
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
 
 
 def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime) -> tuple:
@@ -123,10 +127,14 @@ def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime) -> tup
 
 
 def history(engine: Engine) -> list[WatermarkChange]:
-    """Every change of the watermark, oldest first."""
-    prepare_warehouse(engine)
+    """Every change of the watermark, oldest first; reads only."""
     h = watermark_history.c
-    with engine.connect() as conn:
-        rows = conn.execute(sa.select(h.changed_at, h.kind, h.old_value, h.new_value, h.reason,
-                                      h.batch_id).order_by(h.id)).all()
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(watermark_history.name):
+                return []
+            rows = conn.execute(sa.select(h.changed_at, h.kind, h.old_value, h.new_value,
+                                          h.reason, h.batch_id).order_by(h.id)).all()
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
     return [WatermarkChange(*row) for row in rows]

@@ -1,0 +1,456 @@
+"""The ``pipeline-assets`` command line on real SQLite files under tmp_path.
+
+Most cases call ``main([...])`` in-process with an explicit environment and a fixed clock
+and read what it printed; a few run ``python -m pipeline_assets`` as a real subprocess,
+so the entry point, the exit codes and "no traceback" are checked as a user sees them.
+Every failing case also checks that nothing was written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline_assets.cli import main
+from pipeline_assets.core import demo
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.times import UTC
+
+from .conftest import NOW
+
+CHAPTER = [
+    (101, "paid", "40.00", "2026-01-03"),
+    (102, "paid", "15.50", "2026-01-08"),
+    (103, "refunded", "30.00", "2026-01-12"),
+    (104, "paid", "12.75", "2026-01-15"),
+    (105, "pending", "22.00", "2026-01-19"),
+    (106, "paid", "18.20", "2026-01-21"),
+]
+CHAPTER_DAYS = ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15", "2026-01-19",
+                "2026-01-21"]
+PG_URL = "postgresql+psycopg://u:s3cret@127.0.0.1:1/x"  # nothing listens on port 1
+PG_URL_2 = "postgresql+psycopg://u:s3cret@127.0.0.1:1/y"
+
+
+@pytest.fixture(autouse=True)
+def _stay_out_of_the_checkout(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"PIPELINE_DATA_DIR": str(tmp_path / "data")}
+
+
+@pytest.fixture
+def data(env) -> Path:
+    return Path(env["PIPELINE_DATA_DIR"])
+
+
+@pytest.fixture
+def cli(capsys, env):
+    """``cli(*argv, **extra_env)`` → ``(exit code, stdout, stderr)``."""
+
+    def run(*argv: str, **extra: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv), environ={**env, **extra}, clock=lambda: NOW)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def initialized(cli, data) -> Path:
+    assert cli("demo", "init")[0] == 0
+    return data
+
+
+def source_rows(data: Path) -> list[tuple]:
+    with sqlite3.connect(data / "app.db") as conn:
+        return conn.execute("SELECT order_id, status, amount, updated_at FROM orders "
+                            "ORDER BY order_id").fetchall()
+
+
+def fingerprint(path: Path) -> tuple[list[str], str, list[str]]:
+    """Files in the folder, the database file's hash, and its full SQL dump."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    conn = sqlite3.connect(path)
+    try:
+        dump = list(conn.iterdump())
+    finally:
+        conn.close()
+    return sorted(p.name for p in path.parent.iterdir()), digest, dump
+
+
+def real_load(data: Path):
+    """One real incremental load through core, as the `orders` asset would run it."""
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
+    try:
+        return load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
+    finally:
+        source.dispose()
+        warehouse.dispose()
+
+
+def one_line_error(code: int, out: str, err: str, expected_code: int = 1) -> str:
+    assert code == expected_code, (out, err)
+    assert out == ""
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.startswith("pipeline-assets: error: ")
+    assert "Traceback" not in err
+    return err
+
+
+# --- demo -------------------------------------------------------------------------------
+
+def test_demo_init_creates_the_chapter_orders_and_its_folder(cli, tmp_path):
+    nested = tmp_path / "deep" / "er"
+    code, out, err = cli("demo", "init", PIPELINE_DATA_DIR=str(nested))
+    assert (code, err) == (0, "")
+    assert out == f"created the orders table in sqlite:///{nested / 'app.db'} with 6 orders " \
+                  "(101-106)\n"
+    assert source_rows(nested) == CHAPTER
+    assert dict((r[0], r[1]) for r in source_rows(nested))[105] == "pending"
+
+
+def test_demo_init_twice_needs_force_and_keeps_the_data(cli, initialized):
+    assert cli("demo", "set", "105", "--status", "paid", "--amount", "22.00",
+               "--updated-at", "2026-01-25")[0] == 0
+    before = source_rows(initialized)
+    err = one_line_error(*cli("demo", "init"))
+    assert "already has an orders table; pass --force" in err
+    assert source_rows(initialized) == before
+
+    assert cli("demo", "init", "--force")[0] == 0
+    assert source_rows(initialized) == CHAPTER
+
+
+def test_demo_generate_is_deterministic_and_adds_late_orders(cli, tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        assert cli("demo", "init", PIPELINE_DATA_DIR=str(folder))[0] == 0
+        code, out, err = cli("demo", "generate", "--orders", "200", "--days", "10",
+                             "--start", "2026-02-01", "--late-fraction", "0.25", "--seed", "7",
+                             PIPELINE_DATA_DIR=str(folder))
+        assert (code, err) == (0, "")
+        runs.append((json.loads(out), source_rows(folder)))
+    (summary, rows), (summary_b, rows_b) = runs
+    assert (summary, rows) == (summary_b, rows_b)
+    assert {k: summary[k] for k in ("orders", "first_order_id", "last_order_id", "start",
+                                    "days")} == {
+        "orders": 200, "first_order_id": 107, "last_order_id": 306, "start": "2026-02-01",
+        "days": 10}
+    assert len(rows) == 6 + 200
+    assert 20 <= summary["late"] <= 80  # a quarter of 200, give or take
+    # late orders are dated 1-5 days back: those near the start fall before it
+    assert 0 < len([r for r in rows[6:] if r[3] < "2026-02-01"]) <= summary["late"]
+
+
+def test_demo_generate_with_another_seed_differs(cli, tmp_path):
+    outcomes = []
+    for seed in ("1", "2"):
+        folder = tmp_path / seed
+        cli("demo", "init", PIPELINE_DATA_DIR=str(folder))
+        assert cli("demo", "generate", "--orders", "20", "--days", "3", "--seed", seed,
+                   PIPELINE_DATA_DIR=str(folder))[0] == 0
+        outcomes.append(source_rows(folder))
+    assert outcomes[0] != outcomes[1]
+
+
+def test_demo_set_updates_and_inserts(cli, initialized):
+    code, out, err = cli("demo", "set", "105", "--status", "paid", "--amount", "22.00",
+                         "--updated-at", "2026-01-25")
+    assert (code, out, err) == (0, "order 105 updated: paid 22.00 2026-01-25\n", "")
+    code, out, err = cli("demo", "set", "186", "--status", "paid", "--amount", "9.90",
+                         "--updated-at", "2026-01-24T23:30:00+01:00")
+    assert (code, out, err) == (0, "order 186 inserted: paid 9.90 2026-01-24T23:30:00+01:00\n",
+                                "")
+    rows = source_rows(initialized)
+    assert rows[4] == (105, "paid", "22.00", "2026-01-25")
+    assert rows[-1] == (186, "paid", "9.90", "2026-01-24T23:30:00+01:00")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "set", "105", "--status", "paid", "--amount", "22,00", "--updated-at",
+      "2026-01-25"], "--amount: '22,00' is not a decimal number"),
+    (["demo", "set", "105", "--status", "paid", "--amount", "1e3", "--updated-at",
+      "2026-01-25"], "--amount: '1e3' is not a decimal number"),
+    (["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at",
+      "2026-02-30"], "--updated-at: '2026-02-30' is not a valid date"),
+    (["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at",
+      "25/01/2026"], "--updated-at: '25/01/2026' is not an ISO-8601 date"),
+    (["demo", "set", "105", "--status", " ", "--amount", "22.00", "--updated-at",
+      "2026-01-25"], "--status must not be empty"),
+    (["demo", "generate", "--orders", "5", "--days", "2", "--start", "2026-1-5"],
+     "--start: '2026-1-5' is not a day in the form YYYY-MM-DD"),
+    (["demo", "generate", "--orders", "5", "--days", "2", "--late-fraction", "1.5"],
+     "--late-fraction 1.5 must be between 0 and 1"),
+    (["demo", "generate", "--orders", "5", "--days", "0"], "--days 1 or more"),
+])
+def test_bad_demo_input_fails_in_one_line_and_changes_nothing(cli, initialized, argv, message):
+    before = fingerprint(initialized / "app.db")
+    err = one_line_error(*cli(*argv))
+    assert message in err
+    assert fingerprint(initialized / "app.db") == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "the following arguments are required: COMMAND"),
+    (["load"], "invalid choice: 'load'"),
+    (["demo"], "the following arguments are required: DEMO_COMMAND"),
+    (["demo", "set", "x", "--status", "paid", "--amount", "1", "--updated-at", "2026-01-01"],
+     "argument ORDER_ID: invalid int value: 'x'"),
+    (["demo", "generate", "--days", "2"], "the following arguments are required: --orders"),
+    (["watermark", "rewind", "2026-01-01"], "the following arguments are required: --reason"),
+    (["plan", "--now"], "unrecognized arguments: --now"),
+])
+def test_usage_errors_exit_2_in_one_line(cli, data, argv, message):
+    err = one_line_error(*cli(*argv), expected_code=2)
+    assert message in err
+    assert not data.exists()
+
+
+def test_commands_other_than_init_never_create_the_source(cli, data):
+    for argv in (["plan"], ["demo", "generate", "--orders", "1", "--days", "1"],
+                 ["demo", "set", "1", "--status", "paid", "--amount", "1.00",
+                  "--updated-at", "2026-01-01"]):
+        err = one_line_error(*cli(*argv))
+        assert "does not exist: create the demo with `pipeline-assets demo init`" in err
+    assert not data.exists()
+
+
+def test_a_source_without_orders_table_is_a_one_line_error(cli, data):
+    data.mkdir()
+    sqlite3.connect(data / "app.db").close()
+    err = one_line_error(*cli("plan"))
+    assert "has no table 'orders'" in err
+    assert sorted(p.name for p in data.iterdir()) == ["app.db"]
+
+
+# --- watermark --------------------------------------------------------------------------
+
+def test_watermark_show_before_any_load_is_null_and_creates_nothing(cli, data):
+    code, out, err = cli("watermark", "show", LOOKBACK_DAYS="3")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"watermark": None, "lookback_days": 3, "window_start": None}
+    code, out, err = cli("watermark", "history", "--json")
+    assert (code, json.loads(out), err) == (0, [], "")
+    assert cli("watermark", "history")[1] == "no watermark changes yet\n"
+    assert not data.exists()
+
+
+def test_rewind_moves_back_and_is_in_the_history(cli, initialized):
+    real_load(initialized)
+    assert json.loads(cli("watermark", "show")[1])["watermark"] == "2026-01-21T00:00:00+00:00"
+
+    code, out, err = cli("watermark", "rewind", "2026-01-15", "--reason", "re-read ticket 42")
+    assert (code, err) == (0, "")
+    assert out == ("watermark rewound from 2026-01-21T00:00:00+00:00 "
+                   "to 2026-01-15T00:00:00+00:00\n")
+    assert json.loads(cli("watermark", "show")[1]) == {
+        "watermark": "2026-01-15T00:00:00+00:00", "lookback_days": 2,
+        "window_start": "2026-01-13T00:00:00+00:00"}
+
+    history = json.loads(cli("watermark", "history", "--json")[1])
+    assert [(h["kind"], h["old_value"], h["new_value"], h["reason"]) for h in history] == [
+        ("load", None, "2026-01-21T00:00:00+00:00", None),
+        ("rewind", "2026-01-21T00:00:00+00:00", "2026-01-15T00:00:00+00:00",
+         "re-read ticket 42"),
+    ]
+    assert history[0]["batch_id"].startswith("orders-")
+    assert {h["changed_at"] for h in history} == {NOW.isoformat()}
+
+    lines = cli("watermark", "history")[1].splitlines()
+    assert lines == [
+        f"{NOW.isoformat()}  load    none -> 2026-01-21T00:00:00+00:00  "
+        f"batch {history[0]['batch_id']}",
+        f"{NOW.isoformat()}  rewind  2026-01-21T00:00:00+00:00 -> 2026-01-15T00:00:00+00:00  "
+        "reason: re-read ticket 42",
+    ]
+
+
+def test_rewind_reads_a_naive_value_in_the_pipeline_time_zone(cli, initialized):
+    real_load(initialized)
+    code, out, _ = cli("watermark", "rewind", "2026-01-20T08:00", "--reason", "tz",
+                       PIPELINE_TIMEZONE="America/New_York")
+    assert code == 0
+    assert out.endswith("to 2026-01-20T08:00:00-05:00\n")
+    shown = json.loads(cli("watermark", "show")[1])["watermark"]
+    assert shown == "2026-01-20T13:00:00+00:00"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("2026-01-25", "is not before the current"),
+    ("2026-01-21", "is not before the current"),
+    ("yesterday", "VALUE: 'yesterday' is not an ISO-8601 date"),
+])
+def test_rewind_forward_or_unparseable_is_refused(cli, initialized, value, message):
+    real_load(initialized)
+    before = fingerprint(initialized / "warehouse.db")
+    err = one_line_error(*cli("watermark", "rewind", value, "--reason", "oops"))
+    assert message in err
+    assert fingerprint(initialized / "warehouse.db") == before
+
+
+def test_rewind_before_any_load_is_refused_without_creating_the_warehouse(cli, initialized):
+    err = one_line_error(*cli("watermark", "rewind", "2026-01-01", "--reason", "x"))
+    assert "there is no watermark yet" in err
+    assert not (initialized / "warehouse.db").exists()
+
+
+# --- plan -------------------------------------------------------------------------------
+
+def test_plan_on_a_fresh_warehouse_reports_the_first_load_and_writes_nothing(cli, initialized):
+    source_before = fingerprint(initialized / "app.db")
+    code, out, err = cli("plan")
+    assert (code, err) == (0, "")
+    plan = json.loads(out)
+    assert {k: plan[k] for k in ("kind", "window_start", "window_end", "watermark_before",
+                                 "watermark_after", "rows_read", "inserted", "updated",
+                                 "unchanged", "days_touched", "dry_run", "lookback_days",
+                                 "warehouse_exists")} == {
+        "kind": "incremental", "window_start": None, "window_end": None,
+        "watermark_before": None, "watermark_after": "2026-01-21T00:00:00+00:00",
+        "rows_read": 6, "inserted": 6, "updated": 0, "unchanged": 0,
+        "days_touched": CHAPTER_DAYS, "dry_run": True, "lookback_days": 2,
+        "warehouse_exists": False,
+    }
+    assert plan["warehouse"] == f"sqlite:///{initialized / 'warehouse.db'}"
+    assert sorted(p.name for p in initialized.iterdir()) == ["app.db"]
+    assert fingerprint(initialized / "app.db") == source_before
+    # the plan is what the real load then does
+    done = real_load(initialized).to_json()
+    assert {k: done[k] for k in ("batch_id", "rows_read", "days_touched", "watermark_after")} \
+        == {k: plan[k] for k in ("batch_id", "rows_read", "days_touched", "watermark_after")}
+
+
+def test_plan_after_a_load_shows_the_lookback_window_and_writes_nothing(cli, initialized):
+    real_load(initialized)
+    cli("demo", "set", "105", "--status", "paid", "--amount", "22.00",
+        "--updated-at", "2026-01-25")
+    cli("demo", "set", "186", "--status", "paid", "--amount", "9.90",
+        "--updated-at", "2026-01-24")
+    warehouse_before = fingerprint(initialized / "warehouse.db")
+
+    code, out, err = cli("plan")
+    assert (code, err) == (0, "")
+    plan = json.loads(out)
+    assert {k: plan[k] for k in ("window_start", "watermark_before", "watermark_after",
+                                 "rows_read", "inserted", "updated", "unchanged",
+                                 "days_touched", "warehouse_exists")} == {
+        "window_start": "2026-01-19T00:00:00+00:00",
+        "watermark_before": "2026-01-21T00:00:00+00:00",
+        "watermark_after": "2026-01-25T00:00:00+00:00",
+        "rows_read": 3, "inserted": 1, "updated": 1, "unchanged": 1,  # 186, 105, 106
+        "days_touched": ["2026-01-24", "2026-01-25"],
+        "warehouse_exists": True,
+    }
+    assert fingerprint(initialized / "warehouse.db") == warehouse_before
+    assert json.loads(cli("watermark", "show")[1])["watermark"] == "2026-01-21T00:00:00+00:00"
+
+    code, out, _ = cli("plan", LOOKBACK_DAYS="0")
+    assert json.loads(out)["window_start"] == "2026-01-21T00:00:00+00:00"
+    assert fingerprint(initialized / "warehouse.db") == warehouse_before
+
+
+def test_plan_names_an_invalid_source_row_and_writes_nothing(cli, initialized):
+    with sqlite3.connect(initialized / "app.db") as conn:
+        conn.execute("UPDATE orders SET amount = 'twelve' WHERE order_id = 104")
+    conn.close()
+    err = one_line_error(*cli("plan"))
+    assert "order 104: column amount = 'twelve'" in err
+    assert sorted(p.name for p in initialized.iterdir()) == ["app.db"]
+
+
+# --- settings and unreachable databases -------------------------------------------------
+
+@pytest.mark.parametrize("setting, message", [
+    ({"LOOKBACK_DAYS": "-1"}, "LOOKBACK_DAYS='-1' must be a whole number of days"),
+    ({"PIPELINE_TIMEZONE": "Mars/Olympus"}, "PIPELINE_TIMEZONE: unknown time zone"),
+    ({"PARTITIONS_START_DATE": "soon"}, "PARTITIONS_START_DATE"),
+])
+def test_invalid_settings_are_a_one_line_error(cli, data, setting, message):
+    err = one_line_error(*cli("watermark", "show", **setting))
+    assert message in err
+    assert not data.exists()
+
+
+@pytest.mark.parametrize("argv, variable", [
+    (["watermark", "show"], "WAREHOUSE_DATABASE_URL"),
+    (["watermark", "history"], "WAREHOUSE_DATABASE_URL"),
+    (["watermark", "rewind", "2026-01-01", "--reason", "x"], "WAREHOUSE_DATABASE_URL"),
+    (["plan"], "SOURCE_DATABASE_URL"),
+    (["demo", "init"], "SOURCE_DATABASE_URL"),
+    (["demo", "set", "1", "--status", "paid", "--amount", "1.00", "--updated-at",
+      "2026-01-01"], "SOURCE_DATABASE_URL"),
+])
+def test_an_unreachable_database_never_shows_its_password(cli, argv, variable):
+    code, out, err = cli(*argv, SOURCE_DATABASE_URL=PG_URL, WAREHOUSE_DATABASE_URL=PG_URL_2)
+    one_line_error(code, out, err)
+    assert "s3cret" not in out + err
+    assert "postgresql+psycopg://u:***@127.0.0.1:1/" in err
+    assert f"Check {variable}" in err
+
+
+def test_an_unparseable_url_never_shows_its_password(cli):
+    err = one_line_error(*cli("plan", SOURCE_DATABASE_URL="nonsense://u:s3cret@@host/x"))
+    assert "s3cret" not in err
+
+
+# --- as a user runs it ------------------------------------------------------------------
+
+def _subprocess(tmp_path: Path, *argv: str, **extra: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SOURCE_DATABASE_URL", "WAREHOUSE_DATABASE_URL", "LOOKBACK_DAYS",
+                        "PARTITIONS_START_DATE", "PIPELINE_TIMEZONE")}
+    env.update(PIPELINE_DATA_DIR=str(tmp_path), **extra)
+    return subprocess.run([sys.executable, "-m", "pipeline_assets", *argv], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_python_dash_m_runs_the_commands(tmp_path):
+    done = _subprocess(tmp_path, "demo", "init")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("created the orders table in sqlite:///")
+    done = _subprocess(tmp_path, "plan")
+    assert (done.returncode, done.stderr) == (0, "")
+    plan = json.loads(done.stdout)
+    assert (plan["rows_read"], plan["days_touched"]) == (6, CHAPTER_DAYS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at",
+      "2026-01-32"], 1, "--updated-at: '2026-01-32' is not a valid date"),
+    (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+    (["watermark", "show"], 1, "cannot reach the warehouse database"),
+])
+def test_python_dash_m_fails_in_one_line_without_traceback(tmp_path, argv, code, message):
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    demo.init(engine)
+    engine.dispose()
+    before = fingerprint(tmp_path / "app.db")
+    done = _subprocess(tmp_path, *argv, WAREHOUSE_DATABASE_URL=PG_URL)
+    assert done.returncode == code
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "s3cret" not in done.stderr
+    assert fingerprint(tmp_path / "app.db") == before
+
+
+def test_the_cli_does_not_import_dagster(tmp_path):
+    code = "import sys, pipeline_assets.cli; print('dagster' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "False\n")

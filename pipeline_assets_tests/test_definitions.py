@@ -1,0 +1,69 @@
+"""The code location loads, names resolve, and the layers point one way only."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+import yaml
+
+import pipeline_assets
+from pipeline_assets.definitions import defs
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(pipeline_assets.__file__).parent
+
+
+def test_defs_resolve_every_asset_job_and_resource():
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert {"orders"} <= keys
+    assert defs.resolve_job_def("orders_job") is not None
+    assert defs.resolve_implicit_global_asset_job_def() is not None
+
+
+def test_workspace_and_pyproject_both_name_the_module():
+    workspace = yaml.safe_load((ROOT / "workspace.yaml").read_text())
+    assert workspace["load_from"][0]["python_module"]["module_name"] == \
+        "pipeline_assets.definitions"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["tool"]["dagster"]["module_name"] == "pipeline_assets.definitions"
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_core_never_imports_dagster():
+    offenders = [p.name for p in (PACKAGE / "core").glob("*.py") if "dagster" in _imports(p)]
+    assert offenders == []
+
+
+def test_no_private_dagster_imports_in_the_package():
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        assert "dagster._" not in text, f"{path.name} imports Dagster internals"
+
+
+def test_importing_definitions_has_no_side_effects(tmp_path):
+    """Loading the code location must not create folders or open databases."""
+    env = {**os.environ, "PIPELINE_DATA_DIR": str(tmp_path / "data")}
+    subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"],
+                   cwd=tmp_path, env=env, check=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_settings_fail_loading_with_the_variable_named(tmp_path):
+    env = {**os.environ, "LOOKBACK_DAYS": "two"}
+    done = subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode != 0 and "LOOKBACK_DAYS='two'" in done.stderr

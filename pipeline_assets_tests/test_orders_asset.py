@@ -1,0 +1,135 @@
+"""The ``orders`` asset through Dagster's real execution, with resources from settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dagster import DagsterInstance
+
+from pipeline_assets.core import demo
+from pipeline_assets.core import watermark as wm
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.definitions import build_definitions
+from pipeline_assets.settings import from_env
+
+
+def make_settings(tmp_path: Path, db_urls: dict | None = None, **env):
+    environ = {"PIPELINE_DATA_DIR": str(tmp_path / "data"), **env}
+    if db_urls:
+        environ |= {"SOURCE_DATABASE_URL": db_urls["source"],
+                    "WAREHOUSE_DATABASE_URL": db_urls["warehouse"]}
+    (tmp_path / "data").mkdir(exist_ok=True)  # the demo app database lives there
+    return from_env(environ, cwd=tmp_path)
+
+
+def materialize_orders(settings, instance, config: dict | None = None, monkeypatch=None):
+    defs = build_definitions(settings)
+    job = defs.resolve_job_def("orders_job")
+    run_config = {"ops": {"orders": {"config": config}}} if config else None
+    return job.execute_in_process(instance=instance, run_config=run_config,
+                                  raise_on_error=False)
+
+
+def last_metadata(instance, result) -> dict:
+    events = result.get_asset_materialization_events()
+    assert len(events) == 1
+    return {k: v.value for k, v in events[0].materialization.metadata.items()}
+
+
+@pytest.fixture
+def instance():
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def test_materializations_tell_the_story(db_urls, tmp_path, instance, monkeypatch):
+    # EnvVar resources resolve from the process environment, as under `dagster dev`
+    monkeypatch.setenv("SOURCE_DATABASE_URL", db_urls["source"])
+    monkeypatch.setenv("WAREHOUSE_DATABASE_URL", db_urls["warehouse"])
+    settings = make_settings(tmp_path, db_urls)
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+
+    first = materialize_orders(settings, instance)
+    assert first.success
+    meta = last_metadata(instance, first)
+    assert meta["rows_read"] == 6 and meta["inserted"] == 6
+    assert meta["window_start"] == "everything" and meta["watermark_before"] == "none"
+    assert meta["watermark_after"].startswith("2026-01-21T00:00:00")
+    assert meta["days_touched"][0] == "2026-01-03" and meta["days_touched_count"] == 6
+    assert meta["kind"] == "incremental" and meta["batch_id"].startswith("orders-")
+
+    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25",
+                   tz=settings.tz)
+    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24",
+                   tz=settings.tz)
+    second = last_metadata(instance, materialize_orders(settings, instance))
+    assert (second["inserted"], second["updated"], second["unchanged"]) == (1, 1, 1)
+    assert second["days_touched"] == ["2026-01-24", "2026-01-25"]
+    assert second["watermark_after"].startswith("2026-01-25")
+    assert second["lookback_days"] == 2
+    source.dispose()
+
+
+def test_a_range_run_from_config_leaves_the_watermark(tmp_path, instance):
+    settings = make_settings(tmp_path)
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+    assert materialize_orders(settings, instance).success
+    demo.set_order(source, 101, status="refunded", amount="40.00", updated_at="2026-01-04",
+                   tz=settings.tz)
+    result = materialize_orders(settings, instance,
+                                {"start": "2026-01-01", "end": "2026-01-10"})
+    meta = last_metadata(instance, result)
+    assert meta["kind"] == "range" and meta["updated"] == 1
+    assert meta["watermark_before"] == meta["watermark_after"]
+    assert meta["days_touched"] == ["2026-01-03", "2026-01-04"]
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    assert wm.current(warehouse).date().isoformat() == "2026-01-21"
+
+
+def test_bad_input_fails_once_without_retries_and_names_the_row(tmp_path, instance):
+    settings = make_settings(tmp_path)
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+    with source.begin() as conn:
+        conn.execute(demo.source_orders.insert().values(
+            order_id=187, status="paid", amount="12.3.4", updated_at="2026-01-22"))
+    result = materialize_orders(settings, instance)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.error
+    assert "order 187" in failure.message and "'12.3.4'" in failure.message
+    # not retried: bad input does not fix itself
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    with warehouse.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM orders")).scalar() == 0
+    assert wm.current(warehouse) is None
+
+
+def test_a_bad_range_in_config_is_a_clear_failure(tmp_path, instance):
+    settings = make_settings(tmp_path)
+    demo.init(make_engine(settings.source_url, role="source"))
+    result = materialize_orders(settings, instance, {"start": "2026-01-10", "end": "soon"})
+    assert not result.success
+    message = result.get_step_failure_events()[0].step_failure_data.error.message
+    assert "'soon'" in message and "ISO-8601" in message
+
+
+@pytest.mark.postgres
+def test_an_unreachable_warehouse_never_shows_its_password(postgres_admin, tmp_path, instance,
+                                                           monkeypatch):
+    secret = "s3cret-pw"
+    url = f"postgresql+psycopg://loader:{secret}@127.0.0.1:1/warehouse"
+    monkeypatch.setenv("WAREHOUSE_DATABASE_URL", url)
+    settings = make_settings(tmp_path, WAREHOUSE_DATABASE_URL=url)
+    demo.init(make_engine(settings.source_url, role="source"))
+    result = materialize_orders(settings, instance)
+    assert not result.success
+    text = json.dumps([str(e) for e in result.all_events])
+    assert "cannot reach the warehouse database" in text
+    assert "loader:***@127.0.0.1:1/warehouse" in text
+    assert secret not in text
