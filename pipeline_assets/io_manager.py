@@ -1,0 +1,93 @@
+"""The IO manager of the daily ``paid_orders`` files: a thin Dagster shell over
+:mod:`pipeline_assets.core.daily_files`.
+
+No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
+"""
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
+from pydantic import Field
+
+from .core.daily_files import (
+    DayFilesBatch,
+    DayFilesError,
+    read_committed_days,
+    write_day_files,
+)
+
+
+class DailyFilesIOManager(ConfigurableIOManager):
+    """One JSON file per day partition, replaced atomically, plus one manifest per run.
+
+    Contract (CONTRACT §6): ``handle_output`` writes exactly the run's partition keys
+    (a day missing from the output is written as ``[]``), then the manifest
+    ``_manifest_<run id>.json``; ``load_input`` returns only committed days and fails
+    naming any other day. Files live in ``<base_dir>/<asset key path>``, so with
+    ``base_dir`` = PIPELINE_DATA_DIR the ``paid_orders`` asset writes to
+    ``<PIPELINE_DATA_DIR>/paid_orders``. Writers on one machine are serialized by a
+    file lock; across machines, by the concurrency pool ``paid_orders_files``.
+    """
+
+    base_dir: str = Field(description="Root folder (PIPELINE_DATA_DIR); files go in "
+                                      "<base_dir>/<asset key path>/<YYYY-MM-DD>.json")
+
+    def folder_for(self, context: OutputContext | InputContext) -> Path:
+        """The folder of the asset's day files."""
+        return Path(self.base_dir).joinpath(*context.asset_key.path)
+
+    def _partition_keys(self, context: OutputContext | InputContext, verb: str) -> list:
+        if not context.has_asset_partitions:
+            raise DayFilesError(
+                f"{context.asset_key.to_user_string()} is not partitioned: the daily files IO "
+                f"manager can only {verb} assets with daily partitions "
+                "(DailyPartitionsDefinition)."
+            )
+        return sorted(context.asset_partition_keys)
+
+    def handle_output(self, context: OutputContext, obj) -> None:
+        """Write the run's day files, then its manifest; record what was written."""
+        keys = self._partition_keys(context, "store")
+        if isinstance(obj, DayFilesBatch):
+            days, watermark = obj.days, obj.watermark
+        elif isinstance(obj, Mapping):
+            days, watermark = obj, None
+        else:
+            raise DayFilesError(
+                f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; return a "
+                "DayFilesBatch or a dict mapping each day (YYYY-MM-DD) to its rows."
+            )
+        extra = sorted(set(days) - set(keys), key=str)
+        if extra:
+            raise DayFilesError(
+                f"{context.asset_key.to_user_string()} returned days {extra} outside this run's "
+                f"partitions {keys[0]}...{keys[-1]}; return rows only for the partitions "
+                "being materialized."
+            )
+        written = write_day_files(
+            self.folder_for(context),
+            {key: days.get(key, []) for key in keys},
+            run_id=context.run_id,
+            # When the manifest was written: metadata only, never part of a key or a name.
+            written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            watermark=watermark,
+        )
+        context.add_output_metadata({
+            "manifest": MetadataValue.path(str(written.manifest_path)),
+            "manifest_sequence": written.sequence,
+            "days_written": MetadataValue.json(list(written.days_written)),
+            "rows": written.total_rows,
+            "rows_by_day": MetadataValue.json(dict(written.rows)),
+            "watermark": watermark if watermark is not None else "none",
+        })
+        context.log.info(
+            f"wrote {len(written.days_written)} day file(s), {written.total_rows} row(s), "
+            f"manifest {written.manifest_path.name} (sequence {written.sequence})"
+        )
+
+    def load_input(self, context: InputContext) -> dict:
+        """Rows of each upstream day partition, from committed days only."""
+        keys = self._partition_keys(context, "load")
+        return read_committed_days(self.folder_for(context), keys)

@@ -1,0 +1,477 @@
+"""The file layer of ``paid_orders`` (core/daily_files.py), on real files under tmp_path."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import threading
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from pipeline_assets.core import daily_files as df
+from pipeline_assets.core.daily_files import (
+    COMMITTED,
+    NOT_BUILT,
+    UNCOMMITTED,
+    DayFilesError,
+    UncommittedDayError,
+    day_file_path,
+    day_status,
+    describe_days,
+    manifest_path,
+    pointer_path,
+    read_committed_day,
+    read_committed_days,
+    serialize_day,
+    write_day_files,
+)
+
+WRITTEN_AT = "2026-01-26T00:05:00+00:00"  # a fixed clock
+DAY = "2026-01-25"
+
+
+def row(order_id, amount="22.00", updated_at="2026-01-25T03:00:00+00:00", status="paid"):
+    return {"order_id": order_id, "status": status, "amount": amount, "updated_at": updated_at}
+
+
+def write(folder, days, run_id="run-1", **kwargs):
+    return write_day_files(folder, days, run_id=run_id, written_at=WRITTEN_AT, **kwargs)
+
+
+def temp_files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*.partial"))
+
+
+# --- serialization -----------------------------------------------------------------------
+
+ONE = (b'[{"amount":"22.00","order_id":1,"status":"paid",'
+       b'"updated_at":"2026-01-25T03:00:00+00:00"}]\n')
+TWO = (b'[{"amount":"9.50","order_id":1,"status":"paid","updated_at":"2026-01-25"},'
+       b'{"amount":"22.00","order_id":7,"status":"paid",'
+       b'"updated_at":"2026-01-25T03:00:00+00:00"}]\n')
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ([], b"[]\n"),
+    ([row(1)], ONE),
+    # Input order and dict key order never change the bytes.
+    ([row(7), row(1, "9.50", "2026-01-25")], TWO),
+    ([row(1, "9.50", "2026-01-25"), row(7)], TWO),
+    ([dict(reversed(list(row(7).items()))), row(1, "9.50", "2026-01-25")], TWO),
+    # Exact values given as Decimal / datetime are written as the same text.
+    ([row(1, Decimal("22.00"), datetime(2026, 1, 25, 3, tzinfo=timezone.utc))], ONE),
+])
+def test_serialize_day_is_byte_deterministic(rows, expected):
+    """Same rows, in any order or form, give the same bytes: reruns rewrite identical files."""
+    assert serialize_day(DAY, rows) == expected
+    assert serialize_day(DAY, list(reversed(rows))) == expected
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([row(1, 22.0)], "amount 22.0 must be exact decimal text"),
+    ([row(1, "22,00")], "amount '22,00' must be exact decimal text"),
+    ([row(True)], "order_id True must be an integer"),
+    ([row("1")], "order_id '1' must be an integer"),
+    ([row(1, status="")], "status '' must be non-empty text"),
+    ([row(1, updated_at="yesterday")], "updated_at 'yesterday' is not ISO-8601"),
+    ([{"order_id": 1, "status": "paid", "amount": "1.00"}], "missing: ['updated_at']"),
+    ([{**row(1), "day": DAY}], "unexpected: ['day']"),
+    ([row(3), row(3, "1.00")], "order 3 appears twice"),
+])
+def test_serialize_day_refuses_rows_it_cannot_store_exactly(rows, message):
+    """A row that would be stored inexactly or twice fails, naming the day and the value."""
+    with pytest.raises(DayFilesError) as err:
+        serialize_day(DAY, rows)
+    assert message in str(err.value)
+    assert DAY in str(err.value)
+
+
+@pytest.mark.parametrize("day", [
+    "2026-1-25", "2026-02-30", "25-01-2026", "2026-01-25.json", 20260125,
+])
+def test_days_must_be_real_calendar_days(day, tmp_path):
+    with pytest.raises(DayFilesError):
+        day_file_path(tmp_path, day)
+
+
+# --- names -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("final", [
+    "2026-01-25.json", "_manifest_0f1e2d3c-aaaa-bbbb-cccc-1234567890ab.json",
+    "_committed/2026-01-25.json", "_committed/_head.json",
+])
+def test_temp_names_are_never_day_files_or_manifests(final, tmp_path):
+    """A reader listing ``YYYY-MM-DD.json`` or ``_manifest_*.json`` never picks up a temp."""
+    for _ in range(200):
+        name = df.temp_path_for(tmp_path / final).name
+        assert name.startswith(".") and name.endswith(".partial")
+        assert df.is_temp_name(name)
+        assert not df.DAY_FILE_RE.fullmatch(name)
+        assert not df.MANIFEST_RE.fullmatch(name)
+        assert not name.endswith(".json")
+
+
+def test_paths(tmp_path):
+    assert day_file_path(tmp_path, DAY) == tmp_path / "2026-01-25.json"
+    assert manifest_path(tmp_path, "r1") == tmp_path / "_manifest_r1.json"
+    assert pointer_path(tmp_path, DAY) == tmp_path / "_committed" / "2026-01-25.json"
+    with pytest.raises(DayFilesError, match="cannot name a manifest file"):
+        manifest_path(tmp_path, "../escape")
+
+
+# --- a run's files -----------------------------------------------------------------------
+
+
+def test_write_leaves_day_files_manifest_and_pointers(tmp_path):
+    written = write(tmp_path, {"2026-01-26": [], DAY: [row(1)]},
+                    watermark="2026-01-25T03:00:00+00:00")
+    assert (tmp_path / "2026-01-25.json").read_bytes() == ONE
+    assert (tmp_path / "2026-01-26.json").read_bytes() == b"[]\n"
+    sha_one, sha_empty = hashlib.sha256(ONE).hexdigest(), hashlib.sha256(b"[]\n").hexdigest()
+    manifest = json.loads((tmp_path / "_manifest_run-1.json").read_bytes())
+    assert manifest == {
+        "run_id": "run-1",
+        "sequence": 1,
+        "days_written": ["2026-01-25", "2026-01-26"],
+        "watermark": "2026-01-25T03:00:00+00:00",
+        "written_at": WRITTEN_AT,
+        "files": {"2026-01-25": {"rows": 1, "sha256": sha_one},
+                  "2026-01-26": {"rows": 0, "sha256": sha_empty}},
+    }
+    assert json.loads(pointer_path(tmp_path, DAY).read_bytes()) == {
+        "day": DAY, "manifest": "_manifest_run-1.json", "run_id": "run-1", "sequence": 1,
+        "sha256": sha_one, "rows": 1,
+    }
+    assert json.loads((tmp_path / "_committed" / "_head.json").read_bytes()) == {
+        "manifest": "_manifest_run-1.json", "sequence": 1, "state": "done"}
+    assert written.days_written == ("2026-01-25", "2026-01-26")
+    assert written.rows == {"2026-01-25": 1, "2026-01-26": 0}
+    assert written.total_rows == 1
+    assert written.sha256 == {"2026-01-25": sha_one, "2026-01-26": sha_empty}
+    assert temp_files(tmp_path) == []
+    assert sorted(os.listdir(tmp_path)) == [
+        ".lock", "2026-01-25.json", "2026-01-26.json", "_committed", "_manifest_run-1.json"]
+
+
+def test_sequences_increase_and_reruns_rewrite_identical_bytes(tmp_path):
+    first = write(tmp_path, {DAY: [row(1)]}, run_id="a")
+    second = write(tmp_path, {DAY: [row(1)]}, run_id="b")
+    assert (first.sequence, second.sequence) == (1, 2)
+    assert first.sha256 == second.sha256
+    assert day_status(tmp_path, DAY).manifest == "_manifest_b.json"
+
+
+def test_bad_rows_never_touch_the_folder(tmp_path):
+    write(tmp_path, {DAY: [row(1)]})
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(DayFilesError, match="2026-01-26"):
+        write(tmp_path, {DAY: [row(2)], "2026-01-26": [row(1, 1.5)]}, run_id="bad")
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"written_at": "soon"}, "written_at 'soon' must be an ISO-8601 timestamp"),
+    ({"watermark": 5}, "watermark 5 must be ISO-8601 text or None"),
+    ({"run_id": "a/b"}, "run id 'a/b' cannot name a manifest file"),
+])
+def test_write_arguments_are_checked(tmp_path, kwargs, message):
+    args = {"run_id": "r", "written_at": WRITTEN_AT, "watermark": None, **kwargs}
+    with pytest.raises(DayFilesError) as err:
+        write_day_files(tmp_path, {DAY: []}, **args)
+    assert message in str(err.value)
+
+
+# --- committed days ----------------------------------------------------------------------
+
+NEW = [row(1, "30.00")]
+NEW_BYTES = serialize_day(DAY, NEW)
+OLD_BYTES = serialize_day(DAY, [row(1)])
+
+
+class Crash(Exception):
+    """Stands for the process dying at a given step."""
+
+
+def crash_at(step_name):
+    def hook(step):
+        if step == step_name:
+            raise Crash(step)
+    return hook
+
+
+def good(folder):
+    write(folder, {DAY: [row(1)]})
+
+
+def edited_by_hand(folder):
+    good(folder)
+    day_file_path(folder, DAY).write_bytes(ONE.replace(b"22.00", b"23.00"))
+
+
+def truncated_manifest(folder):
+    good(folder)
+    path = manifest_path(folder, "run-1")
+    path.write_bytes(path.read_bytes()[:40])
+
+
+def missing_manifest(folder):
+    good(folder)
+    manifest_path(folder, "run-1").unlink()
+
+
+def missing_pointer(folder):
+    good(folder)
+    pointer_path(folder, DAY).unlink()
+
+
+def corrupt_pointer(folder):
+    good(folder)
+    pointer_path(folder, DAY).write_bytes(b'{"manifest": "_manif')
+
+
+def missing_file(folder):
+    good(folder)
+    day_file_path(folder, DAY).unlink()
+
+
+def newer_manifest(folder):
+    good(folder)
+    write(folder, {DAY: NEW}, run_id="run-2")
+
+
+def older_bytes_under_newer_manifest(folder):
+    # The old run's bytes are put back: the older manifest matches them, the newest does not.
+    newer_manifest(folder)
+    day_file_path(folder, DAY).write_bytes(OLD_BYTES)
+
+
+def crash_before_manifest(folder):
+    good(folder)
+    with pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2", on_step=crash_at("manifest"))
+
+
+def crash_before_manifest_same_bytes(folder):
+    good(folder)
+    with pytest.raises(Crash):
+        write(folder, {DAY: [row(1)]}, run_id="run-2", on_step=crash_at("manifest"))
+
+
+def crash_between_manifest_and_pointer(folder):
+    good(folder)
+    with pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2", on_step=crash_at(f"pointer:{DAY}"))
+
+
+def crash_before_any_pointer_on_first_run(folder):
+    with pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2", on_step=crash_at(f"pointer:{DAY}"))
+
+
+def file_without_manifest(folder):
+    folder.mkdir(exist_ok=True)
+    day_file_path(folder, DAY).write_bytes(ONE)
+
+
+def nothing(folder):
+    pass
+
+
+@pytest.mark.parametrize("scenario, state, manifest, data, reason", [
+    (good, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
+    (newer_manifest, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+    (crash_before_manifest_same_bytes, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
+    (crash_between_manifest_and_pointer, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+    (crash_before_any_pointer_on_first_run, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+    (edited_by_hand, UNCOMMITTED, "_manifest_run-1.json", None, "edited by hand"),
+    (older_bytes_under_newer_manifest, UNCOMMITTED, "_manifest_run-2.json", None,
+     "recorded in _manifest_run-2.json"),
+    (crash_before_manifest, UNCOMMITTED, "_manifest_run-1.json", None,
+     "recorded in _manifest_run-1.json"),
+    (truncated_manifest, UNCOMMITTED, None, None, "_manifest_run-1.json is not valid JSON"),
+    (missing_manifest, UNCOMMITTED, None, None, "manifest _manifest_run-1.json is missing"),
+    (missing_pointer, UNCOMMITTED, None, None, "no manifest lists it"),
+    (corrupt_pointer, UNCOMMITTED, None, None, "pointer _committed/2026-01-25.json is unreadable"),
+    (missing_file, UNCOMMITTED, "_manifest_run-1.json", None, "the file is missing"),
+    (file_without_manifest, UNCOMMITTED, None, None, "no manifest lists it"),
+    (nothing, NOT_BUILT, None, None, "never built"),
+])
+def test_committed_check(tmp_path, scenario, state, manifest, data, reason):
+    """A day counts only when the newest manifest listing it matches its bytes.
+
+    The crash cases stop a run at a named step: before the manifest a changed day is
+    uncommitted (or still its identical old version); after it, the unfinished run's
+    manifest is the newest one and the day reads at its new version, never a mix.
+    """
+    folder = tmp_path / "paid_orders"
+    scenario(folder)
+    status = day_status(folder, DAY)
+    assert (status.state, status.manifest) == (state, manifest)
+    assert reason in status.reason
+    if state == COMMITTED:
+        assert status.reason == ""
+        assert read_committed_day(folder, DAY) == json.loads(data)
+    else:
+        with pytest.raises(UncommittedDayError) as err:
+            read_committed_day(folder, DAY)
+        message = str(err.value)
+        assert message.startswith(f"paid_orders day {DAY} is not committed: ")
+        assert message.endswith(
+            "Rebuild it: dagster asset materialize -m pipeline_assets.definitions "
+            f"--select paid_orders --partition {DAY}")
+        assert err.value.days == (DAY,)
+        assert isinstance(err.value, ValueError)
+    assert temp_files(folder) == []
+
+
+def test_the_next_write_finishes_a_crashed_runs_pointers(tmp_path):
+    good(tmp_path)
+    with pytest.raises(Crash):
+        write(tmp_path, {DAY: NEW, "2026-01-26": []}, run_id="run-2",
+              on_step=crash_at(f"pointer:{DAY}"))
+    assert not pointer_path(tmp_path, "2026-01-26").exists()
+    write(tmp_path, {"2026-01-27": []}, run_id="run-3")
+    assert json.loads(pointer_path(tmp_path, DAY).read_bytes())["manifest"] == \
+        "_manifest_run-2.json"
+    assert [(s.day, s.state, s.manifest, s.sequence) for s in describe_days(tmp_path)] == [
+        ("2026-01-25", COMMITTED, "_manifest_run-2.json", 2),
+        ("2026-01-26", COMMITTED, "_manifest_run-2.json", 2),
+        ("2026-01-27", COMMITTED, "_manifest_run-3.json", 3),
+    ]
+
+
+def test_deleted_pointer_folder_is_rebuilt_by_the_next_write(tmp_path):
+    write(tmp_path, {DAY: [row(1)]}, run_id="a")
+    write(tmp_path, {DAY: NEW, "2026-01-26": []}, run_id="b")
+    for path in (tmp_path / "_committed").iterdir():
+        path.unlink()
+    (tmp_path / "_committed").rmdir()
+    assert day_status(tmp_path, DAY).state == UNCOMMITTED
+    written = write(tmp_path, {"2026-01-27": []}, run_id="c")
+    assert written.sequence == 3
+    assert [(s.day, s.state, s.manifest) for s in describe_days(tmp_path)] == [
+        ("2026-01-25", COMMITTED, "_manifest_b.json"),
+        ("2026-01-26", COMMITTED, "_manifest_b.json"),
+        ("2026-01-27", COMMITTED, "_manifest_c.json"),
+    ]
+
+
+def test_describe_and_read_many_days(tmp_path):
+    write(tmp_path, {"2026-01-24": [row(3)], DAY: [row(1)], "2026-01-26": []})
+    day_file_path(tmp_path, "2026-01-26").write_bytes(b"[]")  # edited: no newline
+    statuses = describe_days(tmp_path, ["2026-01-23", "2026-01-24", DAY, "2026-01-26"])
+    assert [(s.day, s.state, s.rows) for s in statuses] == [
+        ("2026-01-23", NOT_BUILT, None),
+        ("2026-01-24", COMMITTED, 1),
+        ("2026-01-25", COMMITTED, 1),
+        ("2026-01-26", UNCOMMITTED, None),
+    ]
+    assert statuses[3].repair_command.endswith("--partition 2026-01-26")
+    assert read_committed_days(tmp_path, [DAY, "2026-01-24"]) == {
+        "2026-01-24": [row(3)], DAY: [row(1)]}
+    with pytest.raises(UncommittedDayError) as err:
+        read_committed_days(tmp_path, ["2026-01-23", DAY, "2026-01-26"])
+    assert err.value.days == ("2026-01-23", "2026-01-26")
+    assert "--partition 2026-01-23; dagster asset materialize" in str(err.value)
+    assert str(err.value).endswith("--partition 2026-01-26")
+
+
+# --- atomic replace ----------------------------------------------------------------------
+
+
+def test_a_polling_reader_never_sees_a_partial_file(tmp_path):
+    """While a day is rewritten many times, every read parses to one whole version."""
+    versions = [serialize_day(DAY, [row(i, f"{i}.00") for i in range(1, n)])
+                for n in (1, 50, 2000)]
+    write(tmp_path, {DAY: []})
+    path = day_file_path(tmp_path, DAY)
+    stop, seen, bad = threading.Event(), set(), []
+
+    def reader():
+        while not stop.is_set():
+            data = path.read_bytes()
+            if data not in versions:
+                bad.append(data[:80])
+            seen.add(data)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for i in range(150):
+            df.atomic_replace(path, versions[i % 3])
+    finally:
+        stop.set()
+        thread.join()
+    assert bad == []
+    assert len(seen) >= 2
+    assert temp_files(tmp_path) == []
+
+
+def test_no_temp_file_remains_after_a_failed_replace(tmp_path):
+    target = tmp_path / "2026-01-25.json"
+    target.mkdir()  # renaming a file over a directory fails
+    with pytest.raises(OSError):
+        df.atomic_replace(target, b"[]\n")
+    assert temp_files(tmp_path) == []
+
+
+def test_no_temp_file_remains_after_a_crashed_run(tmp_path):
+    for step in ("day_file:2026-01-26", "manifest", f"pointer:{DAY}", "done"):
+        with pytest.raises(Crash):
+            write(tmp_path, {DAY: [row(1)], "2026-01-26": []}, on_step=crash_at(step))
+        assert temp_files(tmp_path) == []
+
+
+def test_stale_temp_files_are_cleared_by_the_next_write(tmp_path):
+    write(tmp_path, {DAY: []})
+    stale = [tmp_path / ".2026-01-25.json.4242.deadbeef.partial",
+             tmp_path / "_committed" / ".2026-01-25.json.4242.cafe0000.partial"]
+    for path in stale:
+        path.write_bytes(b"[{\"amount\":")
+    assert temp_files(tmp_path) != []
+    assert day_status(tmp_path, DAY).state == COMMITTED
+    write(tmp_path, {"2026-01-26": []}, run_id="run-2")
+    assert temp_files(tmp_path) == []
+
+
+# --- two processes -----------------------------------------------------------------------
+
+WRITER_DAYS = [f"2026-01-{d:02d}" for d in range(10, 20)]
+
+
+def _writer(folder: str, name: str, rounds: int) -> None:
+    amount = "1.00" if name == "a" else "2.00"
+    for i in range(rounds):
+        days = {day: [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)]
+                for day in WRITER_DAYS}
+        write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT)
+
+
+def test_two_processes_writing_the_same_days_leave_agreeing_files(tmp_path):
+    """Runs never interleave: afterwards every day is committed to the last run's version."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), name, 15)) for name in "ab"]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+
+    manifests = [json.loads(p.read_bytes()) for p in tmp_path.glob("_manifest_*.json")]
+    assert len(manifests) == 30
+    assert sorted(m["sequence"] for m in manifests) == list(range(1, 31))
+    last = max(manifests, key=lambda m: m["sequence"])
+    statuses = describe_days(tmp_path)
+    assert [s.day for s in statuses] == WRITER_DAYS
+    assert {(s.state, s.manifest) for s in statuses} == {
+        (COMMITTED, f"_manifest_{last['run_id']}.json")}
+    for day in WRITER_DAYS:
+        data = day_file_path(tmp_path, day).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == last["files"][day]["sha256"]
+    assert temp_files(tmp_path) == []
