@@ -5,7 +5,9 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
 
 from . import settings as settings_module
-from .assets import build_orders_asset
+from .assets import build_daily_assets, build_orders_asset, daily_partitions
+from .automation import build_daily_schedule
+from .io_manager import DailyFilesIOManager
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
 
@@ -17,17 +19,33 @@ def build_definitions(settings: Settings) -> Definitions:
     warehouse_url = EnvVar("WAREHOUSE_DATABASE_URL") if settings.warehouse_url_from_env \
         else settings.warehouse_url
     warehouse = Warehouse(url=warehouse_url)
+    orders = build_orders_asset(settings)
+    paid_orders, daily_revenue = build_daily_assets(settings, orders)
+    partitions = daily_partitions(settings)
+
     orders_job = define_asset_job(
         "orders_job", selection=AssetSelection.assets("orders"),
         description="The incremental load of orders (give start/end config for a range).",
     )
+    daily_files_job = define_asset_job(
+        "daily_files_job", selection=AssetSelection.assets("paid_orders", "daily_revenue"),
+        partitions_def=partitions,
+        description="Rebuild the day files and totals of a day or a range of days.",
+    )
+    daily_job = define_asset_job(
+        "daily_job", selection=AssetSelection.assets("orders", "paid_orders", "daily_revenue"),
+        partitions_def=partitions,
+        description="Load orders, then build the day files and totals of one day.",
+    )
     return Definitions(
-        assets=[build_orders_asset(settings)],
-        jobs=[orders_job],
+        assets=[orders, paid_orders, daily_revenue],
+        jobs=[orders_job, daily_files_job, daily_job],
+        schedules=[build_daily_schedule(settings, daily_job)],
         resources={
             "source": SourceDatabase(url=source_url),
             "warehouse": warehouse,
             "watermark": WatermarkStore(warehouse=warehouse, lookback_days=settings.lookback_days),
+            "day_files": DailyFilesIOManager(base_dir=str(settings.data_dir)),
         },
     )
 

@@ -77,9 +77,12 @@ class DailyFilesIOManager(ConfigurableIOManager):
         context.add_output_metadata({
             "manifest": MetadataValue.path(str(written.manifest_path)),
             "manifest_sequence": written.sequence,
-            "days_written": MetadataValue.json(list(written.days_written)),
-            "rows": written.total_rows,
-            "rows_by_day": MetadataValue.json(dict(written.rows)),
+            # Shared by every partition of the run, so kept small: a year-long range must
+            # not copy 365 entries onto each of its 365 materializations.
+            "days_in_run": len(written.days_written),
+            "first_day": written.days_written[0] if written.days_written else "none",
+            "last_day": written.days_written[-1] if written.days_written else "none",
+            "rows_in_run": written.total_rows,
             "watermark": watermark if watermark is not None else "none",
         })
         context.log.info(

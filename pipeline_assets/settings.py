@@ -33,6 +33,8 @@ class Settings:
     # (EnvVar) instead of its value, so a password never shows in the UI.
     source_url_from_env: bool = False
     warehouse_url_from_env: bool = False
+    # PIPELINE_AUTOMATION=off starts the schedule and sensors stopped (default: running)
+    automation: bool = True
 
     @property
     def tz(self):
@@ -77,4 +79,16 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
         timezone=raw_tz,
         source_url_from_env=bool(env.get("SOURCE_DATABASE_URL")),
         warehouse_url_from_env=bool(env.get("WAREHOUSE_DATABASE_URL")),
+        automation=_switch(env, "PIPELINE_AUTOMATION", default=True),
     )
+
+
+def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("on", "true", "1", "yes"):
+        return True
+    if raw in ("off", "false", "0", "no"):
+        return False
+    raise SettingsError(f"{name}={raw!r} must be on or off")

@@ -126,9 +126,10 @@ def test_partition_range_is_one_run_with_one_manifest(tmp_path, instance):
     assert sorted(m.partition for m in materializations) == [
         "2026-01-24", "2026-01-25", "2026-01-26"]
     metadata = materializations[0].metadata
-    assert metadata["days_written"].value == ["2026-01-24", "2026-01-25", "2026-01-26"]
-    assert metadata["rows"].value == 3
-    assert metadata["rows_by_day"].value == {"2026-01-24": 2, "2026-01-25": 0, "2026-01-26": 1}
+    assert metadata["days_in_run"].value == 3
+    assert (metadata["first_day"].value, metadata["last_day"].value) == ("2026-01-24",
+                                                                         "2026-01-26")
+    assert metadata["rows_in_run"].value == 3
     assert metadata["manifest"].value == str(manifests[0])
     assert [p.name for p in folder.rglob("*.partial")] == []
 

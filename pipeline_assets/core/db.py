@@ -133,6 +133,14 @@ batches = sa.Table(
     sa.Column("committed_at", sa.String(32), nullable=False),
 )
 
+daily_revenue = sa.Table(
+    "daily_revenue",
+    metadata,
+    sa.Column("day", sa.String(10), primary_key=True),  # YYYY-MM-DD in PIPELINE_TIMEZONE
+    sa.Column("orders", sa.BigInteger, nullable=False),
+    sa.Column("revenue", sa.Text, nullable=False),  # exact decimal text
+)
+
 PIPELINE = "orders"  # the row of pipeline_watermark that this pipeline owns
 
 
