@@ -11,6 +11,7 @@ from pathlib import Path
 from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
 from pydantic import Field
 
+from .core.crash import file_step_hook
 from .core.daily_files import (
     DayFilesBatch,
     DayFilesError,
@@ -73,6 +74,7 @@ class DailyFilesIOManager(ConfigurableIOManager):
             # When the manifest was written: metadata only, never part of a key or a name.
             written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             watermark=watermark,
+            on_step=file_step_hook(),
         )
         context.add_output_metadata({
             "manifest": MetadataValue.path(str(written.manifest_path)),

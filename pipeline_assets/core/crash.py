@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 POINTS = (
     "load_after_read",  # every row read and diffed, before the upsert is committed
     "load_before_commit",  # rows, ledger and watermark written, transaction still open
     "load_after_commit",  # committed, but the run has not heard of it (lost ack)
+    "day_file_before_rename",  # a day file's temp written and fsynced, not yet renamed
+    "manifest_before_rename",  # the manifest's temp written, not yet renamed
+    "files_between_days",  # some day files of a range replaced, others not yet
+    "files_before_manifest",  # every day file in place, no manifest yet
+    "files_after_manifest",  # manifest written, per-day pointers not yet updated
+    "files_after_pointers",  # pointers updated, the run's head not yet marked done
 )
 
 
@@ -36,3 +43,25 @@ def crash_point(name: str) -> None:
     if os.environ.get("PIPELINE_CRASH_MODE") == "raise":
         raise SimulatedCrash(f"simulated crash at {name}")
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def file_step_hook() -> Callable[[str], None]:
+    """An ``on_step`` hook for :func:`daily_files.write_day_files` that names its steps."""
+    seen = {"day_file": 0, "pointer": 0}
+
+    def hook(step: str) -> None:
+        kind = step.split(":", 1)[0]
+        if kind == "day_file":
+            if seen["day_file"]:
+                crash_point("files_between_days")
+            seen["day_file"] += 1
+        elif kind == "manifest":
+            crash_point("files_before_manifest")
+        elif kind == "pointer":
+            if not seen["pointer"]:
+                crash_point("files_after_manifest")
+            seen["pointer"] += 1
+        elif kind == "done":
+            crash_point("files_after_pointers")
+
+    return hook

@@ -60,6 +60,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from .crash import crash_point
+
 ROW_FIELDS = ("order_id", "status", "amount", "updated_at")
 DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.json$")
 MANIFEST_RE = re.compile(r"^_manifest_([A-Za-z0-9][A-Za-z0-9_.-]*)\.json$")
@@ -266,6 +268,11 @@ def atomic_replace(final: str | os.PathLike, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        # a writer killed here leaves only a temp file, which the next write clears
+        if DAY_FILE_RE.fullmatch(final.name):
+            crash_point("day_file_before_rename")
+        elif MANIFEST_RE.fullmatch(final.name):
+            crash_point("manifest_before_rename")
         os.replace(temp, final)
         _fsync_dir(final.parent)
     finally:
