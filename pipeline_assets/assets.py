@@ -5,10 +5,13 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 
 
 import warnings
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     BackfillPolicy,
     BetaWarning,
@@ -24,12 +27,14 @@ from pydantic import Field
 
 from .core.daily_files import DayFilesBatch, manifest_path
 from .core.db import redact
-from .core.load import LoadError, LoadResult, load_orders
+from .core.load import FUTURE_TOLERANCE, LoadError, LoadResult, load_orders
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
 from .core.rows import InvalidRowError
 from .core.times import TimeValueError, to_instant
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
+
+LATENESS_CHECK = "lateness_within_lookback"
 
 # Bad input does not fix itself on a retry; an unreachable database may.
 _NOT_RETRYABLE = (InvalidRowError, LoadError, TimeValueError)
@@ -68,7 +73,31 @@ def load_metadata(result: LoadResult, lookback_days: int) -> dict:
         "unchanged": result.unchanged,
         "days_touched": MetadataValue.json(list(result.days_touched)),
         "days_touched_count": len(result.days_touched),
+        "late_rows": result.late_rows,
+        "max_lateness_hours": round(result.max_lateness.total_seconds() / 3600, 3)
+        if result.max_lateness else 0.0,
+        "future_rows": result.future_rows,
+        "future_order_ids": MetadataValue.json(list(result.future_order_ids)),
     }
+
+
+def lateness_check(result: LoadResult, lookback_days: int) -> AssetCheckResult:
+    """Warn when rows arrive late by half the lookback window or more: widen it in time."""
+    window = timedelta(days=lookback_days)
+    worst = result.max_lateness
+    passed = worst is None or worst < window / 2
+    hours = worst.total_seconds() / 3600 if worst else 0.0
+    return AssetCheckResult(
+        check_name=LATENESS_CHECK,
+        passed=passed,
+        severity=AssetCheckSeverity.WARN,
+        description=None if passed else (
+            f"{result.late_rows} row(s) arrived up to {hours:.1f} h behind the watermark, "
+            f"at least half the lookback window of {lookback_days} day(s): rows later than "
+            "the window are missed by incremental loads. Widen LOOKBACK_DAYS."),
+        metadata={"max_lateness_hours": round(hours, 3), "late_rows": result.late_rows,
+                  "lookback_days": lookback_days},
+    )
 
 
 def build_orders_asset(settings: Settings):
@@ -80,6 +109,9 @@ def build_orders_asset(settings: Settings):
         code_version="1",
         kinds={"sql", "python"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
+        check_specs=[AssetCheckSpec(
+            LATENESS_CHECK, asset="orders",
+            description="Warns when rows arrive late by half the lookback window or more.")],
         description="Orders upserted by key from the app database: the rows changed since "
         "the watermark plus the lookback window, committed with their batch id.",
     )
@@ -103,7 +135,16 @@ def build_orders_asset(settings: Settings):
             f"{result.watermark_before} -> {result.watermark_after}; warehouse "
             f"{redact(watermark.warehouse.url)}"
         )
-        return MaterializeResult(metadata=load_metadata(result, watermark.lookback_days))
+        if result.future_rows:
+            context.log.warning(
+                f"{result.future_rows} row(s) are stamped after the run's time plus "
+                f"{FUTURE_TOLERANCE}: loaded, but the watermark did not follow them "
+                f"(orders {list(result.future_order_ids)}); check the app's clock."
+            )
+        return MaterializeResult(
+            metadata=load_metadata(result, watermark.lookback_days),
+            check_results=[lateness_check(result, watermark.lookback_days)],
+        )
 
     return orders
 

@@ -263,3 +263,25 @@ def test_the_watermark_history_records_loads_and_rewinds(engines):
         rows = conn.execute(sa.select(watermark_history.c.kind, watermark_history.c.reason)
                             .order_by(watermark_history.c.id)).all()
     assert [tuple(r) for r in rows] == [("load", None), ("rewind", "reload Jan"), ("load", None)]
+
+
+def test_late_arrivals_are_measured_against_the_previous_watermark(engines):
+    demo.init(engines[0])
+    run(engines)
+    app_set(engines, 105, "paid", "22.00", "2026-01-25")
+    assert run(engines).late_rows == 0  # newer than the watermark: on time
+    app_set(engines, 186, "paid", "30.00", "2026-01-24T06:00:00Z")  # 18 h behind it
+    result = run(engines)
+    assert (result.late_rows, result.max_lateness) == (1, timedelta(hours=18))
+    assert run(engines).late_rows == 0  # re-read but unchanged: not an arrival
+
+
+def test_rows_from_the_future_are_loaded_but_do_not_drag_the_watermark(engines):
+    demo.init(engines[0])
+    app_set(engines, 666, "paid", "1.00", "2027-01-01T00:00:00Z")  # the app's clock is wrong
+    result = run(engines)  # NOW is 2026-01-27T06:00Z
+    assert result.inserted == 7 and result.future_rows == 1
+    assert result.future_order_ids == (666,)
+    assert result.watermark_after == to_instant("2026-01-21", UTC)
+    app_set(engines, 107, "paid", "5.00", "2026-01-22")  # still caught by the next run
+    assert run(engines).inserted == 1

@@ -133,3 +133,21 @@ def test_an_unreachable_warehouse_never_shows_its_password(postgres_admin, tmp_p
     assert "cannot reach the warehouse database" in text
     assert "loader:***@127.0.0.1:1/warehouse" in text
     assert secret not in text
+
+
+def test_the_lateness_check_warns_at_half_the_lookback(tmp_path, instance):
+    settings = make_settings(tmp_path)  # LOOKBACK_DAYS=2
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+    first = materialize_orders(settings, instance)
+    (check,) = first.get_asset_check_evaluations()
+    assert check.passed
+    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-20",
+                   tz=settings.tz)  # a full day behind the watermark (2026-01-21)
+    second = materialize_orders(settings, instance)
+    assert second.success  # a warning, not a failure
+    (check,) = second.get_asset_check_evaluations()
+    assert not check.passed and check.severity.value == "WARN"
+    assert check.metadata["max_lateness_hours"].value == 24.0
+    meta = last_metadata(instance, second)
+    assert (meta["late_rows"], meta["max_lateness_hours"]) == (1, 24.0)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 POINTS = (
     "load_after_read",  # every row read and diffed, before the upsert is committed
+    "load_after_watermark",  # rows and watermark written, ledger not yet, still open
     "load_before_commit",  # rows, ledger and watermark written, transaction still open
     "load_after_commit",  # committed, but the run has not heard of it (lost ack)
     "day_file_before_rename",  # a day file's temp written and fsynced, not yet renamed

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -30,6 +30,8 @@ from .db import (
 from .rows import Order, from_stored
 from .source import DEFAULT_CHUNK, inspect_source, read_window
 from .times import canonical
+
+FUTURE_TOLERANCE = timedelta(hours=1)
 
 
 class LoadError(ValueError):
@@ -52,14 +54,20 @@ class LoadResult:
     updated: int
     unchanged: int
     days_touched: tuple[str, ...]
-    newest_read: datetime | None
+    newest_read: datetime | None  # future rows excepted
     dry_run: bool = False
+    late_rows: int = 0  # changed rows older than the watermark before the run
+    max_lateness: timedelta | None = None  # how far the latest of them was behind it
+    future_rows: int = 0  # rows stamped after now + tolerance: loaded, watermark not moved
+    future_order_ids: tuple[int, ...] = ()  # the first 20 of them
 
     def to_json(self) -> dict:
         out = asdict(self)
         for key, value in out.items():
             if isinstance(value, datetime):
                 out[key] = value.isoformat()
+            elif isinstance(value, timedelta):
+                out[key] = value.total_seconds()
             elif isinstance(value, tuple):
                 out[key] = list(value)
         return out
@@ -71,9 +79,15 @@ class _Tally:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
-    newest: datetime | None = None
+    newest: datetime | None = None  # newest updated_at read, future rows excepted
     days: set[date] = field(default_factory=set)
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
+    late_before: datetime | None = None  # changed rows older than this arrived late
+    late_rows: int = 0
+    max_lateness: timedelta | None = None
+    future_limit: datetime | None = None  # rows newer than this do not move the watermark
+    future_rows: int = 0
+    future_ids: list[int] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -91,12 +105,17 @@ def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest
 
 def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
                 now: datetime, start: datetime | None = None, end: datetime | None = None,
-                chunk_size: int = DEFAULT_CHUNK, dry_run: bool = False) -> LoadResult:
+                chunk_size: int = DEFAULT_CHUNK, dry_run: bool = False,
+                future_tolerance: timedelta = FUTURE_TOLERANCE) -> LoadResult:
     """Read the window, upsert it, record the batch and advance the watermark, atomically.
 
     With ``start``/``end`` (a backfill of the load) exactly ``[start, end)`` is read and
     the watermark is left alone. With ``dry_run`` everything is computed and nothing is
     written. Any invalid row aborts the whole batch before commit.
+
+    Rows stamped later than ``now + future_tolerance`` (a clock gone wrong in the app)
+    are loaded but do not move the watermark, which would otherwise skip every row
+    written until that time; they are counted in ``future_rows``.
     """
     if (start is None) != (end is None):
         raise LoadError("an explicit range needs both start (inclusive) and end (exclusive)")
@@ -124,6 +143,9 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 if kind == "incremental":
                     start = wm.window_start(before, lookback_days)
                 tally = _Tally()
+                if kind == "incremental":
+                    tally.late_before = before
+                    tally.future_limit = now + future_tolerance
                 for chunk in read_window(source, src, tz, start, end, chunk_size):
                     _apply(conn, chunk, tally, tz, write=not dry_run)
                 crash_point("load_after_read")
@@ -136,6 +158,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                     trans.rollback()
                 else:
                     wm.write(conn, before, after, kind="load", at=now, batch_id=batch_id)
+                    crash_point("load_after_watermark")
                     if not seen:
                         conn.execute(batches.insert().values(
                             batch_id=batch_id, kind=kind,
@@ -163,6 +186,8 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
         unchanged=tally.unchanged,
         days_touched=tuple(d.isoformat() for d in sorted(tally.days)),
         newest_read=tally.newest, dry_run=dry_run,
+        late_rows=tally.late_rows, max_lateness=tally.max_lateness,
+        future_rows=tally.future_rows, future_order_ids=tuple(tally.future_ids),
     )
 
 
@@ -181,7 +206,11 @@ def _apply(conn: sa.Connection, chunk: list[Order], tally: _Tally, tz: tzinfo, *
         stored = order.stored
         tally.digest.update(("\x1f".join(map(str, stored)) + "\n").encode())
         tally.rows_read += 1
-        if tally.newest is None or order.updated_at > tally.newest:
+        if tally.future_limit is not None and order.updated_at > tally.future_limit:
+            tally.future_rows += 1
+            if len(tally.future_ids) < 20:
+                tally.future_ids.append(order.order_id)
+        elif tally.newest is None or order.updated_at > tally.newest:
             tally.newest = order.updated_at
         old = previous.get(order.order_id)
         if old is None:
@@ -196,6 +225,10 @@ def _apply(conn: sa.Connection, chunk: list[Order], tally: _Tally, tz: tzinfo, *
                 tally.days.add(was.day(tz))
         tally.days.add(order.day(tz))
         changed.append(stored)
+        if tally.late_before is not None and order.updated_at < tally.late_before:
+            tally.late_rows += 1
+            lateness = tally.late_before - order.updated_at
+            tally.max_lateness = max(tally.max_lateness or lateness, lateness)
     if write and changed:
         upsert(conn, changed)
 
