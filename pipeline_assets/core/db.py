@@ -69,7 +69,19 @@ def _sqlite_transactions(engine: Engine, *, wal: bool) -> None:
 
     @sa.event.listens_for(engine, "begin")
     def _begin(connection):
-        connection.exec_driver_sql("BEGIN")
+        mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def writing(engine: Engine) -> Engine:
+    """The same engine for transactions that will write.
+
+    On SQLite they begin IMMEDIATE: a deferred transaction that reads first and writes
+    later cannot wait for another writer (SQLite refuses the upgrade at once with
+    "database is locked"), while an immediate one queues behind it for the busy
+    timeout. Elsewhere this changes nothing.
+    """
+    return engine.execution_options(sqlite_begin="IMMEDIATE")
 
 
 def connect_error(exc: Exception, engine: Engine, env_var: str) -> DatabaseError:
@@ -163,7 +175,7 @@ def prepare_warehouse(engine: Engine) -> None:
         Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):
         try:
-            with engine.begin() as conn:
+            with writing(engine).begin() as conn:
                 ensure_schema(conn)
             return
         except sa.exc.OperationalError as exc:

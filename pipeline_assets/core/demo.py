@@ -12,7 +12,7 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .db import DatabaseError, connect_error, redact
+from .db import DatabaseError, connect_error, redact, writing
 from .money import format_amount, parse_amount
 from .times import UTC, to_instant
 
@@ -46,7 +46,7 @@ class DemoError(ValueError):
 
 def _guard(engine: Engine):
     try:
-        return engine.begin()
+        return writing(engine).begin()
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
 

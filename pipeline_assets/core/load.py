@@ -26,6 +26,7 @@ from .db import (
     orders,
     prepare_warehouse,
     redact,
+    writing,
 )
 from .rows import Order, from_stored
 from .source import DEFAULT_CHUNK, inspect_source, read_window
@@ -132,7 +133,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
     if not dry_run:
         prepare_warehouse(warehouse)
     try:
-        with warehouse.connect() as conn:
+        with (warehouse if dry_run else writing(warehouse)).connect() as conn:
             trans = conn.begin()
             try:
                 if dry_run:

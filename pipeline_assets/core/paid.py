@@ -14,7 +14,7 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .db import connect_error, daily_revenue, orders, prepare_warehouse
+from .db import connect_error, daily_revenue, orders, prepare_warehouse, writing
 from .money import format_amount, parse_amount
 from .rows import PAID
 from .times import canonical, day_of, day_start, from_canonical, parse_day
@@ -62,7 +62,7 @@ def store_daily_revenue(warehouse: Engine, totals: Mapping[str, tuple[int, Decim
         return
     prepare_warehouse(warehouse)
     r = daily_revenue.c
-    with warehouse.begin() as conn:
+    with writing(warehouse).begin() as conn:
         conn.execute(daily_revenue.delete().where(r.day.in_(list(totals))))
         conn.execute(daily_revenue.insert(), [
             {"day": day, "orders": count, "revenue": format_amount(total)}

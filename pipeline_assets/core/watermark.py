@@ -17,7 +17,14 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .db import PIPELINE, connect_error, prepare_warehouse, watermark_history, watermark_state
+from .db import (
+    PIPELINE,
+    connect_error,
+    prepare_warehouse,
+    watermark_history,
+    watermark_state,
+    writing,
+)
 from .times import canonical, from_canonical
 
 
@@ -111,7 +118,7 @@ def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime) -> tup
     if not reason or not reason.strip():
         raise WatermarkError("a rewind needs a --reason, recorded in the watermark history")
     prepare_warehouse(engine)
-    with engine.begin() as conn:
+    with writing(engine).begin() as conn:
         lock(conn, "rewind")
         old = read(conn)
         if old is None:
