@@ -4,15 +4,17 @@ Every command reads its settings through :func:`pipeline_assets.settings.from_en
 place that reads the environment), opens the databases it needs, calls one core function
 and prints the result. It never imports Dagster.
 
-Output: results go to stdout: JSON for ``demo generate``, ``watermark show``, ``plan`` and
-``watermark history --json``; one line of text for ``demo init``, ``demo set`` and
-``watermark rewind``; and for ``watermark history`` one line per change, oldest first,
+Output: results go to stdout: JSON for ``demo generate``, ``watermark show``, ``plan``,
+``watermark history --json`` and ``verify --json``; one line of text for ``demo init``,
+``demo set`` and ``watermark rewind``; and for ``watermark history`` one line per change, oldest first,
 ``<changed_at>  <kind>  <old> -> <new>  batch <batch_id> | reason: <reason>`` (all times
 ISO-8601). ``plan`` prints the fields of core's ``LoadResult`` (the same names as the
 ``orders`` materialization metadata: ``window_start``, ``window_end``,
 ``watermark_before``, ``watermark_after``, ``rows_read``, ``inserted``, ``updated``,
 ``unchanged``, ``days_touched``, ...) plus ``lookback_days``, ``warehouse`` (redacted URL)
-and ``warehouse_exists``. Errors go to stderr as ONE line,
+and ``warehouse_exists``. ``verify`` prints one block per day that differs, each with the
+command that repairs it (see docs/verify.md), and exits 1 when any day needs repair.
+Errors go to stderr as ONE line,
 ``pipeline-assets: error: <what failed and what to do>``, never with a traceback and never
 with a database password in it.
 
@@ -21,7 +23,8 @@ Exit codes:
 - ``0``: done.
 - ``1``: the command could not do what was asked, and wrote nothing: bad input (an
   unparseable date or amount, a forward rewind), an unreachable database, a missing
-  source table, invalid settings in the environment.
+  source table, invalid settings in the environment; for ``verify``, a day that needs
+  repair (or, with ``--require-all``, one never built).
 - ``2``: the command line itself is malformed: unknown command, missing or unknown
   option, a number option that is not a number (argparse's usage errors).
 - ``130``: interrupted (Ctrl-C).
@@ -52,7 +55,8 @@ from .core import watermark as wm
 from .core.db import DatabaseError, make_engine, redact, scrub
 from .core.load import load_orders
 from .core.money import parse_amount
-from .core.times import from_canonical, parse_day, to_instant
+from .core.times import day_of, from_canonical, parse_day, to_instant
+from .core.verify import verify
 
 PROG = "pipeline-assets"
 IN_MEMORY_WAREHOUSE = "sqlite://"
@@ -99,9 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_watermark(commands)
     _add_plan(commands)
-    # `verify` (CONTRACT §8) goes here: an `_add_verify(commands)` that adds its subparser
-    # and sets `handler=` to a `_verify(args, ctx) -> int` that returns 0 when everything
-    # agrees and 1 otherwise.
+    _add_verify(commands)
     return parser
 
 
@@ -159,6 +161,20 @@ def _add_watermark(commands) -> None:
 def _add_plan(commands) -> None:
     p = commands.add_parser("plan", help="dry run of the next incremental load; writes nothing")
     p.set_defaults(handler=_plan)
+
+
+def _add_verify(commands) -> None:
+    p = commands.add_parser(
+        "verify", help="reconcile source vs warehouse per day and every day file vs its "
+        "manifest and the warehouse; exit 1 with the repair commands when anything differs")
+    p.add_argument("--require-all", action="store_true",
+                   help="also fail on days with paid orders but no file yet (not built)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--days-from", metavar="DATE",
+                   help="first day to report, YYYY-MM-DD (inclusive; default: the first)")
+    p.add_argument("--days-to", metavar="DATE",
+                   help="last day to report, YYYY-MM-DD (inclusive; default: the last)")
+    p.set_defaults(handler=_verify)
 
 
 # --- running a command ------------------------------------------------------------------
@@ -382,3 +398,22 @@ def _plan(args, ctx: _Context) -> int:
     plan["warehouse_exists"] = exists
     _print_json(plan)
     return 0
+
+
+# --- verify -----------------------------------------------------------------------------
+
+def _verify(args, ctx: _Context) -> int:
+    days_from = _option("--days-from", parse_day, args.days_from) if args.days_from else None
+    days_to = _option("--days-to", parse_day, args.days_to) if args.days_to else None
+    settings = ctx.settings
+    source = ctx.source()
+    warehouse, _ = ctx.warehouse_for_reading()
+    result = verify(source, warehouse, settings.paid_orders_dir, tz=settings.tz,
+                    today=day_of(ctx.clock(), settings.tz),
+                    partitions_start=settings.partitions_start, days_from=days_from,
+                    days_to=days_to, require_all=args.require_all)
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print("\n".join(result.lines()))
+    return result.exit_code

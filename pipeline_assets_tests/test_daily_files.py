@@ -324,7 +324,7 @@ def test_committed_check(tmp_path, scenario, state, manifest, data, reason):
         assert message.startswith(f"paid_orders day {DAY} is not committed: ")
         assert message.endswith(
             "Rebuild it: dagster asset materialize -m pipeline_assets.definitions "
-            f"--select paid_orders --partition {DAY}")
+            f"--select paid_orders,daily_revenue --partition {DAY}")
         assert err.value.days == (DAY,)
         assert isinstance(err.value, ValueError)
     assert temp_files(folder) == []

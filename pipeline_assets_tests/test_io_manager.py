@@ -162,7 +162,7 @@ def test_load_input_fails_naming_an_uncommitted_day(tmp_path, instance):
     message = failure.step_failure_data.error.cause.message
     assert "UncommittedDayError: paid_orders day 2026-01-25 is not committed" in message
     assert ("Rebuild it: dagster asset materialize -m pipeline_assets.definitions "
-            "--select paid_orders --partition 2026-01-25") in message
+            "--select paid_orders,daily_revenue --partition 2026-01-25") in message
     assert "2026-01-24" not in message
 
 

@@ -70,7 +70,7 @@ LOCK_NAME = ".lock"
 POINTER_DIR = "_committed"
 HEAD_NAME = "_head.json"
 REBUILD_COMMAND = (
-    "dagster asset materialize -m pipeline_assets.definitions --select paid_orders "
+    "dagster asset materialize -m pipeline_assets.definitions --select paid_orders,daily_revenue "
     "--partition {day}"
 )
 

@@ -1,0 +1,470 @@
+"""``pipeline-assets verify``: source vs warehouse per day, day files vs manifests and warehouse.
+
+State is built with core functions on real SQLite files under tmp_path (and once on the
+real PostgreSQL): the demo source, real loads, and ``paid_orders`` runs played through
+``paid_orders_by_day`` + ``write_day_files``, exactly what the assets do. The end-to-end
+case runs the printed repair commands with the real ``dagster`` CLI and checks that verify
+then agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from pipeline_assets.cli import main
+from pipeline_assets.core import demo
+from pipeline_assets.core.daily_files import write_day_files
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.paid import days_between, paid_orders_by_day
+from pipeline_assets.core.times import UTC, canonical, zone
+from pipeline_assets.core.verify import (
+    DIFFERS_FROM_SOURCE,
+    FILE_DIFFERS,
+    FILE_NOT_BUILT,
+    FILE_UNCOMMITTED,
+    _DayOfCanonical,
+    orders_range_command,
+    rebuild_command,
+    repair_commands,
+    runs,
+    verify,
+)
+
+from .conftest import NOW
+
+BIN = Path(sys.executable).parent
+DEFS = "dagster asset materialize -m pipeline_assets.definitions"
+ALL_DAYS = days_between(date(2026, 1, 1), date(2026, 1, 26))  # every partition before NOW
+
+
+# --- pure rules ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("days, expected", [
+    ([], []),
+    (["2026-01-03"], [("2026-01-03", "2026-01-03")]),
+    (["2026-01-04", "2026-01-03", "2026-01-03"], [("2026-01-03", "2026-01-04")]),
+    (["2026-01-03", "2026-01-05"], [("2026-01-03", "2026-01-03"), ("2026-01-05", "2026-01-05")]),
+    (["2026-02-28", "2026-03-01", "2026-01-31"],  # month ends: calendar days, not strings
+     [("2026-01-31", "2026-01-31"), ("2026-02-28", "2026-03-01")]),
+])
+def test_consecutive_days_share_one_command(days, expected):
+    """One run per range of consecutive days: fewer runs, and --partition-range needs them."""
+    assert runs(days) == expected
+
+
+@pytest.mark.parametrize("make, first, last, expected", [
+    (orders_range_command, "2026-01-25", "2026-01-25",
+     f"{DEFS} --select orders --config-json "
+     """'{"ops": {"orders": {"config": {"start": "2026-01-25", "end": "2026-01-26"}}}}'"""),
+    (orders_range_command, "2026-01-30", "2026-02-01",
+     f"{DEFS} --select orders --config-json "
+     """'{"ops": {"orders": {"config": {"start": "2026-01-30", "end": "2026-02-02"}}}}'"""),
+    (rebuild_command, "2026-01-25", "2026-01-25",
+     f"{DEFS} --select paid_orders,daily_revenue --partition 2026-01-25"),
+    (rebuild_command, "2026-01-24", "2026-01-26",
+     f"{DEFS} --select paid_orders,daily_revenue --partition-range 2026-01-24...2026-01-26"),
+])
+def test_repair_commands_are_the_contract_commands(make, first, last, expected):
+    """The exact text a user pastes: an orders range ends the day after the last day."""
+    assert make(first, last) == expected
+
+
+def test_loads_come_before_the_rebuilds_that_read_them():
+    assert repair_commands(["2026-01-25"], ["2026-01-19", "2026-01-25"]) == [
+        orders_range_command("2026-01-25", "2026-01-25"),
+        rebuild_command("2026-01-19", "2026-01-19"),
+        rebuild_command("2026-01-25", "2026-01-25"),
+    ]
+
+
+# --- state built with core ----------------------------------------------------------------
+
+class Pipeline:
+    """The demo source, the warehouse and the day files of one test, driven through core."""
+
+    def __init__(self, data: Path, source_url: str, warehouse_url: str, tz=UTC):
+        self.data, self.folder, self.tz = data, data / "paid_orders", tz
+        self.source_url, self.warehouse_url = source_url, warehouse_url
+        self.source = make_engine(source_url, role="source")
+        self.warehouse = make_engine(warehouse_url, role="warehouse")
+        self.runs = 0
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {"PIPELINE_DATA_DIR": str(self.data), "SOURCE_DATABASE_URL": self.source_url,
+                "WAREHOUSE_DATABASE_URL": self.warehouse_url, **extra}
+
+    def load(self):
+        return load_orders(self.source, self.warehouse, tz=self.tz, lookback_days=2, now=NOW)
+
+    def build(self, days):
+        """One ``paid_orders`` run over ``days``, as the asset and its IO manager do it."""
+        self.runs += 1
+        by_day = paid_orders_by_day(self.warehouse, days, self.tz)
+        write_day_files(self.folder, by_day, run_id=f"run-{self.runs}",
+                        written_at=NOW, watermark=NOW)
+
+    def verify(self, **options):
+        return verify(self.source, self.warehouse, self.folder, tz=self.tz,
+                      today=NOW.astimezone(self.tz).date(),
+                      partitions_start=date(2026, 1, 1), **options)
+
+    def close(self):
+        self.source.dispose()
+        self.warehouse.dispose()
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path):
+    data = tmp_path / "data"
+    data.mkdir()
+    p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}")
+    demo.init(p.source)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def built(pipeline):
+    """Loaded, and every day of January up to yesterday built: everything agrees."""
+    pipeline.load()
+    pipeline.build(ALL_DAYS)
+    return pipeline
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path):
+    """``cli(pipeline, *argv)`` → ``(exit code, stdout, stderr)``, fixed clock, no cwd writes."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(p: Pipeline, *argv: str, **extra: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["verify", *argv], environ=p.env(**extra), clock=lambda: NOW)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def problems(result) -> list[tuple[str, str, bool]]:
+    return [(p.day, p.kind, p.fails) for p in result.problems]
+
+
+# --- the cases ------------------------------------------------------------------------------
+
+def test_everything_agrees_exit_0(built, cli):
+    code, out, err = cli(built)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == ("source vs warehouse: 6 days, 6 source rows, 6 warehouse rows, "
+                        "0 day(s) differ (time zone UTC)")
+    assert lines[1] == ("day files: 26 days with a file, 26 committed, 26 equal to the "
+                        "warehouse; 0 day(s) not built")
+    assert lines[-1] == "OK: source, warehouse and committed day files agree"
+
+    code, out, _ = cli(built, "--json")
+    report = json.loads(out)
+    assert (code, report["ok"], report["exit_code"]) == (0, True, 0)
+    assert report["problems"] == [] and report["repair"] == [] and report["failing_days"] == []
+    assert [d["day"] for d in report["days"]] == ["2026-01-03", "2026-01-08", "2026-01-12",
+                                                   "2026-01-15", "2026-01-19", "2026-01-21"]
+    for day in report["days"]:
+        assert day["source_rows"] == day["warehouse_rows"] == 1
+        assert day["source_checksum"] == day["warehouse_checksum"]
+    assert all(f["state"] == "committed" and f["matches_warehouse"] for f in report["files"])
+
+
+def test_a_source_change_not_yet_loaded_lists_both_days_with_one_orders_run(built, cli):
+    # 105 pending on 01-19 becomes paid on 01-25: the warehouse still has it on 01-19.
+    demo.set_order(built.source, 105, status="paid", amount="22.00", updated_at="2026-01-25",
+                   tz=UTC)
+    result = built.verify()
+    assert problems(result) == [("2026-01-19", DIFFERS_FROM_SOURCE, True),
+                                ("2026-01-25", DIFFERS_FROM_SOURCE, True)]
+    load_0125 = orders_range_command("2026-01-25", "2026-01-25")
+    # 105 was not paid on 01-19, so that file stays right: only 01-25 is rebuilt
+    rebuild_0125 = rebuild_command("2026-01-25", "2026-01-25")
+    assert result.problems[0].repair == result.problems[1].repair == (load_0125, rebuild_0125)
+    assert result.repair == (load_0125, rebuild_0125)
+    assert "source 0 rows, warehouse 1 rows: 1 changed since the last load; the source now " \
+        "puts them on 2026-01-25" in result.problems[0].detail
+
+    code, out, err = cli(built)
+    assert (code, err) == (1, "")
+    assert f"FAIL 2026-01-25 {DIFFERS_FROM_SOURCE}: source 1 rows, warehouse 0 rows: 1 changed " \
+        "since the last load" in out
+    assert f"     repair: {load_0125}" in out
+    assert out.splitlines()[-4:] == [
+        "FAILED: 2 day(s) need repair: 2026-01-19, 2026-01-25",
+        "to repair, run in this order:",
+        *(f"  {command}" for command in result.repair),
+    ]
+
+    # the repair, played through core: the range load, then the rebuild
+    load_orders(built.source, built.warehouse, tz=UTC, lookback_days=2, now=NOW,
+                start=datetime(2026, 1, 25, tzinfo=UTC), end=datetime(2026, 1, 26, tzinfo=UTC))
+    assert problems(built.verify()) == [("2026-01-25", FILE_DIFFERS, True)]
+    built.build(["2026-01-25"])
+    assert built.verify().ok
+
+
+def test_a_new_unloaded_order_is_not_loaded(built):
+    demo.set_order(built.source, 200, status="paid", amount="9.99",
+                   updated_at="2026-01-24T23:59:59", tz=UTC)
+    [problem] = built.verify().problems
+    assert (problem.day, problem.kind) == ("2026-01-24", DIFFERS_FROM_SOURCE)
+    assert problem.detail == "source 1 rows, warehouse 0 rows: 1 not loaded"
+
+
+def test_a_file_edited_by_hand_is_uncommitted_with_the_partition_command(built, cli):
+    path = built.folder / "2026-01-08.json"
+    path.write_text(path.read_text().replace("15.50", "1550.00"))
+    code, out, _ = cli(built)
+    assert code == 1
+    assert f"FAIL 2026-01-08 {FILE_UNCOMMITTED}: the file's sha256 " in out
+    assert (f"     repair: {DEFS} --select paid_orders,daily_revenue --partition 2026-01-08"
+            in out)
+    report = json.loads(cli(built, "--json")[1])
+    assert report["failing_days"] == ["2026-01-08"]
+    assert report["repair"] == [rebuild_command("2026-01-08", "2026-01-08")]
+    [problem] = report["problems"]
+    assert (problem["kind"], problem["fails"]) == (FILE_UNCOMMITTED, True)
+
+    built.build(["2026-01-08"])
+    assert cli(built)[0] == 0
+
+
+def test_a_committed_file_older_than_the_warehouse_differs(built):
+    demo.set_order(built.source, 102, status="refunded", amount="15.50",
+                   updated_at="2026-01-08", tz=UTC)
+    # an explicit-range load (01-08 is before the lookback): the file of 01-08 is now stale
+    load_orders(built.source, built.warehouse, tz=UTC, lookback_days=2, now=NOW,
+                start=datetime(2026, 1, 8, tzinfo=UTC), end=datetime(2026, 1, 9, tzinfo=UTC))
+    [problem] = built.verify().problems
+    assert (problem.day, problem.kind, problem.fails) == ("2026-01-08", FILE_DIFFERS, True)
+    assert problem.detail == ("the committed file has 1 row(s), the warehouse 0 paid order(s):"
+                              " 0 missing from the file, 1 no longer paid on this day, "
+                              "0 with other values")
+    assert problem.repair == (rebuild_command("2026-01-08", "2026-01-08"),)
+
+
+def test_paid_orders_without_a_file_are_not_built_and_fail_only_with_require_all(pipeline, cli):
+    pipeline.load()
+    pipeline.build(["2026-01-03", "2026-01-04"])  # 01-08, 01-15, 01-21 have paid orders
+    code, out, _ = cli(pipeline)
+    assert code == 0
+    assert (f"INFO 2026-01-08 {FILE_NOT_BUILT}: 1 paid order(s) in the warehouse, no file yet "
+            "(fails only with --require-all)") in out
+    assert out.splitlines()[-1] == "OK: source, warehouse and committed day files agree"
+
+    code, out, _ = cli(pipeline, "--require-all")
+    assert code == 1
+    assert f"FAIL 2026-01-15 {FILE_NOT_BUILT}: 1 paid order(s) in the warehouse, no file yet\n" \
+        in out
+    report = json.loads(cli(pipeline, "--require-all", "--json")[1])
+    assert report["failing_days"] == ["2026-01-08", "2026-01-15", "2026-01-21"]
+    assert report["repair"] == [rebuild_command(d, d)
+                                for d in ("2026-01-08", "2026-01-15", "2026-01-21")]
+
+
+def test_days_that_have_no_partition_are_never_required(pipeline):
+    demo.set_order(pipeline.source, 300, status="paid", amount="5.00",
+                   updated_at="2026-01-27T01:00:00", tz=UTC)  # today: not over yet
+    pipeline.load()
+    pipeline.build(ALL_DAYS)
+    result = pipeline.verify(require_all=True)
+    assert result.ok
+    [problem] = result.problems
+    assert (problem.day, problem.kind, problem.fails, problem.repair) == \
+        ("2026-01-27", FILE_NOT_BUILT, False, ())
+    assert "not over" in problem.detail
+
+
+def test_a_row_deleted_from_the_source_fails_without_a_load_command(built):
+    with built.source.begin() as conn:
+        conn.execute(sa.text("DELETE FROM orders WHERE order_id = 103"))
+    [problem] = built.verify().problems
+    assert (problem.day, problem.kind, problem.fails) == ("2026-01-12", DIFFERS_FROM_SOURCE, True)
+    assert "1 only in the warehouse (deleted from the source" in problem.detail
+    assert problem.repair == ()
+
+
+def test_the_day_range_reports_only_its_days_but_repairs_a_moved_row_where_it_went(built):
+    demo.set_order(built.source, 104, status="paid", amount="12.75", updated_at="2026-01-23",
+                   tz=UTC)  # moved from 01-15 to 01-23
+    result = built.verify(days_from=date(2026, 1, 10), days_to=date(2026, 1, 20))
+    assert problems(result) == [("2026-01-15", DIFFERS_FROM_SOURCE, True)]
+    assert [d.day for d in result.days] == ["2026-01-12", "2026-01-15", "2026-01-19"]
+    assert [f.day for f in result.files] == days_between(date(2026, 1, 10), date(2026, 1, 20))
+    assert result.repair == (orders_range_command("2026-01-23", "2026-01-23"),
+                             rebuild_command("2026-01-15", "2026-01-15"),
+                             rebuild_command("2026-01-23", "2026-01-23"))
+
+
+def test_days_follow_the_pipeline_time_zone(tmp_path, cli):
+    data = tmp_path / "data"
+    data.mkdir()
+    ny = zone("America/New_York")
+    p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}",
+                 tz=ny)
+    try:
+        demo.init(p.source)
+        p.load()
+        demo.set_order(p.source, 400, status="paid", amount="1.00",
+                       updated_at="2026-01-25T03:00:00+00:00", tz=ny)  # 01-24 in New York
+        code, out, _ = cli(p, "--json", PIPELINE_TIMEZONE="America/New_York")
+        report = json.loads(out)
+        assert (code, report["timezone"], report["failing_days"]) == \
+            (1, "America/New_York", ["2026-01-24"])
+    finally:
+        p.close()
+
+
+# --- bad input and read-only behaviour -----------------------------------------------------
+
+def test_an_invalid_source_row_is_a_one_line_error(built, cli):
+    with built.source.begin() as conn:
+        conn.execute(sa.text("UPDATE orders SET amount = 'ten' WHERE order_id = 104"))
+    code, out, err = cli(built)
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("pipeline-assets: error: cannot verify: the source's order 104 has "
+                          "column amount = 'ten'")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--days-from", "2026-13-01"], "--days-from: '2026-13-01' is not a valid day"),
+    (["--days-to", "yesterday"], "--days-to: 'yesterday' is not a day in the form YYYY-MM-DD"),
+    (["--days-from", "2026-01-10", "--days-to", "2026-01-09"],
+     "--days-from 2026-01-10 is after --days-to 2026-01-09"),
+])
+def test_bad_days_are_a_one_line_error(built, cli, argv, message):
+    code, out, err = cli(built, *argv)
+    assert (code, out) == (1, "")
+    assert err.startswith("pipeline-assets: error: ") and message in err
+
+
+def test_verify_never_creates_a_warehouse(pipeline, cli):
+    code, out, _ = cli(pipeline, "--json")
+    report = json.loads(out)
+    assert (code, report["source_rows"], report["warehouse_rows"]) == (1, 6, 0)
+    assert report["repair"] == [orders_range_command(d, d) for d in (
+        "2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15", "2026-01-19", "2026-01-21")] + [
+        rebuild_command(d, d) for d in ("2026-01-03", "2026-01-08", "2026-01-15", "2026-01-21")]
+    assert not (pipeline.data / "warehouse.db").exists()
+    assert not pipeline.folder.exists()
+
+
+def test_a_missing_source_file_is_a_one_line_error(tmp_path, cli):
+    p = Pipeline(tmp_path, f"sqlite:///{tmp_path / 'app.db'}",
+                 f"sqlite:///{tmp_path / 'warehouse.db'}")
+    try:
+        code, out, err = cli(p)
+    finally:
+        p.close()
+    assert (code, out) == (1, "")
+    assert "does not exist: create the demo with `pipeline-assets demo init`" in err
+    assert not (tmp_path / "app.db").exists()
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------
+
+@pytest.mark.postgres
+def test_postgresql_source_and_warehouse(tmp_path, postgres, cli):
+    p = Pipeline(tmp_path, postgres.url("source"), postgres.url("warehouse"))
+    try:
+        demo.init(p.source)
+        p.load()
+        p.build(ALL_DAYS)
+        assert cli(p)[0] == 0
+        demo.set_order(p.source, 106, status="paid", amount="18.25", updated_at="2026-01-21",
+                       tz=UTC)
+        (p.folder / "2026-01-03.json").write_text("[]\n")
+        report = json.loads(cli(p, "--json")[1])
+        assert report["failing_days"] == ["2026-01-03", "2026-01-21"]
+        assert [(x["day"], x["kind"]) for x in report["problems"]] == [
+            ("2026-01-03", FILE_UNCOMMITTED), ("2026-01-21", DIFFERS_FROM_SOURCE)]
+        assert report["repair"] == [orders_range_command("2026-01-21", "2026-01-21"),
+                                    rebuild_command("2026-01-03", "2026-01-03"),
+                                    rebuild_command("2026-01-21", "2026-01-21")]
+    finally:
+        p.close()
+
+
+# --- the printed commands, for real ---------------------------------------------------------
+
+@pytest.mark.e2e
+def test_running_the_printed_repair_commands_makes_verify_agree(pipeline, cli, tmp_path):
+    pipeline.load()
+    pipeline.build(["2026-01-03", "2026-01-08", "2026-01-15"])
+    # not loaded: 105 paid on 01-25 (moved from 01-19), and a new order on 01-24
+    demo.set_order(pipeline.source, 105, status="paid", amount="22.00",
+                   updated_at="2026-01-25", tz=UTC)
+    demo.set_order(pipeline.source, 186, status="paid", amount="30.00",
+                   updated_at="2026-01-24T10:00:00", tz=UTC)
+    # edited by hand: uncommitted
+    (pipeline.folder / "2026-01-03.json").write_text("[]\n")
+    report = json.loads(cli(pipeline, "--require-all", "--json")[1])
+    assert report["failing_days"] == ["2026-01-03", "2026-01-19", "2026-01-21", "2026-01-24",
+                                      "2026-01-25"]
+    assert report["repair"] == [
+        orders_range_command("2026-01-24", "2026-01-25"),
+        rebuild_command("2026-01-03", "2026-01-03"),
+        rebuild_command("2026-01-21", "2026-01-21"),
+        rebuild_command("2026-01-24", "2026-01-25"),
+    ]
+
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, **pipeline.env(), "DAGSTER_HOME": str(tmp_path / "home")}
+    for key in ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_FILE",
+                "PIPELINE_TIMEZONE", "PARTITIONS_START_DATE", "LOOKBACK_DAYS"):
+        env.pop(key, None)
+    watermark_before = json.dumps(_watermark(pipeline))
+    for command in report["repair"]:
+        argv = shlex.split(command)
+        assert argv[0] == "dagster"
+        done = subprocess.run([str(BIN / "dagster"), *argv[1:]], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr[-3000:])
+    assert json.dumps(_watermark(pipeline)) == watermark_before  # range loads leave it alone
+
+    code, out, _ = cli(pipeline, "--require-all")
+    assert code == 0, out
+    assert out.splitlines()[-1] == "OK: source, warehouse and committed day files agree"
+
+
+def _watermark(p: Pipeline):
+    with p.warehouse.connect() as conn:
+        return conn.execute(sa.text("SELECT value FROM pipeline_watermark")).scalar()
+
+
+# --- the day of a warehouse timestamp ---------------------------------------------------------
+
+@pytest.mark.parametrize("zone_name, around", [
+    ("UTC", "2026-01-25T00:00:00+00:00"),
+    ("America/New_York", "2026-03-08T07:00:00+00:00"),  # spring forward
+    ("America/New_York", "2026-11-01T06:00:00+00:00"),  # fall back
+    ("Asia/Kathmandu", "2026-01-24T18:15:00+00:00"),  # +05:45: midnight is not on the hour
+    ("Pacific/Apia", "2011-12-30T10:00:00+00:00"),  # skipped a whole day
+    ("America/Havana", "2026-11-01T05:00:00+00:00"),  # falls back at 01:00 to midnight
+])
+def test_the_fast_day_of_a_canonical_timestamp_is_the_day_of_the_instant(zone_name, around):
+    """verify finds a row's day by comparing text with cached midnights; it must agree with
+    ``Order.day`` (``astimezone``) on every instant, including at offset changes."""
+    tz = zone(zone_name)
+    day_of_text = _DayOfCanonical(tz)
+    centre = datetime.fromisoformat(around)
+    for minutes in range(-36 * 60, 36 * 60, 7):
+        for extra in (timedelta(0), timedelta(microseconds=-1)):
+            instant = centre + timedelta(minutes=minutes) + extra
+            assert day_of_text(canonical(instant)) == \
+                instant.astimezone(tz).date().isoformat(), instant
