@@ -7,8 +7,8 @@ and prints the result. It never imports Dagster.
 Output: results go to stdout: JSON for ``demo generate``, ``watermark show``, ``plan``,
 ``watermark history --json`` and ``verify --json``; one line of text for ``demo init``,
 ``demo set`` and ``watermark rewind``; and for ``watermark history`` one line per change,
-oldest first, ``<changed_at>  <kind>  <old> -> <new>  batch <batch_id> | reason: <reason>`` (all times
-ISO-8601). ``plan`` prints the fields of core's ``LoadResult`` (the same names as the
+oldest first, ``<changed_at>  <kind>  <old> -> <new>  batch <batch_id> | reason: <reason>``
+(all times ISO-8601). ``plan`` prints the fields of core's ``LoadResult`` (the same names as the
 ``orders`` materialization metadata: ``window_start``, ``window_end``,
 ``watermark_before``, ``watermark_after``, ``rows_read``, ``inserted``, ``updated``,
 ``unchanged``, ``days_touched``, ...) plus ``lookback_days``, ``warehouse`` (redacted URL)
