@@ -22,6 +22,7 @@ from dagster import (
     MetadataValue,
     RetryPolicy,
     asset,
+    asset_check,
 )
 from pydantic import Field
 
@@ -30,11 +31,14 @@ from .core.db import redact
 from .core.load import FUTURE_TOLERANCE, LoadError, LoadResult, load_orders
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
 from .core.rows import InvalidRowError
-from .core.times import TimeValueError, to_instant
+from .core.times import TimeValueError, day_start, to_instant
+from .core.verify import VerifyError, differing_days, reconcile_since, repair_commands
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
 
 LATENESS_CHECK = "lateness_within_lookback"
+
+RECONCILE_CHECK = "orders_match_source"
 
 # Bad input does not fix itself on a retry; an unreachable database may.
 _NOT_RETRYABLE = (InvalidRowError, LoadError, TimeValueError)
@@ -223,3 +227,41 @@ def _build_daily_assets(settings: Settings, orders_asset):
         return MaterializeResult()
 
     return paid_orders, daily_revenue
+
+
+def build_orders_checks(settings: Settings):
+    tz = settings.tz
+    horizon = settings.reconcile_days
+
+    @asset_check(
+        asset="orders",
+        name=RECONCILE_CHECK,
+        description=f"Source and warehouse agree, day by day (count and row checksum), over "
+        f"the last {horizon} days (RECONCILE_DAYS): catches rows that arrived later than "
+        "the lookback window.",
+    )
+    def orders_match_source(source: SourceDatabase, warehouse: Warehouse) -> AssetCheckResult:
+        """Source and warehouse agree day by day over the last RECONCILE_DAYS days."""
+        today = datetime.now(timezone.utc).astimezone(tz).date()
+        since = day_start(today - timedelta(days=horizon), tz)
+        try:
+            days = reconcile_since(source.engine(), warehouse.engine(), tz, since)
+        except VerifyError as exc:
+            return AssetCheckResult(passed=False, description=str(exc))
+        bad = differing_days(days)
+        repair = repair_commands(bad, [])
+        return AssetCheckResult(
+            passed=not bad,
+            description=None if not bad else (
+                f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}. "
+                "Rows arrived later than the lookback window. Repair: "
+                + "; ".join(repair) + " (the refresh sensor then rebuilds their files)."),
+            metadata={
+                "since": since.isoformat(),
+                "days_compared": len(days),
+                "differing_days": MetadataValue.json(bad),
+                "repair": MetadataValue.json(repair),
+            },
+        )
+
+    return [orders_match_source]

@@ -14,6 +14,7 @@ DEFAULTS = {
     "LOOKBACK_DAYS": "2",
     "PARTITIONS_START_DATE": "2026-01-01",
     "PIPELINE_TIMEZONE": "UTC",
+    "RECONCILE_DAYS": "7",
 }
 
 
@@ -35,6 +36,8 @@ class Settings:
     warehouse_url_from_env: bool = False
     # PIPELINE_AUTOMATION=off starts the schedule and sensors stopped (default: running)
     automation: bool = True
+    # how many days back the orders_match_source check compares source and warehouse
+    reconcile_days: int = 7
 
     @property
     def tz(self):
@@ -62,6 +65,7 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
     except ValueError:
         raise SettingsError(f"LOOKBACK_DAYS={raw_lookback!r} must be a whole number of days, "
                             "0 or more") from None
+    reconcile = _days(env, "RECONCILE_DAYS")
     raw_start = env.get("PARTITIONS_START_DATE") or DEFAULTS["PARTITIONS_START_DATE"]
     raw_tz = env.get("PIPELINE_TIMEZONE") or DEFAULTS["PIPELINE_TIMEZONE"]
     try:
@@ -80,7 +84,19 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
         source_url_from_env=bool(env.get("SOURCE_DATABASE_URL")),
         warehouse_url_from_env=bool(env.get("WAREHOUSE_DATABASE_URL")),
         automation=_switch(env, "PIPELINE_AUTOMATION", default=True),
+        reconcile_days=reconcile,
     )
+
+
+def _days(env: Mapping[str, str], name: str) -> int:
+    raw = env.get(name) or DEFAULTS[name]
+    try:
+        value = int(raw)
+        if value < 0:
+            raise ValueError
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} must be a whole number of days, 0 or more") from None
+    return value
 
 
 def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:

@@ -140,14 +140,45 @@ def test_the_lateness_check_warns_at_half_the_lookback(tmp_path, instance):
     source = make_engine(settings.source_url, role="source")
     demo.init(source)
     first = materialize_orders(settings, instance)
-    (check,) = first.get_asset_check_evaluations()
-    assert check.passed
+    assert checks_by_name(first)["lateness_within_lookback"].passed
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-20",
                    tz=settings.tz)  # a full day behind the watermark (2026-01-21)
     second = materialize_orders(settings, instance)
     assert second.success  # a warning, not a failure
-    (check,) = second.get_asset_check_evaluations()
+    check = checks_by_name(second)["lateness_within_lookback"]
     assert not check.passed and check.severity.value == "WARN"
     assert check.metadata["max_lateness_hours"].value == 24.0
     meta = last_metadata(instance, second)
     assert (meta["late_rows"], meta["max_lateness_hours"]) == (1, 24.0)
+
+
+def checks_by_name(result) -> dict:
+    return {c.check_name: c for c in result.get_asset_check_evaluations()}
+
+
+def test_rows_later_than_the_lookback_are_caught_by_the_reconciliation_check(tmp_path,
+                                                                              instance):
+    # a horizon of a century: the demo's January 2026 stays inside whatever today is
+    settings = make_settings(tmp_path, RECONCILE_DAYS="36500")
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+    first = materialize_orders(settings, instance)
+    assert checks_by_name(first)["orders_match_source"].passed
+
+    # order 107 arrives dated eleven days before the watermark: the lookback cannot see it
+    demo.set_order(source, 107, status="paid", amount="9.00", updated_at="2026-01-10",
+                   tz=settings.tz)
+    missed = materialize_orders(settings, instance)
+    assert last_metadata(instance, missed)["inserted"] == 0
+    check = checks_by_name(missed)["orders_match_source"]
+    assert not check.passed
+    assert check.metadata["differing_days"].value == ["2026-01-10"]
+    (repair,) = check.metadata["repair"].value
+    assert '"start": "2026-01-10", "end": "2026-01-11"' in repair
+    assert "--select orders" in check.description or "--select orders" in repair
+
+    # the repair: an explicit range run of that day (the watermark stays)
+    fixed = materialize_orders(settings, instance, {"start": "2026-01-10", "end": "2026-01-11"})
+    assert last_metadata(instance, fixed)["inserted"] == 1
+    assert checks_by_name(fixed)["orders_match_source"].passed
+    assert last_metadata(instance, fixed)["watermark_after"].startswith("2026-01-21")
