@@ -416,7 +416,7 @@ def test_a_polling_reader_never_sees_a_partial_file(tmp_path):
 def test_no_temp_file_remains_after_a_failed_replace(tmp_path):
     target = tmp_path / "2026-01-25.json"
     target.mkdir()  # renaming a file over a directory fails
-    with pytest.raises(OSError):
+    with pytest.raises(df.DayFilesError, match="could not write 2026-01-25.json"):
         df.atomic_replace(target, b"[]\n")
     assert temp_files(tmp_path) == []
 

@@ -275,6 +275,12 @@ def atomic_replace(final: str | os.PathLike, data: bytes) -> None:
             crash_point("manifest_before_rename")
         os.replace(temp, final)
         _fsync_dir(final.parent)
+    except OSError as exc:  # a full disk, a read-only folder: say which file, and that
+        raise DayFilesError(  # the committed version was not touched
+            f"could not write {final.name} in {final.parent}: "
+            f"{exc.strerror or exc}. The previous version, if any, is untouched and still "
+            "committed; free space or fix permissions, then run again."
+        ) from exc
     finally:
         # After a successful rename the temp name no longer exists; after a failure it
         # must not stay behind.

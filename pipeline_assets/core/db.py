@@ -85,13 +85,28 @@ def writing(engine: Engine) -> Engine:
 
 
 def connect_error(exc: Exception, engine: Engine, env_var: str) -> DatabaseError:
-    """A one-sentence error for an unreachable database, naming what to check."""
+    """A one-sentence error for a database that cannot be used, naming what to do.
+
+    Read-only and full databases are told apart from unreachable ones, since the fix
+    differs; in every case whatever the run had written is rolled back.
+    """
     role = getattr(engine, "info_role", "the")
     detail = scrub(str(getattr(exc, "orig", exc) or exc), engine.url).strip().splitlines()
     first = detail[0] if detail else type(exc).__name__
+    lowered = first.lower()
+    where = f"the {role} database at {redact(engine.url)}"
+    if "readonly" in lowered or "read-only" in lowered or "read only" in lowered:
+        return DatabaseError(
+            f"{where} is read-only ({first}); nothing was committed. Give the pipeline "
+            f"write access there, or point {env_var} at a writable database."
+        )
+    if "disk is full" in lowered or "no space left" in lowered or "disk full" in lowered:
+        return DatabaseError(
+            f"{where} is out of space ({first}); nothing was committed. Free some space "
+            "and run again."
+        )
     return DatabaseError(
-        f"cannot reach the {role} database at {redact(engine.url)}: {first}. "
-        f"Check {env_var} and that the server is running."
+        f"cannot reach {where}: {first}. Check {env_var} and that the server is running."
     )
 
 
@@ -178,18 +193,10 @@ def prepare_warehouse(engine: Engine) -> None:
             with writing(engine).begin() as conn:
                 ensure_schema(conn)
             return
-        except sa.exc.OperationalError as exc:
-            if _unreachable(exc):
+        except (sa.exc.OperationalError, sa.exc.InternalError) as exc:
+            if "locked" not in str(exc).lower() or attempt == 2:
                 raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
-            if attempt == 2:
-                raise
         except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
             if attempt == 2:  # another run created the same tables at the same moment
                 raise
 
-
-def _unreachable(exc: sa.exc.OperationalError) -> bool:
-    text = str(exc).lower()
-    return any(s in text for s in ("connect", "unable to open", "could not translate",
-                                   "refused", "authentication")) or (
-        "database" in text and "does not exist" in text)

@@ -178,7 +178,8 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 if trans.is_active:
                     trans.rollback()
                 raise
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+    except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.InternalError) as exc:
+        # InternalError: PostgreSQL's "cannot execute … in a read-only transaction"
         raise connect_error(exc, warehouse, "WAREHOUSE_DATABASE_URL") from None
     return LoadResult(
         batch_id=batch_id, kind=kind, skipped=seen and tally.changed == 0,
