@@ -182,3 +182,25 @@ def test_rows_later_than_the_lookback_are_caught_by_the_reconciliation_check(tmp
     assert last_metadata(instance, fixed)["inserted"] == 1
     assert checks_by_name(fixed)["orders_match_source"].passed
     assert last_metadata(instance, fixed)["watermark_after"].startswith("2026-01-21")
+
+
+def test_days_of_a_batch_whose_run_died_after_commit_are_announced_by_the_next(
+        tmp_path, instance, monkeypatch):
+    """The lost acknowledgement, seen from the day files: no day may stay stale."""
+    settings = make_settings(tmp_path)
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+    assert materialize_orders(settings, instance).success
+    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25",
+                   tz=settings.tz)
+    monkeypatch.setenv("PIPELINE_CRASH_AT", "load_after_commit")
+    monkeypatch.setenv("PIPELINE_CRASH_MODE", "raise")
+    monkeypatch.setenv("PIPELINE_CRASH_ONCE_FILE", str(tmp_path / "crashed"))
+    defs = build_definitions(settings)
+    died = defs.resolve_job_def("orders_job").execute_in_process(
+        instance=instance, raise_on_error=False)
+    # the RetryPolicy retried the step: the retry found the rows already there
+    assert died.success
+    meta = last_metadata(instance, died)
+    assert (meta["inserted"], meta["updated"]) == (0, 0)
+    assert meta["days_touched"] == ["2026-01-25"]  # owed by the batch that died

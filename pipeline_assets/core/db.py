@@ -147,7 +147,8 @@ watermark_history = sa.Table(
 batches = sa.Table(
     "pipeline_batches",
     metadata,
-    sa.Column("batch_id", sa.String(64), primary_key=True),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),  # commit order
+    sa.Column("batch_id", sa.String(64), nullable=False, unique=True),
     sa.Column("kind", sa.String(16), nullable=False),  # incremental | range
     sa.Column("window_start", sa.String(32), nullable=True),
     sa.Column("window_end", sa.String(32), nullable=True),
@@ -158,6 +159,7 @@ batches = sa.Table(
     sa.Column("watermark_before", sa.String(32), nullable=True),
     sa.Column("watermark_after", sa.String(32), nullable=True),
     sa.Column("committed_at", sa.String(32), nullable=False),
+    sa.Column("days_touched", sa.Text, nullable=False),  # JSON list of YYYY-MM-DD
 )
 
 daily_revenue = sa.Table(

@@ -33,6 +33,7 @@ from .source import DEFAULT_CHUNK, inspect_source, read_window
 from .times import canonical
 
 FUTURE_TOLERANCE = timedelta(hours=1)
+_NOTHING = object()  # announced_batch not given: do not look for unannounced batches
 
 
 class LoadError(ValueError):
@@ -107,7 +108,8 @@ def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest
 def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
                 now: datetime, start: datetime | None = None, end: datetime | None = None,
                 chunk_size: int = DEFAULT_CHUNK, dry_run: bool = False,
-                future_tolerance: timedelta = FUTURE_TOLERANCE) -> LoadResult:
+                future_tolerance: timedelta = FUTURE_TOLERANCE,
+                announced_batch: str | None | object = _NOTHING) -> LoadResult:
     """Read the window, upsert it, record the batch and advance the watermark, atomically.
 
     With ``start``/``end`` (a backfill of the load) exactly ``[start, end)`` is read and
@@ -117,6 +119,11 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
     Rows stamped later than ``now + future_tolerance`` (a clock gone wrong in the app)
     are loaded but do not move the watermark, which would otherwise skip every row
     written until that time; they are counted in ``future_rows``.
+
+    ``announced_batch`` is the id of the last batch whose ``days_touched`` reached the
+    files (the last successful materialization; None before any). The days of batches
+    committed after it, whose run died before it could say so (a lost acknowledgement),
+    are added to this batch's ``days_touched``, so no day file is left stale.
     """
     if (start is None) != (end is None):
         raise LoadError("an explicit range needs both start (inclusive) and end (exclusive)")
@@ -155,6 +162,8 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 seen = conn.execute(
                     sa.select(batches.c.batch_id).where(batches.c.batch_id == batch_id)
                 ).first() is not None
+                unannounced = _days_committed_after(conn, announced_batch, batch_id) \
+                    if announced_batch is not _NOTHING else set()
                 if dry_run:
                     trans.rollback()
                 else:
@@ -170,6 +179,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                             watermark_before=before and canonical(before),
                             watermark_after=after and canonical(after),
                             committed_at=canonical(now),
+                            days_touched=json.dumps(sorted(d.isoformat() for d in tally.days)),
                         ))
                     crash_point("load_before_commit")
                     trans.commit()
@@ -186,7 +196,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
         window_start=start, window_end=end, watermark_before=before, watermark_after=after,
         rows_read=tally.rows_read, inserted=tally.inserted, updated=tally.updated,
         unchanged=tally.unchanged,
-        days_touched=tuple(d.isoformat() for d in sorted(tally.days)),
+        days_touched=tuple(sorted({d.isoformat() for d in tally.days} | unannounced)),
         newest_read=tally.newest, dry_run=dry_run,
         late_rows=tally.late_rows, max_lateness=tally.max_lateness,
         future_rows=tally.future_rows, future_order_ids=tuple(tally.future_ids),
@@ -233,6 +243,21 @@ def _apply(conn: sa.Connection, chunk: list[Order], tally: _Tally, tz: tzinfo, *
             tally.max_lateness = max(tally.max_lateness or lateness, lateness)
     if write and changed:
         upsert(conn, changed)
+
+
+def _days_committed_after(conn: sa.Connection, announced: str | None, current: str) -> set[str]:
+    """Days touched by batches committed after ``announced`` (all, if None), not ``current``."""
+    b = batches.c
+    query = sa.select(b.days_touched).where(b.batch_id != current)
+    if announced is not None:
+        mark = conn.execute(sa.select(b.id).where(b.batch_id == announced)).scalar()
+        if mark is None:  # unknown to this warehouse (reset, or another one): nothing owed
+            return set()
+        query = query.where(b.id > mark)
+    days: set[str] = set()
+    for (text,) in conn.execute(query):
+        days.update(json.loads(text))
+    return days
 
 
 _UPSERT = (
