@@ -130,7 +130,8 @@ def load_and_build(source, warehouse, folder: Path, run_id: str) -> None:
 
 @pytest.mark.parametrize("db_urls", ["sqlite"], indirect=True)  # the file layer only
 @pytest.mark.parametrize("point", ["files_between_days", "day_file_before_rename",
-                                   "files_before_manifest", "manifest_before_rename"])
+                                   "files_before_manifest", "manifest_before_rename",
+                                   "files_after_manifest", "files_after_pointers"])
 def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, point):
     tmp_path, env, source, warehouse = workdir
     load_and_build(source, warehouse, built(tmp_path), "setup")  # committed once
@@ -147,7 +148,9 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, 
     # the 21st changed; whether its new bytes landed depends on the point, but it is
     # never both new and committed before the manifest exists
     changed = statuses["2026-01-21"]
-    if changed.committed:
+    if point.startswith("files_after"):  # the manifest landed: the new version is committed
+        assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "99.00"
+    elif changed.committed:
         assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "18.20"  # old version
     else:
         with pytest.raises(UncommittedDayError, match="2026-01-21"):

@@ -475,3 +475,14 @@ def test_two_processes_writing_the_same_days_leave_agreeing_files(tmp_path):
         data = day_file_path(tmp_path, day).read_bytes()
         assert hashlib.sha256(data).hexdigest() == last["files"][day]["sha256"]
     assert temp_files(tmp_path) == []
+
+
+def test_a_retried_run_that_dies_twice_before_its_pointers_still_commits(tmp_path):
+    """A step retry reuses the run id, so it rewrites the same manifest with a newer
+    sequence; if it dies again before the pointers, the head must still vouch for it."""
+    write(tmp_path, {DAY: [row(1)]}, run_id="first")
+    for _ in range(2):  # the attempt and its retry, both killed after the manifest
+        with pytest.raises(Crash):
+            write(tmp_path, {DAY: [row(2)]}, run_id="second", on_step=crash_at(f"pointer:{DAY}"))
+    assert day_status(tmp_path, DAY).committed
+    assert [r["order_id"] for r in read_committed_day(tmp_path, DAY)] == [2]

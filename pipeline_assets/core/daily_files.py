@@ -410,7 +410,10 @@ def day_status(folder: str | os.PathLike, day: str) -> DayStatus:
             if sequence != pointer.get("sequence") or entry["sha256"] != pointer.get("sha256"):
                 raise ValueError(f"manifest {manifest_name} disagrees with the pointer")
         except ValueError as exc:
+            # e.g. a retry of the same run rewrote that manifest with a newer sequence and
+            # died before its pointers: the unfinished run's head below may still vouch
             entry, problem = None, f"its pointer names a manifest that cannot vouch for it ({exc})"
+            manifest_name = sequence = None
     head = _read_head(folder)
     if head is not None and head.get("state") != "done" and \
             (sequence is None or head["sequence"] > sequence):
