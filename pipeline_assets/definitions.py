@@ -5,8 +5,12 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
 
 from . import settings as settings_module
-from .assets import build_daily_assets, build_orders_asset, daily_partitions
-from .automation import build_daily_schedule
+from .assets import build_daily_assets, build_orders_asset, build_orders_checks
+from .automation import (
+    build_daily_schedule,
+    build_new_orders_sensor,
+    build_paid_orders_refresh_sensor,
+)
 from .io_manager import DailyFilesIOManager
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
@@ -21,7 +25,6 @@ def build_definitions(settings: Settings) -> Definitions:
     warehouse = Warehouse(url=warehouse_url)
     orders = build_orders_asset(settings)
     paid_orders, daily_revenue = build_daily_assets(settings, orders)
-    partitions = daily_partitions(settings)
 
     orders_job = define_asset_job(
         "orders_job", selection=AssetSelection.assets("orders"),
@@ -29,18 +32,19 @@ def build_definitions(settings: Settings) -> Definitions:
     )
     daily_files_job = define_asset_job(
         "daily_files_job", selection=AssetSelection.assets("paid_orders", "daily_revenue"),
-        partitions_def=partitions,
         description="Rebuild the day files and totals of a day or a range of days.",
     )
     daily_job = define_asset_job(
         "daily_job", selection=AssetSelection.assets("orders", "paid_orders", "daily_revenue"),
-        partitions_def=partitions,
         description="Load orders, then build the day files and totals of one day.",
     )
     return Definitions(
         assets=[orders, paid_orders, daily_revenue],
+        asset_checks=build_orders_checks(settings),
         jobs=[orders_job, daily_files_job, daily_job],
         schedules=[build_daily_schedule(settings, daily_job)],
+        sensors=[build_new_orders_sensor(settings, orders_job),
+                 build_paid_orders_refresh_sensor(settings, daily_files_job)],
         resources={
             "source": SourceDatabase(url=source_url),
             "warehouse": warehouse,

@@ -18,7 +18,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.mark.parametrize("script", ["bench_load.py", "bench_backfill.py"])
+@pytest.mark.parametrize("script", ["bench_load.py", "bench_backfill.py", "bench_sensor_tick.py"])
 def test_benchmark_runs_quick(script: str, tmp_path: Path):
     workdir = tmp_path / "work"
     proc = subprocess.run(

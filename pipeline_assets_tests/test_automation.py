@@ -1,0 +1,242 @@
+"""Sensors and the schedule through Dagster's own evaluation, on real SQLite databases.
+
+The sensors are evaluated with ``build_sensor_context`` + ``evaluate_tick`` against the
+definitions the code location builds; the materializations the refresh sensor reacts to
+come from real in-process runs of ``orders`` on the same instance.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from dagster import (
+    DagsterInstance,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    build_schedule_context,
+    build_sensor_context,
+)
+
+from pipeline_assets.automation import REASON_TAG, build_paid_orders_refresh_sensor
+from pipeline_assets.core import demo
+from pipeline_assets.core import watermark as wm
+from pipeline_assets.core.daily_files import read_committed_day
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.times import UTC, to_instant, zone
+from pipeline_assets.definitions import build_definitions
+from pipeline_assets.settings import from_env
+
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+
+
+@pytest.fixture
+def instance():
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    """Settings, definitions and the demo source, all under tmp_path (plain URLs, no EnvVar)."""
+    (tmp_path / "data").mkdir()
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
+    source = make_engine(settings.source_url, role="source")
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    demo.init(source)
+    yield settings, build_definitions(settings), source, warehouse
+    source.dispose()
+    warehouse.dispose()
+
+
+def tick(defs, name, instance, cursor=None, sensor_def=None):
+    sensor_def = sensor_def or defs.resolve_sensor_def(name)
+    # the sensor's resources are the code location's own (as the daemon passes them)
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                              resources=defs.resources, sensor_name=sensor_def.name) as context:
+        return sensor_def.evaluate_tick(context)
+
+
+def load(defs, instance):
+    result = defs.resolve_job_def("orders_job").execute_in_process(instance=instance)
+    assert result.success
+    return result
+
+
+def app(source, order_id, status, amount, updated_at):
+    demo.set_order(source, order_id, status=status, amount=amount, updated_at=updated_at,
+                   tz=UTC)
+
+
+# --- new_orders_sensor --------------------------------------------------------------------
+
+def test_new_orders_sensor_requests_on_change_and_skips_otherwise(setup, instance):
+    settings, defs, source, warehouse = setup
+    name = "new_orders_sensor"
+
+    first = tick(defs, name, instance)
+    [request] = first.run_requests
+    assert request.tags[REASON_TAG] == "new_orders_sensor"
+    assert request.run_key.startswith("new-orders-")
+    assert json.loads(first.cursor)["window_start"] is None  # no watermark yet
+
+    again = tick(defs, name, instance, first.cursor)
+    assert again.run_requests == [] and "no change" in again.skip_message
+    assert again.cursor == first.cursor
+
+    load(defs, instance)
+    followed = tick(defs, name, instance, again.cursor)
+    assert followed.run_requests == []
+    assert "watermark moved on" in followed.skip_message  # the load itself is no news
+    assert json.loads(followed.cursor)["window_start"].startswith("2026-01-19T00:00:00")
+    steady = tick(defs, name, instance, followed.cursor)
+    assert steady.run_requests == [] and "2 row(s)" in steady.skip_message
+
+    app(source, 186, "paid", "30.00", "2026-01-20")  # late: older than the newest (01-21)
+    late = tick(defs, name, instance, steady.cursor)
+    [late_request] = late.run_requests
+    assert late_request.run_key != request.run_key
+
+    # the same observation asked twice gives the same key (Dagster launches it once)
+    assert tick(defs, name, instance, steady.cursor).run_requests[0].run_key == \
+        late_request.run_key
+
+    app(source, 187, "paid", "12.00", "2026-01-22")  # another change: another key
+    newer = tick(defs, name, instance, late.cursor)
+    assert newer.run_requests[0].run_key not in (request.run_key, late_request.run_key)
+    assert wm.current(warehouse) == to_instant("2026-01-21", UTC)  # the sensor loads nothing
+
+
+def test_new_orders_sensor_skips_with_the_reason_when_there_is_no_source(tmp_path, instance):
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
+    result = tick(build_definitions(settings), "new_orders_sensor", instance, "keep")
+    assert result.run_requests == []
+    assert "pipeline-assets demo init" in result.skip_message
+    assert result.cursor == "keep"  # untouched
+    assert not (tmp_path / "data").exists()  # a sensor creates nothing
+
+
+# --- paid_orders_refresh_sensor -----------------------------------------------------------
+
+def requested_days(result) -> list[tuple[str, str]]:
+    out = []
+    for req in result.run_requests:
+        if req.partition_key:
+            out.append((req.partition_key, req.partition_key))
+        else:
+            out.append((req.tags[RANGE_START], req.tags[RANGE_END]))
+    return out
+
+
+def test_refresh_requests_exactly_the_touched_days(setup, instance):
+    settings, defs, source, warehouse = setup
+    name = "paid_orders_refresh_sensor"
+    assert tick(defs, name, instance).skip_message == "no new materialization of orders"
+
+    load(defs, instance)  # first load: 101–106, one day each
+    app(source, 105, "paid", "22.00", "2026-01-25")
+    app(source, 186, "paid", "30.00", "2026-01-24")
+    load(defs, instance)  # two loads between two ticks: both are handled
+
+    result = tick(defs, name, instance)
+    assert requested_days(result) == [
+        ("2026-01-03", "2026-01-03"), ("2026-01-08", "2026-01-08"),
+        ("2026-01-12", "2026-01-12"), ("2026-01-15", "2026-01-15"),
+        ("2026-01-19", "2026-01-19"), ("2026-01-21", "2026-01-21"),
+        ("2026-01-24", "2026-01-25"),  # consecutive: one run over the range
+    ]
+    keys = [r.run_key for r in result.run_requests]
+    assert len(set(keys)) == len(keys)
+    assert all(r.tags[REASON_TAG] == "paid_orders_refresh_sensor" for r in result.run_requests)
+    assert all(r.tags["pipeline_assets/orders_batch_id"].startswith("orders-")
+               for r in result.run_requests)
+
+    # a repeated tick from the same cursor asks for the same keys: Dagster skips them
+    assert [r.run_key for r in tick(defs, name, instance).run_requests] == keys
+    # from the new cursor there is nothing new
+    done = tick(defs, name, instance, result.cursor)
+    assert done.run_requests == [] and done.skip_message == "no new materialization of orders"
+
+    # a load that changed nothing touched no day: nothing to rebuild
+    load(defs, instance)
+    idle = tick(defs, name, instance, result.cursor)
+    assert idle.run_requests == [] and "touched no day" in idle.skip_message
+    assert int(idle.cursor) > int(result.cursor)
+
+    # the range request is a valid single run: it builds both days
+    [range_request] = [r for r in result.run_requests if not r.partition_key]
+    run = defs.resolve_job_def("daily_files_job").execute_in_process(
+        instance=instance, tags=range_request.tags)
+    assert run.success
+    assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir,
+                                                      "2026-01-24")] == [186]
+    assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir,
+                                                      "2026-01-25")] == [105]
+
+
+def test_refresh_leaves_out_today_which_has_no_partition_yet(setup, instance):
+    settings, defs, source, warehouse = setup
+    load(defs, instance)
+    app(source, 105, "paid", "22.00", "2026-01-25")
+    app(source, 186, "paid", "30.00", "2026-01-24")
+    load(defs, instance)
+    first = tick(defs, "paid_orders_refresh_sensor", instance)
+
+    noon_on_the_25th = datetime(2026, 1, 25, 12, 0, tzinfo=timezone.utc)
+    sensor_def = build_paid_orders_refresh_sensor(
+        settings, defs.resolve_job_def("daily_files_job"), clock=lambda: noon_on_the_25th)
+    # only the second load's materialization: the one that touched the 24th and the 25th
+    second = tick(defs, None, instance, str(int(first.cursor) - 1), sensor_def=sensor_def)
+    assert requested_days(second) == [("2026-01-24", "2026-01-24")]
+
+
+# --- daily_schedule and default status ---------------------------------------------------
+
+@pytest.mark.parametrize(
+    "tz, when, partition",
+    [
+        ("UTC", datetime(2026, 3, 10, 0, 30, tzinfo=timezone.utc), "2026-03-09"),
+        # 00:30 in New York is 04:30 UTC: still the 9th that is yesterday
+        ("America/New_York", datetime(2026, 3, 10, 0, 30, tzinfo=zone("America/New_York")),
+         "2026-03-09"),
+    ],
+)
+def test_daily_schedule_builds_yesterday(tmp_path, tz, when, partition):
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path), "PIPELINE_TIMEZONE": tz},
+                        cwd=tmp_path)
+    defs = build_definitions(settings)
+    schedule = defs.resolve_schedule_def("daily_schedule")
+    data = schedule.evaluate_tick(build_schedule_context(
+        scheduled_execution_time=when, repository_def=defs.get_repository_def()))
+    [request] = data.run_requests
+    assert request.partition_key == partition
+    assert request.run_key == f"daily-{partition}"
+    assert request.tags[REASON_TAG] == "daily_schedule"
+
+
+def test_daily_schedule_skips_days_before_the_first_partition(tmp_path):
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
+    defs = build_definitions(settings)
+    schedule = defs.resolve_schedule_def("daily_schedule")
+    data = schedule.evaluate_tick(build_schedule_context(
+        scheduled_execution_time=datetime(2026, 1, 1, 0, 30, tzinfo=timezone.utc),
+        repository_def=defs.get_repository_def()))
+    assert data.run_requests == [] and "before PARTITIONS_START_DATE" in data.skip_message
+
+
+@pytest.mark.parametrize("switch, running", [(None, True), ("on", True), ("off", False)])
+def test_automation_starts_running_unless_switched_off(tmp_path, switch, running):
+    env = {"PIPELINE_DATA_DIR": str(tmp_path)}
+    if switch:
+        env["PIPELINE_AUTOMATION"] = switch
+    defs = build_definitions(from_env(env, cwd=tmp_path))
+    sensors = [defs.resolve_sensor_def(n) for n in ("new_orders_sensor",
+                                                    "paid_orders_refresh_sensor")]
+    schedule = defs.resolve_schedule_def("daily_schedule")
+    assert {s.default_status for s in sensors} == \
+        {DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED}
+    assert schedule.default_status == \
+        (DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED)
+    assert all(s.minimum_interval_seconds <= 15 for s in sensors)
