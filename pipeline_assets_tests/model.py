@@ -1,0 +1,186 @@
+"""A plain in-memory model of the pipeline, for the stateful test (``test_stateful.py``).
+
+It knows nothing of SQL, files or parsing: every ``updated_at`` arrives here together with
+the instant it means (the test generated the instant first and rendered the text from it),
+and the rules are the contract's, written as directly as possible:
+
+- an incremental load reads every source row with ``updated_at >= W − lookback`` (all of
+  them on the first load), upserts it, and moves ``W`` to ``max(W, newest read)``;
+- a range load reads exactly ``[start, end)`` and leaves ``W`` alone;
+- one ledger entry per distinct (kind, window, rows read): a rerun of the same batch is
+  recognized and adds nothing;
+- a day is committed when the newest manifest listing it vouches for the bytes on disk;
+  what it vouches for is the warehouse's paid orders of that day when it was written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone, tzinfo
+
+UTC = timezone.utc
+PAID = "paid"
+
+
+def canonical(instant: datetime) -> str:
+    """The warehouse's fixed-width UTC text (docs/design.md, "Time")."""
+    return instant.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of an order as the app wrote it, and the instant its text means."""
+
+    status: str
+    amount: str  # exact decimal text, already in plain form ("12.50", "-3", "0.005")
+    updated_at: str  # the text exactly as the app stored it
+    instant: datetime  # aware
+
+    def stored(self, order_id: int) -> tuple[int, str, str, str]:
+        return (order_id, self.status, self.amount, canonical(self.instant))
+
+    def day(self, tz: tzinfo) -> date:
+        return self.instant.astimezone(tz).date()
+
+
+@dataclass(frozen=True)
+class LoadPrediction:
+    kind: str
+    window_start: datetime | None
+    window_end: datetime | None
+    read: dict[int, Version]
+    inserted: int
+    updated: int
+    unchanged: int
+    newest: datetime | None
+    watermark_before: datetime | None
+    watermark_after: datetime | None
+    skipped: bool
+    key: tuple
+    needed_days: frozenset[str]  # days whose paid orders this load changes
+    possible_days: frozenset[str]  # old and new day of every row it changes
+
+
+@dataclass
+class Model:
+    tz: tzinfo
+    lookback_days: int
+    source: dict[int, Version] = field(default_factory=dict)
+    warehouse: dict[int, Version] = field(default_factory=dict)
+    # False while the order's latest version has not been read by any committed load.
+    picked_up: dict[int, bool] = field(default_factory=dict)
+    watermark: datetime | None = None
+    watermark_changes: list[tuple[datetime | None, datetime]] = field(default_factory=list)
+    # (kind, window start, window end, rows read) → ledger columns other than the id
+    ledger: dict[tuple, dict] = field(default_factory=dict)
+    batch_ids: dict[tuple, str] = field(default_factory=dict)  # as seen in results
+    vouched: dict[str, list[dict]] = field(default_factory=dict)  # newest manifest's rows
+    on_disk: dict[str, list[dict]] = field(default_factory=dict)  # the day file's rows
+    last_days_touched: tuple[str, ...] = ()
+    stats: Counter = field(default_factory=Counter)
+
+    # --- the app ---------------------------------------------------------------------
+
+    def set_order(self, order_id: int, version: Version) -> None:
+        self.source[order_id] = version
+        current = self.warehouse.get(order_id)
+        self.picked_up[order_id] = (
+            current is not None and current.stored(order_id) == version.stored(order_id))
+
+    def stale(self) -> set[int]:
+        """Orders whose latest version no committed load has read (yet)."""
+        return {oid for oid, ok in self.picked_up.items() if not ok}
+
+    # --- loads -----------------------------------------------------------------------
+
+    def predict_load(self, start: datetime | None = None, end: datetime | None = None
+                     ) -> LoadPrediction:
+        kind = "incremental" if start is None else "range"
+        before = self.watermark
+        if kind == "incremental" and before is not None:
+            start = before - timedelta(days=self.lookback_days)
+        read = {
+            oid: v for oid, v in sorted(self.source.items())
+            if (start is None or v.instant >= start) and (end is None or v.instant < end)
+        }
+        inserted = updated = unchanged = 0
+        needed: set[str] = set()
+        possible: set[str] = set()
+        for oid, v in read.items():
+            old = self.warehouse.get(oid)
+            if old is None:
+                inserted += 1
+            elif old.stored(oid) == v.stored(oid):
+                unchanged += 1
+                continue
+            else:
+                updated += 1
+                possible.add(old.day(self.tz).isoformat())
+                if old.status == PAID:
+                    needed.add(old.day(self.tz).isoformat())
+            possible.add(v.day(self.tz).isoformat())
+            if v.status == PAID:
+                needed.add(v.day(self.tz).isoformat())
+        newest = max((v.instant for v in read.values()), default=None)
+        after = before
+        if kind == "incremental" and newest is not None:
+            after = newest if before is None else max(before, newest)
+        key = (kind, start and canonical(start), end and canonical(end),
+               tuple(v.stored(oid) for oid, v in read.items()))
+        return LoadPrediction(
+            kind=kind, window_start=start, window_end=end, read=read, inserted=inserted,
+            updated=updated, unchanged=unchanged, newest=newest, watermark_before=before,
+            watermark_after=after, skipped=key in self.ledger and inserted + updated == 0,
+            key=key, needed_days=frozenset(needed), possible_days=frozenset(possible))
+
+    def commit_load(self, p: LoadPrediction) -> None:
+        if p.kind == "incremental" and p.window_start is not None:
+            # Changes this load could not see: older than its window (too late).
+            self.stats["late_missed"] += sum(
+                1 for oid in self.stale()
+                if oid not in p.read and self.source[oid].instant < p.window_start)
+            self.stats["late_caught"] += sum(
+                1 for oid, v in p.read.items()
+                if not self.picked_up.get(oid, True) and v.instant < p.watermark_before)
+        for oid, v in p.read.items():
+            self.warehouse[oid] = v
+            self.picked_up[oid] = True
+        if p.watermark_after != p.watermark_before:
+            self.watermark_changes.append((p.watermark_before, p.watermark_after))
+        self.watermark = p.watermark_after
+        if p.key not in self.ledger:
+            self.ledger[p.key] = dict(
+                kind=p.kind, window_start=p.key[1], window_end=p.key[2],
+                rows_read=len(p.read), inserted=p.inserted, updated=p.updated,
+                unchanged=p.unchanged,
+                watermark_before=p.watermark_before and canonical(p.watermark_before),
+                watermark_after=p.watermark_after and canonical(p.watermark_after))
+
+    # --- day files -------------------------------------------------------------------
+
+    def paid_by_day(self, days) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {d: [] for d in sorted(set(days))}
+        for oid, v in sorted(self.warehouse.items()):
+            local = v.instant.astimezone(self.tz)
+            if v.status == PAID and local.date().isoformat() in out:
+                out[local.date().isoformat()].append({
+                    "order_id": oid, "status": PAID, "amount": v.amount,
+                    "updated_at": local.isoformat()})
+        return out
+
+    def day_state(self, day: str) -> tuple[str, list[dict] | None]:
+        vouched, on_disk = self.vouched.get(day), self.on_disk.get(day)
+        if vouched is None:
+            return ("not built" if on_disk is None else "uncommitted"), None
+        if on_disk == vouched:
+            return "committed", vouched
+        return "uncommitted", None
+
+    def files_replaced(self, rows_by_day: dict[str, list[dict]], days) -> None:
+        for day in days:
+            self.on_disk[day] = rows_by_day[day]
+
+    def manifest_written(self, rows_by_day: dict[str, list[dict]]) -> None:
+        for day, rows in rows_by_day.items():
+            self.vouched[day] = rows
