@@ -38,6 +38,7 @@ from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
 
 LATENESS_CHECK = "lateness_within_lookback"
+OWNER = "team:data-engineering"  # shown in the UI; change to your team
 
 RECONCILE_CHECK = "orders_match_source"
 
@@ -125,6 +126,7 @@ def build_orders_asset(settings: Settings):
         name="orders",
         group_name="warehouse",
         code_version="1",
+        owners=[OWNER],
         kinds={"sql", "python"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
         check_specs=[AssetCheckSpec(
@@ -195,6 +197,7 @@ def _build_daily_assets(settings: Settings, orders_asset):
         pool="paid_orders_files",
         group_name="daily_files",
         code_version="1",
+        owners=[OWNER],
         kinds={"json"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
         description="The paid orders of each day, one JSON file per day, replaced "
@@ -221,6 +224,7 @@ def _build_daily_assets(settings: Settings, orders_asset):
         backfill_policy=BackfillPolicy.single_run(),
         group_name="daily_files",
         code_version="1",
+        owners=[OWNER],
         kinds={"sql"},
         description="Per day: the number of paid orders and their exact total, computed "
         "from the committed paid_orders files.",
