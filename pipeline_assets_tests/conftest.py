@@ -21,6 +21,19 @@ ADMIN_URL = os.environ.get(
     "PIPELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 NOW = datetime(2026, 1, 27, 6, 0, tzinfo=timezone.utc)  # the fixed clock of every test
+ROOT = Path(__file__).resolve().parent.parent
+# made by installing and running pytest itself, not by the tests
+_TOOLING = {".venv", ".pytest_cache", ".hypothesis", ".ruff_cache", "__pycache__"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_in_the_checkout():
+    """Tests write under tmp_path only: the checkout must look the same afterwards."""
+    before = {p.name for p in ROOT.iterdir()}
+    yield
+    added = {p.name for p in ROOT.iterdir()} - before - _TOOLING
+    added = {name for name in added if not name.endswith(".egg-info")}
+    assert not added, f"tests wrote into the checkout: {sorted(added)}"
 
 
 def _postgres_reachable() -> str | None:

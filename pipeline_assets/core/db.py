@@ -188,8 +188,10 @@ def prepare_warehouse(engine: Engine) -> None:
 
     A SQLite warehouse file's folder is created here, when a run first needs it.
     """
-    if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-        Path(engine.url.database).parent.mkdir(parents=True, exist_ok=True)
+    database = engine.url.database or ""
+    uri = database.startswith("file:")  # sqlite:///file:…?mode=ro&uri=true names no folder
+    if engine.dialect.name == "sqlite" and database not in ("", ":memory:") and not uri:
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):
         try:
             with writing(engine).begin() as conn:
