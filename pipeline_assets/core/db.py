@@ -110,6 +110,14 @@ def connect_error(exc: Exception, engine: Engine, env_var: str) -> DatabaseError
     )
 
 
+def has_table(engine: Engine, name: str, env_var: str) -> bool:
+    """Whether ``name`` exists; an unusable database is a one-line :class:`DatabaseError`."""
+    try:
+        return sa.inspect(engine).has_table(name)
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        raise connect_error(exc, engine, env_var) from None
+
+
 # --- the warehouse schema -------------------------------------------------------------
 
 metadata = sa.MetaData()

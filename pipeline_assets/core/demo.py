@@ -12,7 +12,7 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .db import DatabaseError, connect_error, redact, writing
+from .db import DatabaseError, connect_error, has_table, redact, writing
 from .money import format_amount, parse_amount
 from .times import UTC, to_instant
 
@@ -52,10 +52,7 @@ def _guard(engine: Engine):
 
 
 def has_orders(engine: Engine) -> bool:
-    try:
-        return sa.inspect(engine).has_table("orders")
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
+    return has_table(engine, "orders", "SOURCE_DATABASE_URL")
 
 
 def init(engine: Engine, *, force: bool = False) -> int:

@@ -46,7 +46,7 @@ from .daily_files import (
     serialize_day,
     sha256_hex,
 )
-from .db import DatabaseError, connect_error, orders, redact
+from .db import DatabaseError, connect_error, has_table, orders, redact
 from .paid import paid_orders_by_day
 from .rows import PAID, InvalidRowError
 from .source import DEFAULT_CHUNK, inspect_source, read_window
@@ -272,10 +272,7 @@ def _warehouse_stream(engine: Engine, chunk_size: int) -> Iterator[tuple]:
 
 
 def _has_orders_table(engine: Engine) -> bool:
-    try:
-        return sa.inspect(engine).has_table("orders")
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
+    return has_table(engine, "orders", "WAREHOUSE_DATABASE_URL")
 
 
 def compare_orders(source: Engine, warehouse: Engine | None, tz: tzinfo, *,
