@@ -5,7 +5,8 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 
 
 import warnings
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Optional
 
 from dagster import (
@@ -32,7 +33,7 @@ from .core.db import redact
 from .core.load import FUTURE_TOLERANCE, LoadError, LoadResult, load_orders
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
 from .core.rows import InvalidRowError
-from .core.times import TimeValueError, day_start, to_instant
+from .core.times import TimeValueError, day_of, day_start, to_instant, utc_now
 from .core.verify import VerifyError, differing_days, reconcile_since, repair_commands
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
@@ -41,6 +42,8 @@ LATENESS_CHECK = "lateness_within_lookback"
 OWNER = "team:data-engineering"  # shown in the UI; change to your team
 
 RECONCILE_CHECK = "orders_match_source"
+
+Clock = Callable[[], datetime]  # the Dagster layer's one clock; tests pass a fixed one
 
 # Bad input does not fix itself on a retry; an unreachable database may.
 _NOT_RETRYABLE = (InvalidRowError, LoadError, TimeValueError)
@@ -119,7 +122,7 @@ def last_announced_batch(context: AssetExecutionContext) -> Optional[str]:  # no
     return batch.value if batch is not None else None
 
 
-def build_orders_asset(settings: Settings):
+def build_orders_asset(settings: Settings, clock: Clock = utc_now):
     tz = settings.tz
 
     @asset(
@@ -143,7 +146,7 @@ def build_orders_asset(settings: Settings):
             end = to_instant(config.end, tz) if config.end else None
             result = load_orders(
                 source.engine(), watermark.warehouse.engine(), tz=tz,
-                lookback_days=watermark.lookback_days, now=datetime.now(timezone.utc),
+                lookback_days=watermark.lookback_days, now=clock(),
                 start=start, end=end, announced_batch=last_announced_batch(context),
             )
         except _NOT_RETRYABLE as exc:
@@ -176,15 +179,15 @@ def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
                                      timezone=settings.timezone)
 
 
-def build_daily_assets(settings: Settings, orders_asset):
+def build_daily_assets(settings: Settings, orders_asset, clock: Clock = utc_now):
     # backfill_policy is beta in Dagster 1.13: pinned to 1.13, and the single-run range
     # behaviour is covered by our tests, so its warning is silenced here only.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BetaWarning)
-        return _build_daily_assets(settings, orders_asset)
+        return _build_daily_assets(settings, orders_asset, clock)
 
 
-def _build_daily_assets(settings: Settings, orders_asset):
+def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
     tz = settings.tz
     partitions = daily_partitions(settings)
 
@@ -216,7 +219,8 @@ def _build_daily_assets(settings: Settings, orders_asset):
             )
         context.log.info(f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
                          f"{sum(map(len, by_day.values()))} paid orders")
-        return DayFilesBatch(days=by_day, watermark=current.isoformat() if current else None)
+        return DayFilesBatch(days=by_day, watermark=current.isoformat() if current else None,
+                             written_at=clock().isoformat(timespec="seconds"))
 
     @asset(
         name="daily_revenue",
@@ -247,7 +251,7 @@ def _build_daily_assets(settings: Settings, orders_asset):
     return paid_orders, daily_revenue
 
 
-def build_orders_checks(settings: Settings):
+def build_orders_checks(settings: Settings, clock: Clock = utc_now):
     tz = settings.tz
     horizon = settings.reconcile_days
 
@@ -260,7 +264,7 @@ def build_orders_checks(settings: Settings):
     )
     def orders_match_source(source: SourceDatabase, warehouse: Warehouse) -> AssetCheckResult:
         """Source and warehouse agree day by day over the last RECONCILE_DAYS days."""
-        today = datetime.now(timezone.utc).astimezone(tz).date()
+        today = day_of(clock(), tz)
         since = day_start(today - timedelta(days=horizon), tz)
         try:
             days = reconcile_since(source.engine(), warehouse.engine(), tz, since)

@@ -5,7 +5,7 @@ annotations at runtime.
 """
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 
 from dagster import (
     AssetKey,
@@ -22,9 +22,9 @@ from dagster import (
 )
 
 from .core import sensing
+from .core.days import yesterday
 from .core.db import DatabaseError
-from .core.paid import previous_day
-from .core.times import TimeValueError
+from .core.times import TimeValueError, utc_now
 from .resources import SourceDatabase, WatermarkStore
 from .settings import Settings
 
@@ -37,10 +37,6 @@ REFRESH_INTERVAL_SECONDS = 10
 REFRESH_BATCH = 50
 
 ORDERS = AssetKey("orders")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def _default_status(settings: Settings, kind):
@@ -61,7 +57,7 @@ def build_daily_schedule(settings: Settings, daily_job):
         "paid_orders and daily_revenue.",
     )
     def daily_schedule(context: ScheduleEvaluationContext):
-        day = previous_day(context.scheduled_execution_time, tz)
+        day = yesterday(context.scheduled_execution_time, tz).isoformat()
         if day < settings.partitions_start.isoformat():
             return SkipReason(f"{day} is before PARTITIONS_START_DATE "
                               f"{settings.partitions_start.isoformat()}")
@@ -110,7 +106,7 @@ def build_new_orders_sensor(settings: Settings, orders_job):
 
 
 def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
-                                     clock: Callable[[], datetime] = _utc_now):
+                                     clock: Callable[[], datetime] = utc_now):
     tz = settings.tz
 
     @sensor(
@@ -130,7 +126,7 @@ def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
         )
         if not found.records:
             return SkipReason("no new materialization of orders")
-        last_day = sensing.last_partition_day(clock(), tz)
+        last_day = yesterday(clock(), tz)
         requests, notes = [], []
         for record in found.records:
             meta = record.asset_materialization.metadata

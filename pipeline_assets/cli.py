@@ -43,29 +43,25 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
 from . import settings as settings_module
 from .core import demo
 from .core import watermark as wm
-from .core.db import DatabaseError, make_engine, redact, scrub
+from .core.commands import DEMO_INIT
+from .core.db import DatabaseError, make_engine, redact, scrub, sqlite_file
 from .core.load import load_orders
 from .core.money import parse_amount
-from .core.times import day_of, from_canonical, parse_day, to_instant
+from .core.times import day_of, from_canonical, parse_day, to_instant, utc_now
 from .core.verify import verify
 
 PROG = "pipeline-assets"
 IN_MEMORY_WAREHOUSE = "sqlite://"
 
 Clock = Callable[[], datetime]
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class UsageError(Exception):
@@ -194,11 +190,11 @@ class _Context:
 
     def source(self, *, must_exist: bool = True) -> Engine:
         url = self.settings.source_url
-        path = _sqlite_file(url)
+        path = sqlite_file(url)
         if must_exist and path is not None and not path.exists():
             raise DatabaseError(
                 f"the source database {redact(url)} does not exist: create the demo with "
-                "`pipeline-assets demo init` or point SOURCE_DATABASE_URL at the app database"
+                f"`{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app database"
             )
         return self.engine(url, "source")
 
@@ -209,7 +205,7 @@ class _Context:
         SQLite creates a missing file on connect; neither may happen in a read-only command.
         """
         url = self.settings.warehouse_url
-        path = _sqlite_file(url)
+        path = sqlite_file(url)
         if path is not None and not path.exists():
             return self.engine(IN_MEMORY_WAREHOUSE, "warehouse"), False
         return self.engine(url, "warehouse"), True
@@ -217,19 +213,6 @@ class _Context:
     def close(self) -> None:
         for engine in self._engines:
             engine.dispose()
-
-
-def _sqlite_file(url: str) -> Path | None:
-    """The file behind a SQLite URL; None for other databases, in-memory or URI forms."""
-    try:
-        parsed = make_url(url)
-    except Exception:  # make_engine reports a bad URL properly
-        return None
-    if parsed.get_backend_name() != "sqlite" or parsed.query.get("uri"):
-        return None
-    if parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database)
 
 
 def _one_line(message: str) -> str:
@@ -245,7 +228,7 @@ def _fail(message: str, urls: Sequence[str] = ()) -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-         clock: Clock = _utc_now) -> int:
+         clock: Clock = utc_now) -> int:
     """Run one command; returns the exit code. ``environ``/``clock`` default to the real ones."""
     try:
         args = build_parser().parse_args(argv)
@@ -299,7 +282,7 @@ def _iso_stored(value: str | None) -> str | None:
 
 def _demo_init(args, ctx: _Context) -> int:
     url = ctx.settings.source_url
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     engine = ctx.source(must_exist=False)

@@ -5,26 +5,28 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
 
 from . import settings as settings_module
-from .assets import build_daily_assets, build_orders_asset, build_orders_checks
+from .assets import Clock, build_daily_assets, build_orders_asset, build_orders_checks
 from .automation import (
     build_daily_schedule,
     build_new_orders_sensor,
     build_paid_orders_refresh_sensor,
 )
+from .core.times import utc_now
 from .io_manager import DailyFilesIOManager
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
 
 
-def build_definitions(settings: Settings) -> Definitions:
-    """Everything Dagster needs, from plain settings (tests build their own)."""
+def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions:
+    """Everything Dagster needs, from plain settings (tests build their own) and the one
+    clock every asset, check and sensor reads (tests pass a fixed one)."""
     source_url = EnvVar("SOURCE_DATABASE_URL") if settings.source_url_from_env \
         else settings.source_url
     warehouse_url = EnvVar("WAREHOUSE_DATABASE_URL") if settings.warehouse_url_from_env \
         else settings.warehouse_url
     warehouse = Warehouse(url=warehouse_url)
-    orders = build_orders_asset(settings)
-    paid_orders, daily_revenue = build_daily_assets(settings, orders)
+    orders = build_orders_asset(settings, clock)
+    paid_orders, daily_revenue = build_daily_assets(settings, orders, clock)
 
     orders_job = define_asset_job(
         "orders_job", selection=AssetSelection.assets("orders"),
@@ -40,11 +42,11 @@ def build_definitions(settings: Settings) -> Definitions:
     )
     return Definitions(
         assets=[orders, paid_orders, daily_revenue],
-        asset_checks=build_orders_checks(settings),
+        asset_checks=build_orders_checks(settings, clock),
         jobs=[orders_job, daily_files_job, daily_job],
         schedules=[build_daily_schedule(settings, daily_job)],
         sensors=[build_new_orders_sensor(settings, orders_job),
-                 build_paid_orders_refresh_sensor(settings, daily_files_job)],
+                 build_paid_orders_refresh_sensor(settings, daily_files_job, clock)],
         resources={
             "source": SourceDatabase(url=source_url),
             "warehouse": warehouse,

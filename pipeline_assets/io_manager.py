@@ -5,7 +5,6 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 """
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 
 from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
@@ -23,7 +22,7 @@ from .core.daily_files import (
 class DailyFilesIOManager(ConfigurableIOManager):
     """One JSON file per day partition, replaced atomically, plus one manifest per run.
 
-    Contract (CONTRACT §6): ``handle_output`` writes exactly the run's partition keys
+    Contract (docs/contract.md): ``handle_output`` writes exactly the run's partition keys
     (a day missing from the output is written as ``[]``), then the manifest
     ``_manifest_<run id>.json``; ``load_input`` returns only committed days and fails
     naming any other day. Files live in ``<base_dir>/<asset key path>``, so with
@@ -52,9 +51,9 @@ class DailyFilesIOManager(ConfigurableIOManager):
         """Write the run's day files, then its manifest; record what was written."""
         keys = self._partition_keys(context, "store")
         if isinstance(obj, DayFilesBatch):
-            days, watermark = obj.days, obj.watermark
+            days, watermark, written_at = obj.days, obj.watermark, obj.written_at
         elif isinstance(obj, Mapping):
-            days, watermark = obj, None
+            days, watermark, written_at = obj, None, None
         else:
             raise DayFilesError(
                 f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; return a "
@@ -71,8 +70,9 @@ class DailyFilesIOManager(ConfigurableIOManager):
             self.folder_for(context),
             {key: days.get(key, []) for key in keys},
             run_id=context.run_id,
-            # When the manifest was written: metadata only, never part of a key or a name.
-            written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            # When the batch was built (the asset's clock), else when Dagster created the
+            # run: metadata only, never part of a key or a name.
+            written_at=written_at or _run_created(context),
             watermark=watermark,
             on_step=file_step_hook(),
         )
@@ -96,3 +96,10 @@ class DailyFilesIOManager(ConfigurableIOManager):
         """Rows of each upstream day partition, from committed days only."""
         keys = self._partition_keys(context, "load")
         return read_committed_days(self.folder_for(context), keys)
+
+
+def _run_created(context: OutputContext) -> str:
+    """When Dagster created this run, as recorded in its instance (a plain-dict output
+    carries no time of its own)."""
+    record = context.step_context.instance.get_run_record_by_id(context.run_id)
+    return record.create_timestamp.isoformat(timespec="seconds")

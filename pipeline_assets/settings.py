@@ -57,14 +57,7 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
         data_dir = base / data_dir
     data_dir = Path(os.path.abspath(data_dir))
 
-    raw_lookback = env.get("LOOKBACK_DAYS") or DEFAULTS["LOOKBACK_DAYS"]
-    try:
-        lookback = int(raw_lookback)
-        if lookback < 0:
-            raise ValueError
-    except ValueError:
-        raise SettingsError(f"LOOKBACK_DAYS={raw_lookback!r} must be a whole number of days, "
-                            "0 or more") from None
+    lookback = _days(env, "LOOKBACK_DAYS")
     reconcile = _days(env, "RECONCILE_DAYS")
     raw_start = env.get("PARTITIONS_START_DATE") or DEFAULTS["PARTITIONS_START_DATE"]
     raw_tz = env.get("PIPELINE_TIMEZONE") or DEFAULTS["PIPELINE_TIMEZONE"]

@@ -56,8 +56,12 @@ def file_step_hook() -> Callable[[str], None]:
             if seen["day_file"]:
                 crash_point("files_between_days")
             seen["day_file"] += 1
+        elif kind == "day_file_rename":
+            crash_point("day_file_before_rename")
         elif kind == "manifest":
             crash_point("files_before_manifest")
+        elif kind == "manifest_rename":
+            crash_point("manifest_before_rename")
         elif kind == "pointer":
             if not seen["pointer"]:
                 crash_point("files_after_manifest")

@@ -54,13 +54,13 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from .crash import crash_point
+from .commands import rebuild_command
 
 ROW_FIELDS = ("order_id", "status", "amount", "updated_at")
 DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.json$")
@@ -69,10 +69,6 @@ TEMP_SUFFIX = ".partial"
 LOCK_NAME = ".lock"
 POINTER_DIR = "_committed"
 HEAD_NAME = "_head.json"
-REBUILD_COMMAND = (
-    "dagster asset materialize -m pipeline_assets.definitions --select paid_orders,daily_revenue "
-    "--partition {day}"
-)
 
 COMMITTED = "committed"
 UNCOMMITTED = "uncommitted"
@@ -95,17 +91,19 @@ class UncommittedDayError(ValueError):
         self.days = tuple(self.reasons)
         parts = [f"paid_orders day {day} is not committed: {why}."
                  for day, why in self.reasons.items()]
-        commands = "; ".join(REBUILD_COMMAND.format(day=day) for day in self.days)
+        commands = "; ".join(rebuild_command(day) for day in self.days)
         them = "it" if len(self.days) == 1 else "them"
         super().__init__(" ".join(parts) + f" Rebuild {them}: {commands}")
 
 
 @dataclass(frozen=True)
 class DayFilesBatch:
-    """What the ``paid_orders`` asset hands to the IO manager: rows per day, and the watermark."""
+    """What the ``paid_orders`` asset hands to the IO manager: rows per day, the watermark,
+    and when it was built."""
 
     days: Mapping[str, Sequence[Mapping]]
     watermark: str | None = None
+    written_at: str | None = None  # from the caller's clock; the manifest records it
 
 
 @dataclass(frozen=True)
@@ -143,7 +141,7 @@ class DayStatus:
 
     @property
     def repair_command(self) -> str:
-        return REBUILD_COMMAND.format(day=self.day)
+        return rebuild_command(self.day)
 
 
 # --- paths -------------------------------------------------------------------------------
@@ -259,8 +257,14 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_replace(final: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to a temp file beside ``final``, fsync it, rename it over ``final``."""
+def atomic_replace(final: str | os.PathLike, data: bytes, *,
+                   before_rename: Callable[[], None] | None = None) -> None:
+    """Write ``data`` to a temp file beside ``final``, fsync it, rename it over ``final``.
+
+    ``before_rename`` runs once the temp file is durable, just before the rename (the
+    step a crash test stops at: a writer killed there leaves only a temp file, which the
+    next write clears).
+    """
     final = Path(final)
     temp = temp_path_for(final)
     try:
@@ -268,11 +272,8 @@ def atomic_replace(final: str | os.PathLike, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        # a writer killed here leaves only a temp file, which the next write clears
-        if DAY_FILE_RE.fullmatch(final.name):
-            crash_point("day_file_before_rename")
-        elif MANIFEST_RE.fullmatch(final.name):
-            crash_point("manifest_before_rename")
+        if before_rename is not None:
+            before_rename()
         os.replace(temp, final)
         _fsync_dir(final.parent)
     except OSError as exc:  # a full disk, a read-only folder: say which file, and that
@@ -482,7 +483,7 @@ def read_committed_days(folder: str | os.PathLike, days: Iterable[str], *,
     writing right now is waited for instead of being reported as uncommitted.
     """
     wanted = sorted({check_day(day) for day in days})
-    with folder_lock(folder, shared=True) if wait_for_writer else _nothing():
+    with folder_lock(folder, shared=True) if wait_for_writer else nullcontext():
         statuses = [day_status(folder, day) for day in wanted]
     bad = {s.day: s.reason for s in statuses if not s.committed}
     if bad:
@@ -494,11 +495,6 @@ def read_committed_day(folder: str | os.PathLike, day: str, *,
                        wait_for_writer: bool = True) -> list[dict]:
     """Rows of one committed day, or :class:`UncommittedDayError` naming it and the fix."""
     return read_committed_days(folder, [day], wait_for_writer=wait_for_writer)[day]
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 # --- writing a run -----------------------------------------------------------------------
@@ -599,8 +595,11 @@ def write_day_files(
     """Write one run: each day file atomically, then the manifest, then the pointers.
 
     Everything is serialized and checked before the first byte is written, so bad rows
-    never touch the folder. ``on_step`` is called with ``"day_file:<day>"``,
-    ``"manifest"``, ``"pointer:<day>"`` before each step (a hook for crash tests).
+    never touch the folder. ``on_step`` is called before each step with
+    ``"day_file:<day>"``, ``"day_file_rename:<day>"`` (its temp file written),
+    ``"manifest"``, ``"manifest_rename"``, ``"pointer:<day>"`` and ``"done"``: the one
+    hook of crash tests (:func:`pipeline_assets.core.crash.file_step_hook` maps the
+    steps to the named crash points).
     """
     folder = Path(folder)
     _check_run_id(run_id)
@@ -635,7 +634,8 @@ def write_day_files(
             {"manifest": final_manifest.name, "sequence": sequence, "state": "writing"}))
         for day, data in blobs.items():
             step(f"day_file:{day}")
-            atomic_replace(day_file_path(folder, day), data)
+            atomic_replace(day_file_path(folder, day), data,
+                           before_rename=lambda day=day: step(f"day_file_rename:{day}"))
         manifest = {
             "run_id": run_id,
             "sequence": sequence,
@@ -645,7 +645,8 @@ def write_day_files(
             "files": files,
         }
         step("manifest")
-        atomic_replace(final_manifest, _dumps(manifest))
+        atomic_replace(final_manifest, _dumps(manifest),
+                       before_rename=lambda: step("manifest_rename"))
         _update_pointers(folder, manifest, final_manifest.name, step)
         step("done")
         atomic_replace(head_path, _dumps(
@@ -653,16 +654,6 @@ def write_day_files(
     return WrittenRun(run_id=run_id, sequence=sequence, manifest_path=final_manifest,
                       days_written=tuple(blobs), rows={d: f["rows"] for d, f in files.items()},
                       sha256={d: f["sha256"] for d, f in files.items()})
-
-
-def write_batch(folder: str | os.PathLike, batch: DayFilesBatch | Mapping, *, run_id: str,
-                written_at: str | datetime, on_step: Callable[[str], None] | None = None,
-                ) -> WrittenRun:
-    """:func:`write_day_files` for a :class:`DayFilesBatch` or a plain mapping (no watermark)."""
-    if isinstance(batch, DayFilesBatch):
-        return write_day_files(folder, batch.days, run_id=run_id, written_at=written_at,
-                               watermark=batch.watermark, on_step=on_step)
-    return write_day_files(folder, batch, run_id=run_id, written_at=written_at, on_step=on_step)
 
 
 def is_temp_name(name: str) -> bool:
@@ -676,5 +667,5 @@ __all__ = [
     "day_status", "describe_days", "folder_lock", "is_temp_name", "known_days",
     "manifest_path", "pointer_path", "read_committed_day", "read_committed_days",
     "rebuild_pointers", "remove_stale_temps", "serialize_day", "sha256_hex", "temp_path_for",
-    "write_batch", "write_day_files",
+    "write_day_files",
 ]

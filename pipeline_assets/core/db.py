@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
@@ -30,6 +31,48 @@ def scrub(message: str, url: str | URL) -> str:
     if password:
         message = message.replace(str(password), "***")
     return message
+
+
+def sqlite_file(url: str | URL) -> Path | None:
+    """The file behind a SQLite URL; None for other databases and in-memory ones.
+
+    The one reader of this rule. Two forms name a file: a path
+    (``sqlite:///data/app.db``, ``sqlite:////abs/app.db``) and a SQLite URI filename
+    (``sqlite:///file:/abs/app.db?mode=ro&uri=true``, also ``file:///abs/app.db`` and
+    ``file:relative.db``), whose path SQLite percent-decodes. A name starting ``file:``
+    is read as a URI even without ``uri=true``, as SQLite builds with URI support do.
+    ``:memory:``, an empty path and ``mode=memory`` name no file.
+    """
+    try:
+        parsed = make_url(url)
+    except Exception:  # make_engine reports a bad URL properly
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or database in (None, "", ":memory:"):
+        return None
+    if not database.startswith("file:"):
+        return Path(database)
+    if parsed.query.get("mode") == "memory":
+        return None
+    path = database[len("file:"):].split("#", 1)[0]
+    if path.startswith("//"):  # file://<authority>/path: the authority is empty or localhost
+        authority, _, rest = path[2:].partition("/")
+        if authority not in ("", "localhost"):
+            return None  # SQLite refuses it; make_engine's connection reports that
+        path = "/" + rest
+    path = unquote(path)
+    if path in ("", ":memory:"):
+        return None
+    return Path(path)
+
+
+def require_distinct(source: Engine, warehouse: Engine) -> None:
+    """Refuse one database as both source and warehouse: both have a table named orders."""
+    if source.url == warehouse.url:
+        raise DatabaseError(
+            f"the source and the warehouse are the same database ({redact(source.url)}); "
+            "both have a table named orders, so they must differ"
+        )
 
 
 def make_engine(url: str, *, role: str) -> Engine:
@@ -196,10 +239,9 @@ def prepare_warehouse(engine: Engine) -> None:
 
     A SQLite warehouse file's folder is created here, when a run first needs it.
     """
-    database = engine.url.database or ""
-    uri = database.startswith("file:")  # sqlite:///file:…?mode=ro&uri=true names no folder
-    if engine.dialect.name == "sqlite" and database not in ("", ":memory:") and not uri:
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    path = sqlite_file(engine.url)
+    if path is not None and engine.url.query.get("mode") != "ro":
+        path.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):
         try:
             with writing(engine).begin() as conn:

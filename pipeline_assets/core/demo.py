@@ -12,6 +12,7 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from .commands import DEMO_INIT
 from .db import DatabaseError, connect_error, has_table, redact, writing
 from .money import format_amount, parse_amount
 from .times import UTC, to_instant
@@ -72,7 +73,7 @@ def init(engine: Engine, *, force: bool = False) -> int:
 def _require_table(engine: Engine) -> None:
     if not has_orders(engine):
         raise DatabaseError(f"the source {redact(engine.url)} has no orders table yet: "
-                            "run `pipeline-assets demo init` first")
+                            f"run `{DEMO_INIT}` first")
 
 
 def set_order(engine: Engine, order_id: int, *, status: str, amount: str, updated_at: str,

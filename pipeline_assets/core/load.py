@@ -25,10 +25,10 @@ from .db import (
     ensure_schema,
     orders,
     prepare_warehouse,
-    redact,
+    require_distinct,
     writing,
 )
-from .rows import Order, from_stored
+from .rows import Order, digest_text, from_stored
 from .source import DEFAULT_CHUNK, inspect_source, read_window
 from .times import canonical
 
@@ -130,11 +130,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
     if start is not None and end <= start:
         raise LoadError(f"the range is empty: end {end.isoformat()} is not after start "
                         f"{start.isoformat()}")
-    if source.url == warehouse.url:
-        raise DatabaseError(
-            f"the source and the warehouse are the same database ({redact(source.url)}); "
-            "both have a table named orders, so they must differ"
-        )
+    require_distinct(source, warehouse)
     kind = "incremental" if start is None else "range"
     src = inspect_source(source)
     if not dry_run:
@@ -216,7 +212,7 @@ def _apply(conn: sa.Connection, chunk: list[Order], tally: _Tally, tz: tzinfo, *
     changed = []
     for order in chunk:
         stored = order.stored
-        tally.digest.update(("\x1f".join(map(str, stored)) + "\n").encode())
+        tally.digest.update(digest_text(stored) + b"\n")
         tally.rows_read += 1
         if tally.future_limit is not None and order.updated_at > tally.future_limit:
             tally.future_rows += 1

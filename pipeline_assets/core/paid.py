@@ -8,16 +8,17 @@ is a plain indexed range ``[midnight, next midnight)`` on that column.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, timedelta, tzinfo
+from datetime import timedelta, tzinfo
 from decimal import Decimal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from .days import days_between  # noqa: F401 - its old home; tests import it from here
 from .db import connect_error, daily_revenue, has_table, orders, prepare_warehouse, writing
 from .money import format_amount, parse_amount
 from .rows import PAID
-from .times import canonical, day_of, day_start, from_canonical, parse_day
+from .times import canonical, day_start, from_canonical, parse_day
 
 
 def paid_orders_by_day(warehouse: Engine, days: Iterable[str], tz: tzinfo
@@ -72,12 +73,3 @@ def store_daily_revenue(warehouse: Engine, totals: Mapping[str, tuple[int, Decim
             for day, (count, total) in sorted(totals.items())
         ])
 
-
-def days_between(first: date, last: date) -> list[str]:
-    """Every day from ``first`` to ``last`` inclusive, as ``YYYY-MM-DD``."""
-    return [(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)]
-
-
-def previous_day(moment, tz: tzinfo) -> str:
-    """The day before the one ``moment`` falls on in ``tz`` (what a daily run builds)."""
-    return (day_of(moment, tz) - timedelta(days=1)).isoformat()

@@ -26,15 +26,16 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
-from datetime import date, datetime, timedelta, tzinfo
-from pathlib import Path
+from datetime import date, datetime, tzinfo
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import BIT
 from sqlalchemy.engine import Engine
 
 from . import watermark as wm
-from .db import DatabaseError, connect_error, redact
+from .commands import DEMO_INIT
+from .days import runs, yesterday
+from .db import DatabaseError, connect_error, redact, sqlite_file
 from .source import SourceTable, inspect_source, select_window
 from .times import canonical, from_canonical, parse_day
 
@@ -238,9 +239,8 @@ def read_watermark(warehouse: Engine) -> datetime | None:
 
 
 def _missing_sqlite_file(engine: Engine) -> bool:
-    database = engine.url.database
-    return (engine.dialect.name == "sqlite" and database not in (None, "", ":memory:")
-            and not Path(database).exists())
+    path = sqlite_file(engine.url)
+    return path is not None and not path.exists()
 
 
 def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
@@ -249,7 +249,7 @@ def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days
     if _missing_sqlite_file(source):
         raise DatabaseError(
             f"there is no source database at {redact(source.url)} yet: create the demo with "
-            "`pipeline-assets demo init` or set SOURCE_DATABASE_URL"
+            f"`{DEMO_INIT}` or set SOURCE_DATABASE_URL"
         )
     current = wm.window_start(read_watermark(warehouse), lookback_days)
     src = inspect_source(source)
@@ -293,19 +293,7 @@ def day_blocks(days: Iterable[str]) -> list[DayBlock]:
     a long stretch of touched days (a first load, a bulk update) is one run, one manifest
     and one warehouse query instead of a run per day.
     """
-    ordered = sorted({parse_day(d) for d in days})
-    blocks: list[DayBlock] = []
-    start = prev = None
-    for day in ordered:
-        if prev is not None and day == prev + timedelta(days=1):
-            prev = day
-            continue
-        if start is not None:
-            blocks.append(DayBlock(start.isoformat(), prev.isoformat()))
-        start = prev = day
-    if start is not None:
-        blocks.append(DayBlock(start.isoformat(), prev.isoformat()))
-    return blocks
+    return [DayBlock(first, last) for first, last in runs(days)]
 
 
 def refresh_run_key(event_id: int, block: DayBlock) -> str:
@@ -313,6 +301,4 @@ def refresh_run_key(event_id: int, block: DayBlock) -> str:
     return f"paid-orders-refresh-{event_id}-{block.first}-{block.last}"
 
 
-def last_partition_day(now: datetime, tz: tzinfo) -> date:
-    """The newest daily partition at ``now``: yesterday in ``tz``."""
-    return now.astimezone(tz).date() - timedelta(days=1)
+last_partition_day = yesterday  # the newest daily partition at ``now``: yesterday in ``tz``

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from .commands import DEMO_INIT
 from .db import DatabaseError, connect_error, redact
 from .rows import COLUMNS, Order, validate
 from .times import UTC
@@ -36,7 +37,7 @@ def inspect_source(engine: Engine) -> SourceTable:
     except sa.exc.NoSuchTableError:
         raise DatabaseError(
             f"the source database {redact(engine.url)} has no table 'orders': create the "
-            "demo with `pipeline-assets demo init` or point SOURCE_DATABASE_URL at the app"
+            f"demo with `{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app"
         ) from None
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None

@@ -26,6 +26,12 @@ class TimeValueError(ValueError):
     """A value that is not a date or timestamp of a form the pipeline understands."""
 
 
+def utc_now() -> datetime:
+    """The wall clock, in UTC: the default clock of the edges (CLI, Dagster layer), which
+    pass it down as ``now``; nothing below them reads the time."""
+    return datetime.now(UTC)
+
+
 def zone(name: str) -> ZoneInfo:
     """The IANA time zone ``name``, or an error saying how to fix the setting."""
     try:
