@@ -1,0 +1,94 @@
+"""Every command the pipeline prints is built by ``core.commands``, and each form runs.
+
+The forms: ``pipeline-assets demo init`` (the hint of a missing source), an explicit-range
+``orders`` run with ``--config-json`` (verify, the ``orders_match_source`` check), and a
+rebuild of one partition (an uncommitted day's error, verify) or of a range (verify).
+The end-to-end case types each of them, as printed, into the real CLIs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline_assets.core import commands
+from pipeline_assets.core.daily_files import (
+    UncommittedDayError,
+    day_status,
+    read_committed_day,
+    write_day_files,
+)
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.paid import paid_orders_by_day
+from pipeline_assets.core.times import UTC
+
+from .conftest import NOW
+
+BIN = Path(sys.executable).parent
+MATERIALIZE = "dagster asset materialize -m pipeline_assets.definitions"
+
+
+@pytest.mark.parametrize("command, expected", [
+    (commands.rebuild_command("2026-01-25"),
+     f"{MATERIALIZE} --select paid_orders,daily_revenue --partition 2026-01-25"),
+    (commands.rebuild_command("2026-01-24", "2026-01-26"),
+     f"{MATERIALIZE} --select paid_orders,daily_revenue --partition-range "
+     "2026-01-24...2026-01-26"),
+    (commands.orders_range_command("2026-01-31", "2026-02-01"),
+     f"{MATERIALIZE} --select orders --config-json "
+     """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'"""),
+])
+def test_the_one_builder_prints_the_documented_forms(command, expected):
+    assert command == expected
+
+
+def test_an_uncommitted_day_names_the_same_rebuild_command(tmp_path):
+    folder = tmp_path / "paid_orders"
+    write_day_files(folder, {"2026-01-25": []}, run_id="run-1", written_at=NOW)
+    (folder / "2026-01-25.json").write_text("[]\n\n")  # edited by hand
+    with pytest.raises(UncommittedDayError) as err:
+        read_committed_day(folder, "2026-01-25")
+    assert str(err.value).endswith(f"Rebuild it: {commands.rebuild_command('2026-01-25')}")
+    assert day_status(folder, "2026-01-25").repair_command == \
+        commands.rebuild_command("2026-01-25")
+
+
+@pytest.mark.e2e
+def test_each_printed_form_runs_through_the_real_cli(tmp_path):
+    data = tmp_path / "data"
+    (tmp_path / "home").mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
+                                  "LOOKBACK_DAYS", "PARTITIONS_START"))}
+    env.update(PIPELINE_DATA_DIR=str(data), DAGSTER_HOME=str(tmp_path / "home"))
+
+    def run(command: str) -> None:
+        argv = shlex.split(command)
+        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-3000:])
+
+    run(commands.DEMO_INIT)
+    run(commands.orders_range_command("2026-01-01", "2026-01-26"))  # loads all six orders
+    run(commands.rebuild_command("2026-01-03", "2026-01-08"))
+    folder = data / "paid_orders"
+    assert [row["order_id"] for row in read_committed_day(folder, "2026-01-08")] == [102]
+
+    (folder / "2026-01-08.json").write_text("[]\n")  # edited by hand
+    with pytest.raises(UncommittedDayError) as err:
+        read_committed_day(folder, "2026-01-08")
+    printed = re.search(r"Rebuild it: (.*)$", str(err.value)).group(1)
+    run(printed)
+
+    warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
+    try:
+        expected = paid_orders_by_day(warehouse, ["2026-01-08"], UTC)["2026-01-08"]
+    finally:
+        warehouse.dispose()
+    assert read_committed_day(folder, "2026-01-08") == expected

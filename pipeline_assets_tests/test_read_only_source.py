@@ -1,0 +1,160 @@
+"""A read-only source, as docs/deployment.md recommends, works everywhere a URL is read.
+
+The pipeline only reads the source, so every reader must accept a URL that cannot write:
+on SQLite a URI filename opened with ``mode=ro`` (``sqlite:///file:/…/app.db?mode=ro&uri=true``),
+on PostgreSQL a role with nothing but SELECT on ``orders``. Each case goes through the
+sensor (``build_sensor_context`` + ``evaluate_tick`` on a real instance), a real load, and
+the CLI's ``plan`` and ``verify``; afterwards the source is exactly as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dagster import DagsterInstance, build_sensor_context
+
+from pipeline_assets.cli import main
+from pipeline_assets.core import demo
+from pipeline_assets.core.db import make_engine, sqlite_file
+from pipeline_assets.definitions import build_definitions
+from pipeline_assets.settings import from_env
+
+from .conftest import NOW
+
+CHAPTER_ROWS = 6
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def read_only_source(request, tmp_path: Path):
+    """``(read-only source URL, warehouse URL, snapshot())``: the demo source, then a URL
+    that can only read it; ``snapshot()`` returns the source's rows as the plain driver
+    sees them."""
+    if request.param == "sqlite":
+        path = tmp_path / "app.db"
+        writer = make_engine(f"sqlite:///{path}", role="source")
+        demo.init(writer)
+        writer.dispose()
+
+        def snapshot():
+            with sqlite3.connect(path) as conn:
+                return conn.execute("SELECT * FROM orders ORDER BY order_id").fetchall()
+
+        yield (f"sqlite:///file:{path}?mode=ro&uri=true",
+               f"sqlite:///{tmp_path / 'warehouse.db'}", snapshot)
+        return
+
+    dbs = request.getfixturevalue("postgres")
+    admin_url = dbs.url("ro_source")
+    writer = make_engine(admin_url, role="source")
+    demo.init(writer)
+    writer.dispose()
+    role = f"pa_reader_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE ROLE "{role}" LOGIN')
+        conn.exec_driver_sql(f'GRANT SELECT ON orders TO "{role}"')  # and nothing else
+    reader_url = sa.engine.make_url(admin_url).set(username=role, password=None)
+
+    def snapshot():
+        with admin.connect() as conn:
+            return conn.exec_driver_sql("SELECT * FROM orders ORDER BY order_id").fetchall()
+
+    try:
+        yield (reader_url.render_as_string(hide_password=False), dbs.url("ro_warehouse"),
+               snapshot)
+    finally:
+        with admin.connect() as conn:
+            # end the reader's sessions (pooled engines of the sensor's resources)
+            conn.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                 f"WHERE usename = '{role}'")
+            conn.exec_driver_sql(f'DROP OWNED BY "{role}"')
+            conn.exec_driver_sql(f'DROP ROLE "{role}"')
+        admin.dispose()
+
+
+def test_the_source_url_really_cannot_write(read_only_source):
+    source_url, _, snapshot = read_only_source
+    engine = make_engine(source_url, role="source")
+    try:
+        with pytest.raises(sa.exc.DBAPIError):
+            with engine.begin() as conn:
+                conn.exec_driver_sql("UPDATE orders SET status = 'paid'")
+    finally:
+        engine.dispose()
+    assert len(snapshot()) == CHAPTER_ROWS
+
+
+def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source, tmp_path,
+                                                               capsys):
+    source_url, warehouse_url, snapshot = read_only_source
+    before = snapshot()
+    env = {"PIPELINE_DATA_DIR": str(tmp_path / "data"), "SOURCE_DATABASE_URL": source_url,
+           "WAREHOUSE_DATABASE_URL": warehouse_url}
+    # plain URLs in the definitions (no EnvVar): the test's process environment stays as is
+    settings = dataclasses.replace(from_env(env, cwd=tmp_path), source_url_from_env=False,
+                                   warehouse_url_from_env=False)
+    defs = build_definitions(settings, clock=lambda: NOW)
+    sensor = defs.resolve_sensor_def("new_orders_sensor")
+
+    with DagsterInstance.ephemeral() as instance:
+        def tick(cursor=None):
+            with build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                                      resources=defs.resources,
+                                      sensor_name=sensor.name) as context:
+                return sensor.evaluate_tick(context)
+
+        first = tick()
+        assert first.skip_message is None, first.skip_message  # never "no source database"
+        assert len(first.run_requests) == 1
+        assert json.loads(first.cursor)["max_id"] == 106
+
+        run = defs.resolve_job_def("orders_job").execute_in_process(instance=instance)
+        assert run.success
+        [materialization] = run.asset_materializations_for_node("orders")
+        assert materialization.metadata["inserted"].value == CHAPTER_ROWS
+
+        after_load = tick(first.cursor)
+        assert after_load.run_requests == []
+        assert "watermark moved on" in after_load.skip_message
+
+    def cli(*argv):
+        capsys.readouterr()
+        code = main(list(argv), environ=env, clock=lambda: NOW)
+        return code, *capsys.readouterr()
+
+    code, out, err = cli("plan")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["rows_read"] == 2  # the lookback window: 105 and 106
+
+    code, out, err = cli("verify", "--json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["ok"] and report["source_rows"] == report["warehouse_rows"] == CHAPTER_ROWS
+
+    assert snapshot() == before  # read, never written
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("sqlite:////srv/app.db", "/srv/app.db"),
+    ("sqlite:///data/app.db", "data/app.db"),
+    ("sqlite:///file:/srv/app.db?mode=ro&uri=true", "/srv/app.db"),
+    ("sqlite:///file:///srv/app.db?mode=ro&uri=true", "/srv/app.db"),
+    ("sqlite:///file://localhost/srv/app.db?uri=true", "/srv/app.db"),
+    ("sqlite:///file:data/app.db?mode=ro&uri=true", "data/app.db"),
+    ("sqlite:///file:/srv/my%2520app.db?mode=ro&uri=true", "/srv/my app.db"),  # SQLite decodes
+    ("sqlite://", None),
+    ("sqlite:///:memory:", None),
+    ("sqlite:///file::memory:?uri=true", None),
+    ("sqlite:///file:/srv/app.db?mode=memory&uri=true", None),
+    ("postgresql+psycopg://u@127.0.0.1/app", None),
+])
+def test_the_sqlite_file_of_a_url(url, expected):
+    """Every reader of a URL asks this one function (CLI, warehouse setup, the sensor):
+    plain paths and SQLite URI filenames alike name the file SQLite opens."""
+    assert sqlite_file(url) == (None if expected is None else Path(expected))
