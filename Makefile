@@ -17,9 +17,11 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-$(DAGSTER_HOME)/dagster.yaml:
+# The instance: run monitoring and run retries on (deploy/dagster-dev.yaml says why);
+# copied again whenever that file changes.
+$(DAGSTER_HOME)/dagster.yaml: deploy/dagster-dev.yaml
 	mkdir -p $(DAGSTER_HOME)
-	printf 'telemetry:\n  enabled: false\n' > $@
+	cp deploy/dagster-dev.yaml $@
 
 dev: install $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/pipeline-assets demo init --if-missing

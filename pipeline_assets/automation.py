@@ -13,6 +13,7 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
+    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -24,12 +25,16 @@ from dagster import (
 from .core import sensing
 from .core.days import yesterday
 from .core.db import DatabaseError
-from .core.times import TimeValueError, utc_now
+from .core.times import UTC, TimeValueError, utc_now
 from .resources import SourceDatabase, WatermarkStore
 from .settings import Settings
 
 REASON_TAG = "pipeline_assets/reason"
 ORDERS_BATCH_TAG = "pipeline_assets/orders_batch_id"
+ATTEMPT_TAG = "pipeline_assets/attempt"
+# Dagster's own tags, read to find the runs of a request and whether a retry is coming.
+SENSOR_TAG, RUN_KEY_TAG = "dagster/sensor_name", "dagster/run_key"
+WILL_RETRY_TAG = "dagster/will_retry"
 # Often enough that the demo reacts within a minute; each tick is one indexed query.
 NEW_ORDERS_INTERVAL_SECONDS = 15
 REFRESH_INTERVAL_SECONDS = 10
@@ -67,7 +72,40 @@ def build_daily_schedule(settings: Settings, daily_job):
     return daily_schedule
 
 
-def build_new_orders_sensor(settings: Settings, orders_job):
+def _run_views(records) -> dict[str, list[sensing.RunView]]:
+    """Run records as the plain values the decisions take, by run key.
+
+    A retry Dagster launches for a failed run keeps its tags, run key included, so it is
+    found under the key of the request it retries.
+    """
+    found: dict[str, list[sensing.RunView]] = {}
+    for record in records:
+        run = record.dagster_run
+        found.setdefault(run.tags.get(RUN_KEY_TAG, ""), []).append(sensing.RunView(
+            run_id=run.run_id, status=run.status.value,
+            created_at=record.create_timestamp.timestamp(), ended_at=record.end_time,
+            will_retry=run.tags.get(WILL_RETRY_TAG) == "true",
+        ))
+    return found
+
+
+def _runs_with_key(instance, sensor_name: str, key: str) -> list[sensing.RunView]:
+    records = instance.get_run_records(filters=RunsFilter(
+        tags={SENSOR_TAG: sensor_name, RUN_KEY_TAG: key}))
+    return _run_views(records).get(key, [])
+
+
+def _runs_since(instance, sensor_name: str, since: float) -> dict[str, list[sensing.RunView]]:
+    """The sensor's runs created since ``since`` (POSIX s, less the clock slack), by key:
+    one query for every pending request."""
+    return _run_views(instance.get_run_records(filters=RunsFilter(
+        tags={SENSOR_TAG: sensor_name},
+        created_after=datetime.fromtimestamp(since - sensing.CLOCK_SLACK_SECONDS, UTC),
+    )))
+
+
+def build_new_orders_sensor(settings: Settings, orders_job,
+                            clock: Callable[[], datetime] = utc_now):
     tz = settings.tz
 
     @sensor(
@@ -77,29 +115,37 @@ def build_new_orders_sensor(settings: Settings, orders_job):
         default_status=_default_status(settings, DefaultSensorStatus),
         description="Asks the source one indexed question about the lookback window "
         "(rows, order_id sum, newest updated_at, fingerprint) and loads orders when the "
-        "answer differs from the last one, late rows included.",
+        "answer differs from the last one, late rows included; requests the load again "
+        "when its run failed or was canceled, and waits while it is queued or running.",
     )
     def new_orders_sensor(context: SensorEvaluationContext, source: SourceDatabase,
                           watermark: WatermarkStore):
+        now = clock().timestamp()
+
+        def runs_for(key: str) -> list[sensing.RunView]:
+            return _runs_with_key(context.instance, "new_orders_sensor", key)
+
         try:
-            decision = sensing.check_source(
+            tick = sensing.check_source(
                 source.engine(), watermark.warehouse.engine(), tz=tz,
                 lookback_days=watermark.lookback_days, cursor=context.cursor,
+                runs_for=runs_for, now=now,
             )
         except (DatabaseError, TimeValueError) as exc:
             # The cursor stays: the next tick asks again once the database is back.
             return SkipReason(f"could not look at the source: {exc}")
-        if not decision.run:
-            return SensorResult(skip_reason=decision.reason, cursor=decision.cursor.to_cursor())
-        seen = decision.cursor
-        context.log.info(decision.reason)
+        if not tick.run:
+            return SensorResult(skip_reason=tick.reason, cursor=tick.cursor.to_cursor())
+        seen = tick.observation
+        context.log.info(tick.reason)
         return SensorResult(
-            run_requests=[RunRequest(run_key=decision.run_key, tags={
+            run_requests=[RunRequest(run_key=tick.run_key, tags={
                 REASON_TAG: "new_orders_sensor",
+                ATTEMPT_TAG: str(tick.cursor.pending.attempt),
                 "pipeline_assets/window_start": seen.window_start or "everything",
                 "pipeline_assets/window_rows": "n/a" if seen.rows is None else str(seen.rows),
             })],
-            cursor=seen.to_cursor(),
+            cursor=tick.cursor.to_cursor(),
         )
 
     return new_orders_sensor
@@ -116,23 +162,22 @@ def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
         default_status=_default_status(settings, DefaultSensorStatus),
         description="After each materialization of orders, rebuilds paid_orders and "
         "daily_revenue for exactly the days in its days_touched: one run per block of "
-        "consecutive days.",
+        "consecutive days; keeps owing a day until a run rebuilt it successfully.",
     )
     def paid_orders_refresh_sensor(context: SensorEvaluationContext):
-        after = int(context.cursor) if context.cursor else None
+        now = clock()
+        state = sensing.RefreshCursor.from_cursor(context.cursor)
         found = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=ORDERS, after_storage_id=after),
+            AssetRecordsFilter(asset_key=ORDERS, after_storage_id=state.after),
             limit=REFRESH_BATCH, ascending=True,
         )
-        if not found.records:
-            return SkipReason("no new materialization of orders")
-        last_day = yesterday(clock(), tz)
-        requests, notes = [], []
+        last_day = yesterday(now, tz)
+        touched, notes = [], []
         for record in found.records:
             meta = record.asset_materialization.metadata
-            touched = meta["days_touched"].value if "days_touched" in meta else []
             days, left_out = sensing.partition_days(
-                touched, first_day=settings.partitions_start, last_day=last_day)
+                meta["days_touched"].value if "days_touched" in meta else [],
+                first_day=settings.partitions_start, last_day=last_day)
             batch = meta["batch_id"].value if "batch_id" in meta else "unknown"
             if left_out:
                 notes.append(f"batch {batch}: left out {left_out} (before "
@@ -140,27 +185,40 @@ def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
                              f"builds a day once it is)")
             if not days:
                 notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
-                continue
-            for block in sensing.day_blocks(days):
-                requests.append(_refresh_request(record, block, batch))
-        cursor = str(found.records[-1].storage_id)
-        for note in notes:
+            touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
+        outcomes = {}
+        if state.pending:
+            since = min(r.requested_at for r in state.pending)
+            runs = _runs_since(context.instance, "paid_orders_refresh_sensor", since)
+            outcomes = {r.key: sensing.request_outcome(runs.get(r.key, []),
+                                                       requested_at=r.requested_at,
+                                                       now=now.timestamp())
+                        for r in state.pending}
+        tick = sensing.refresh_tick(state, touched, outcomes, now.timestamp())
+        for note in notes + tick.notes:
             context.log.info(note)
-        if not requests:
-            return SensorResult(skip_reason="; ".join(notes), cursor=cursor)
-        return SensorResult(run_requests=requests, cursor=cursor)
+        cursor = tick.cursor.to_cursor()
+        if tick.requests:
+            return SensorResult(run_requests=[_refresh_request(r) for r in tick.requests],
+                                cursor=cursor)
+        if tick.cursor.pending:
+            waiting = ", ".join(f"{r.key} ({outcomes[r.key].detail})"
+                                for r in tick.cursor.pending if r.key in outcomes)
+            notes.append(f"waiting for {waiting}" if waiting else
+                         f"waiting for {len(tick.cursor.pending)} requested rebuild(s)")
+        if not notes:
+            notes.append("no new materialization of orders")
+        return SensorResult(skip_reason="; ".join(notes + tick.notes), cursor=cursor)
 
     return paid_orders_refresh_sensor
 
 
-def _refresh_request(record, block: sensing.DayBlock, batch: str) -> RunRequest:
-    tags = {REASON_TAG: "paid_orders_refresh_sensor", ORDERS_BATCH_TAG: batch,
-            "pipeline_assets/orders_run_id": record.run_id}
-    key = sensing.refresh_run_key(record.storage_id, block)
-    if block.first == block.last:
-        return RunRequest(run_key=key, partition_key=block.first, tags=tags)
-    return RunRequest(run_key=key, tags={
+def _refresh_request(request: sensing.RefreshRequest) -> RunRequest:
+    tags = {REASON_TAG: "paid_orders_refresh_sensor", ORDERS_BATCH_TAG: request.batch}
+    if request.first == request.last:
+        return RunRequest(run_key=request.key, partition_key=request.first, tags=tags)
+    return RunRequest(run_key=request.key, tags={
         **tags,
-        "dagster/asset_partition_range_start": block.first,
-        "dagster/asset_partition_range_end": block.last,
+        "dagster/asset_partition_range_start": request.first,
+        "dagster/asset_partition_range_end": request.last,
     })

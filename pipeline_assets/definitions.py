@@ -45,7 +45,7 @@ def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions
         asset_checks=build_orders_checks(settings, clock),
         jobs=[orders_job, daily_files_job, daily_job],
         schedules=[build_daily_schedule(settings, daily_job)],
-        sensors=[build_new_orders_sensor(settings, orders_job),
+        sensors=[build_new_orders_sensor(settings, orders_job, clock),
                  build_paid_orders_refresh_sensor(settings, daily_files_job, clock)],
         resources={
             "source": SourceDatabase(url=source_url),

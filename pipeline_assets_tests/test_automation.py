@@ -14,13 +14,21 @@ from pathlib import Path
 import pytest
 from dagster import (
     DagsterInstance,
+    DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     build_schedule_context,
     build_sensor_context,
 )
 
-from pipeline_assets.automation import REASON_TAG, build_paid_orders_refresh_sensor
+from pipeline_assets.automation import (
+    ATTEMPT_TAG,
+    REASON_TAG,
+    RUN_KEY_TAG,
+    SENSOR_TAG,
+    WILL_RETRY_TAG,
+    build_paid_orders_refresh_sensor,
+)
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.daily_files import read_committed_day
@@ -72,6 +80,21 @@ def app(source, order_id, status, amount, updated_at):
 
 # --- new_orders_sensor --------------------------------------------------------------------
 
+def run_of(defs, instance, result, sensor: str, status: str | None = None, **tags):
+    """The run Dagster would create for the sensor's request ``result``: executed for real
+    (``status`` None), or recorded with ``status`` as the daemon would leave it."""
+    [request] = result.run_requests
+    all_tags = {**request.tags, SENSOR_TAG: sensor, RUN_KEY_TAG: request.run_key, **tags}
+    job = defs.resolve_job_def("orders_job" if sensor == "new_orders_sensor"
+                               else "daily_files_job")
+    if status is None:
+        ran = job.execute_in_process(instance=instance, tags=all_tags,
+                                     partition_key=request.partition_key)
+        assert ran.success
+        return ran.dagster_run
+    return instance.create_run_for_job(job, status=DagsterRunStatus(status), tags=all_tags)
+
+
 def test_new_orders_sensor_requests_on_change_and_skips_otherwise(setup, instance):
     settings, defs, source, warehouse = setup
     name = "new_orders_sensor"
@@ -80,17 +103,19 @@ def test_new_orders_sensor_requests_on_change_and_skips_otherwise(setup, instanc
     [request] = first.run_requests
     assert request.tags[REASON_TAG] == "new_orders_sensor"
     assert request.run_key.startswith("new-orders-")
-    assert json.loads(first.cursor)["window_start"] is None  # no watermark yet
+    assert json.loads(first.cursor)["seen"]["window_start"] is None  # no watermark yet
 
-    again = tick(defs, name, instance, first.cursor)
-    assert again.run_requests == [] and "no change" in again.skip_message
+    again = tick(defs, name, instance, first.cursor)  # its run is not created yet: wait
+    assert again.run_requests == [] and "waiting for the load" in again.skip_message
     assert again.cursor == first.cursor
 
-    load(defs, instance)
+    run_of(defs, instance, first, name)  # the requested run, executed: it succeeds
     followed = tick(defs, name, instance, again.cursor)
     assert followed.run_requests == []
+    assert "succeeded" in followed.skip_message
     assert "watermark moved on" in followed.skip_message  # the load itself is no news
-    assert json.loads(followed.cursor)["window_start"].startswith("2026-01-19T00:00:00")
+    assert json.loads(followed.cursor)["seen"]["window_start"].startswith("2026-01-19T00:00")
+    assert json.loads(followed.cursor)["pending"] is None
     steady = tick(defs, name, instance, followed.cursor)
     assert steady.run_requests == [] and "2 row(s)" in steady.skip_message
 
@@ -99,14 +124,57 @@ def test_new_orders_sensor_requests_on_change_and_skips_otherwise(setup, instanc
     [late_request] = late.run_requests
     assert late_request.run_key != request.run_key
 
-    # the same observation asked twice gives the same key (Dagster launches it once)
+    # the same tick repeated from the same cursor gives the same key (Dagster launches it once)
     assert tick(defs, name, instance, steady.cursor).run_requests[0].run_key == \
         late_request.run_key
 
-    app(source, 187, "paid", "12.00", "2026-01-22")  # another change: another key
+    app(source, 187, "paid", "12.00", "2026-01-22")  # another change, while the load waits
+    assert tick(defs, name, instance, late.cursor).run_requests == []  # never two loads
+    run_of(defs, instance, late, name)
+    # the window it saw changed since it asked (187): it loads again, under a new key —
+    # a load with nothing left to do, as this one read 187 already
     newer = tick(defs, name, instance, late.cursor)
     assert newer.run_requests[0].run_key not in (request.run_key, late_request.run_key)
-    assert wm.current(warehouse) == to_instant("2026-01-21", UTC)  # the sensor loads nothing
+    assert wm.current(warehouse) == to_instant("2026-01-22", UTC)
+
+
+@pytest.mark.parametrize("status", ["FAILURE", "CANCELED"])
+def test_new_orders_sensor_loads_again_when_its_run_died(setup, instance, status):
+    """The trap: the cursor says "seen", the run that was to load it died, the source is
+    quiet. The sensor must request the load again, under a new key, and only once."""
+    settings, defs, source, warehouse = setup
+    name = "new_orders_sensor"
+    first = tick(defs, name, instance)
+    run_of(defs, instance, first, name, status)  # killed: nothing loaded
+
+    healed = tick(defs, name, instance, first.cursor)
+    [retry] = healed.run_requests
+    assert retry.run_key != first.run_requests[0].run_key
+    assert retry.tags[ATTEMPT_TAG] == "2"
+    # a tick repeated from the same cursor asks for the same key (launched once)
+    assert tick(defs, name, instance, first.cursor).run_requests[0].run_key == retry.run_key
+
+    queued = run_of(defs, instance, healed, name, "STARTED")
+    waiting = tick(defs, name, instance, healed.cursor)
+    assert waiting.run_requests == [] and queued.run_id in waiting.skip_message
+
+    instance.delete_run(queued.run_id)
+    run_of(defs, instance, healed, name)  # this time the load lands
+    done = tick(defs, name, instance, healed.cursor)
+    assert done.run_requests == [] and "succeeded" in done.skip_message
+    assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
+
+
+def test_new_orders_sensor_waits_for_dagsters_retry(setup, instance):
+    """A failed run Dagster will retry: wait for the retry, which carries the same key."""
+    settings, defs, source, warehouse = setup
+    name = "new_orders_sensor"
+    first = tick(defs, name, instance)
+    run_of(defs, instance, first, name, "FAILURE", **{WILL_RETRY_TAG: "true"})
+    assert tick(defs, name, instance, first.cursor).run_requests == []
+    run_of(defs, instance, first, name)  # the retry: parent's tags, run key included
+    done = tick(defs, name, instance, first.cursor)
+    assert done.run_requests == [] and "succeeded" in done.skip_message
 
 
 def test_new_orders_sensor_skips_with_the_reason_when_there_is_no_source(tmp_path, instance):
@@ -128,6 +196,19 @@ def requested_days(result) -> list[tuple[str, str]]:
         else:
             out.append((req.tags[RANGE_START], req.tags[RANGE_END]))
     return out
+
+
+def refresh_run(defs, instance, request, status: str | None = None, **tags):
+    """Dagster's run for one refresh request: executed for real, or recorded with ``status``."""
+    all_tags = {**request.tags, SENSOR_TAG: "paid_orders_refresh_sensor",
+                RUN_KEY_TAG: request.run_key, **tags}
+    job = defs.resolve_job_def("daily_files_job")
+    if status is None:
+        ran = job.execute_in_process(instance=instance, tags=all_tags,
+                                     partition_key=request.partition_key)
+        assert ran.success
+        return ran.dagster_run
+    return instance.create_run_for_job(job, status=DagsterRunStatus(status), tags=all_tags)
 
 
 def test_refresh_requests_exactly_the_touched_days(setup, instance):
@@ -155,25 +236,59 @@ def test_refresh_requests_exactly_the_touched_days(setup, instance):
 
     # a repeated tick from the same cursor asks for the same keys: Dagster skips them
     assert [r.run_key for r in tick(defs, name, instance).run_requests] == keys
-    # from the new cursor there is nothing new
-    done = tick(defs, name, instance, result.cursor)
-    assert done.run_requests == [] and done.skip_message == "no new materialization of orders"
+    # from the new cursor nothing is asked again while the runs are not created yet
+    waiting = tick(defs, name, instance, result.cursor)
+    assert waiting.run_requests == [] and "waiting for" in waiting.skip_message
 
-    # a load that changed nothing touched no day: nothing to rebuild
-    load(defs, instance)
-    idle = tick(defs, name, instance, result.cursor)
-    assert idle.run_requests == [] and "touched no day" in idle.skip_message
-    assert int(idle.cursor) > int(result.cursor)
-
-    # the range request is a valid single run: it builds both days
-    [range_request] = [r for r in result.run_requests if not r.partition_key]
-    run = defs.resolve_job_def("daily_files_job").execute_in_process(
-        instance=instance, tags=range_request.tags)
-    assert run.success
+    # the runs happen (the range request is a valid single run: it builds both days)
+    for request in result.run_requests:
+        refresh_run(defs, instance, request)
     assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir,
                                                       "2026-01-24")] == [186]
     assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir,
                                                       "2026-01-25")] == [105]
+    done = tick(defs, name, instance, result.cursor)
+    assert done.run_requests == [] and done.skip_message == "no new materialization of orders"
+    assert json.loads(done.cursor)["owed"] == {} and json.loads(done.cursor)["pending"] == []
+
+    # a load that changed nothing touched no day: nothing to rebuild
+    load(defs, instance)
+    idle = tick(defs, name, instance, done.cursor)
+    assert idle.run_requests == [] and "touched no day" in idle.skip_message
+    assert json.loads(idle.cursor)["after"] > json.loads(done.cursor)["after"]
+
+
+@pytest.mark.parametrize("status", ["FAILURE", "CANCELED"])
+def test_refresh_requests_again_the_days_whose_rebuild_died(setup, instance, status):
+    settings, defs, source, warehouse = setup
+    name = "paid_orders_refresh_sensor"
+    load(defs, instance)
+    app(source, 105, "paid", "22.00", "2026-01-25")
+    app(source, 186, "paid", "30.00", "2026-01-24")
+    load(defs, instance)
+    first = tick(defs, name, instance, str(json.loads(tick(defs, name, instance).cursor)
+                                          ["after"] - 1))
+    [request] = first.run_requests  # only the second load: the 24th and the 25th
+    assert requested_days(first) == [("2026-01-24", "2026-01-25")]
+    refresh_run(defs, instance, request, status)
+
+    again = tick(defs, name, instance, first.cursor)
+    [retry] = again.run_requests
+    assert requested_days(again) == [("2026-01-24", "2026-01-25")]
+    assert retry.run_key != request.run_key
+
+    # a third load touches the 25th while the rebuild runs: no second run over it now...
+    queued = refresh_run(defs, instance, retry, "STARTED")
+    app(source, 105, "paid", "23.00", "2026-01-25T10:00:00")
+    load(defs, instance)
+    busy = tick(defs, name, instance, again.cursor)
+    assert busy.run_requests == [] and queued.run_id in busy.skip_message
+    # ...but once it succeeded, the 25th is still owed (touched after it was requested)
+    instance.delete_run(queued.run_id)
+    refresh_run(defs, instance, retry)
+    after = tick(defs, name, instance, busy.cursor)
+    assert requested_days(after) == [("2026-01-25", "2026-01-25")]
+    assert list(json.loads(after.cursor)["owed"]) == ["2026-01-25"]
 
 
 def test_refresh_leaves_out_today_which_has_no_partition_yet(setup, instance):
@@ -188,7 +303,8 @@ def test_refresh_leaves_out_today_which_has_no_partition_yet(setup, instance):
     sensor_def = build_paid_orders_refresh_sensor(
         settings, defs.resolve_job_def("daily_files_job"), clock=lambda: noon_on_the_25th)
     # only the second load's materialization: the one that touched the 24th and the 25th
-    second = tick(defs, None, instance, str(int(first.cursor) - 1), sensor_def=sensor_def)
+    second = tick(defs, None, instance, str(json.loads(first.cursor)["after"] - 1),
+                  sensor_def=sensor_def)
     assert requested_days(second) == [("2026-01-24", "2026-01-24")]
 
 

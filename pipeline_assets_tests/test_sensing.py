@@ -18,7 +18,7 @@ from pipeline_assets.core import demo, sensing
 from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.db import DatabaseError, make_engine
 from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.sensing import DayBlock, Observation
+from pipeline_assets.core.sensing import DayBlock, Observation, RunView
 from pipeline_assets.core.times import UTC, canonical, to_instant
 
 from .conftest import NOW
@@ -29,6 +29,7 @@ def at(text: str) -> datetime:
 
 
 JAN19, JAN23 = at("2026-01-19"), at("2026-01-23")
+T0 = 1_800_000_000.0  # the fixed clock of the sensor ticks (POSIX seconds)
 SEEN = Observation(canonical(JAN19), rows=2, id_sum=211, newest="2026-01-21", fingerprint=7)
 FIRST = Observation(None, newest="2026-01-21", max_id=106)
 
@@ -157,6 +158,191 @@ def test_the_newest_partition_is_yesterday_in_the_pipeline_zone(now, tz, last):
     assert sensing.last_partition_day(now, zone(tz)) == last
 
 
+# --- what became of a requested run: the healing decisions ------------------------------
+
+def run(status, at=T0 + 1, **kw):
+    return RunView(f"r{at:.0f}", status, at, **kw)
+
+
+@pytest.mark.parametrize(
+    "runs, now, state",
+    [
+        # succeeded: the request is settled
+        ([run("SUCCESS")], T0 + 10, "succeeded"),
+        # still running: queued, launching, started — request nothing more
+        ([run("QUEUED")], T0 + 10, "in flight"),
+        ([run("NOT_STARTED")], T0 + 10, "in flight"),
+        ([run("STARTING")], T0 + 10, "in flight"),
+        ([run("STARTED")], T0 + 10, "in flight"),
+        ([run("CANCELING")], T0 + 10, "in flight"),
+        # requested, then failed / canceled (a killed worker, a user's cancel): again
+        ([run("FAILURE", ended_at=T0 + 5)], T0 + 10, "failed"),
+        ([run("CANCELED", ended_at=T0 + 5)], T0 + 10, "canceled"),
+        # retried by Dagster: a failed run whose retry is promised, then launched
+        ([run("FAILURE", ended_at=T0 + 5, will_retry=True)], T0 + 10,
+         "awaiting Dagster's retry"),
+        ([run("FAILURE", ended_at=T0 + 5), run("QUEUED", at=T0 + 6)], T0 + 10, "in flight"),
+        ([run("FAILURE", ended_at=T0 + 5), run("STARTED", at=T0 + 6)], T0 + 10, "in flight"),
+        ([run("FAILURE", ended_at=T0 + 5), run("SUCCESS", at=T0 + 6)], T0 + 10, "succeeded"),
+        # retries exhausted: every run failed, the last one without a retry promised
+        ([run("FAILURE", ended_at=T0 + 5, will_retry=True),
+          run("FAILURE", at=T0 + 6, ended_at=T0 + 8)], T0 + 10, "failed"),
+        # a retry promised that never came (the daemon is down): stop waiting after grace
+        ([run("FAILURE", ended_at=T0 + 5, will_retry=True)], T0 + 66, "failed"),
+        # no run yet: the daemon creates it right after the tick; gone after grace
+        ([], T0 + 15, "in flight"),
+        ([], T0 + 61, "lost"),
+        # a run with the same key from long before the request (a reset cursor reused
+        # the key): it says nothing about this request
+        ([run("SUCCESS", at=T0 - 3600)], T0 + 61, "lost"),
+    ],
+)
+def test_what_became_of_a_request(runs, now, state):
+    """The decision table of both sensors' healing: from the runs carrying a request's
+    run key (the requested run and Dagster's retries of it), whether its work landed,
+    may still land (wait), or will not (request it again)."""
+    outcome = sensing.request_outcome(runs, requested_at=T0, now=now)
+    assert outcome.state == state
+    assert (outcome.landed, outcome.busy, outcome.again) == (
+        state == "succeeded", state in ("in flight", "awaiting Dagster's retry"),
+        state in ("failed", "canceled", "lost"))
+
+
+SEEN2 = replace(SEEN, rows=3, id_sum=397)
+PENDING = sensing.LoadCursor(SEEN, sensing.Request("new-orders-k1", T0, 1), "new-orders-k1")
+SAME = sensing.decide(SEEN, SEEN, JAN19)  # the source did not change
+CHANGED = sensing.decide(SEEN, SEEN2, JAN19)  # it did
+MOVED = sensing.Decision(False, replace(SEEN, window_start=canonical(JAN23)), "moved",
+                         rebase=True)  # the watermark moved on, nothing new
+
+
+def outcome(state):
+    return sensing.Outcome(state, f"run r1 {state}")
+
+
+@pytest.mark.parametrize(
+    "result, decision, run, attempt, pending",
+    [
+        # succeeded, nothing new: settled, no run
+        ("succeeded", SAME, False, None, False),
+        ("succeeded", MOVED, False, None, False),
+        # succeeded, and the source changed since it was requested: a new load
+        ("succeeded", CHANGED, True, 1, True),
+        # requested then failed / canceled / lost: again, even though nothing changed
+        ("failed", SAME, True, 2, True),
+        ("canceled", SAME, True, 2, True),
+        ("lost", SAME, True, 2, True),
+        # failed after committing (the watermark moved): again, over the new window
+        ("failed", MOVED, True, 2, True),
+        # still running, or Dagster will retry it: wait, whatever the source did
+        ("in flight", CHANGED, False, 1, True),
+        ("awaiting Dagster's retry", SAME, False, 1, True),
+    ],
+)
+def test_run_or_wait_from_the_pending_request(result, decision, run, attempt, pending):
+    tick = sensing.decide_load(PENDING, outcome(result),
+                               None if result in ("in flight", "awaiting Dagster's retry")
+                               else decision, T0 + 15)
+    assert tick.run == run
+    assert (tick.cursor.pending is not None) == pending
+    if pending:
+        assert tick.cursor.pending.attempt == attempt
+    if run:  # a new key, never one used before; remembered for the next one
+        assert tick.run_key not in (PENDING.pending.key, None)
+        assert tick.cursor.last_key == tick.run_key
+        assert tick.cursor.pending.requested_at == T0 + 15
+    else:
+        assert tick.cursor.last_key == PENDING.last_key
+
+
+def test_load_run_keys_never_repeat_along_a_cursor():
+    """The same observation requested again, or seen again later, gets a new key: Dagster
+    launches a key once, so a repeated key would be a request that never runs."""
+    first = sensing.load_run_key(SEEN, None)
+    assert first == SEEN.run_key
+    second = sensing.load_run_key(SEEN, first)
+    third = sensing.load_run_key(SEEN, second)
+    assert len({first, second, third}) == 3
+    assert sensing.load_run_key(SEEN, first) == second  # deterministic
+
+
+@pytest.mark.parametrize("text", [None, "", "{", "[]", '{"v": 2, "seen": 5}', "12345"])
+def test_an_unreadable_load_cursor_starts_over(text):
+    assert sensing.LoadCursor.from_cursor(text) == sensing.LoadCursor()
+
+
+def test_the_load_cursor_round_trips():
+    assert sensing.LoadCursor.from_cursor(PENDING.to_cursor()) == PENDING
+
+
+# --- the refresh: the days owed ---------------------------------------------------------
+
+def touched(storage_id, *days, batch="b"):
+    return sensing.Touched(storage_id, tuple(days), batch)
+
+
+def owing(after, owed, *pending, requests=None):
+    pending = tuple(sensing.RefreshRequest(key, first, last, covers, T0)
+                    for key, first, last, covers in pending)
+    return sensing.RefreshCursor(after, {d: (sid, "b") for d, sid in owed.items()}, pending,
+                                 requests if requests is not None else len(pending))
+
+
+R1 = ("paid-orders-refresh-1-2026-01-24-2026-01-25", "2026-01-24", "2026-01-25", 7)
+
+
+@pytest.mark.parametrize(
+    "cursor, events, result, requested, owed_after",
+    [
+        # new loads: their days become owed and requested in blocks
+        (owing(None, {}), [touched(5, "2026-01-24"), touched(7, "2026-01-25", "2026-01-20")],
+         None, [("2026-01-20", "2026-01-20"), ("2026-01-24", "2026-01-25")],
+         {"2026-01-20": 7, "2026-01-24": 5, "2026-01-25": 7}),
+        # succeeded: the days are paid
+        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "succeeded", [], {}),
+        # requested then failed / canceled / lost: the same days again, under a new key
+        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "failed",
+         [("2026-01-24", "2026-01-25")], {"2026-01-24": 5, "2026-01-25": 7}),
+        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "canceled",
+         [("2026-01-24", "2026-01-25")], {"2026-01-24": 5, "2026-01-25": 7}),
+        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "lost",
+         [("2026-01-24", "2026-01-25")], {"2026-01-24": 5, "2026-01-25": 7}),
+        # still running (or Dagster will retry it): nothing over its days, not even when
+        # a new load touches one of them; other days go ahead
+        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+         [touched(9, "2026-01-25", "2026-01-27")], "in flight",
+         [("2026-01-27", "2026-01-27")], {"2026-01-24": 5, "2026-01-25": 9, "2026-01-27": 9}),
+        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "awaiting Dagster's retry",
+         [], {"2026-01-24": 5, "2026-01-25": 7}),
+        # succeeded, but a load touched the 25th after it was requested: the 25th stays owed
+        (owing(9, {"2026-01-24": 5, "2026-01-25": 9}, R1), [], "succeeded",
+         [("2026-01-25", "2026-01-25")], {"2026-01-25": 9}),
+    ],
+)
+def test_the_refresh_owes_days_until_a_run_rebuilt_them(cursor, events, result, requested,
+                                                        owed_after):
+    """The refresh's decision table: a day leaves the cursor only when a successful run
+    requested after its last load has rebuilt it; a day is never in two runs at once."""
+    outcomes = {r.key: outcome(result) for r in cursor.pending} if result else {}
+    tick = sensing.refresh_tick(cursor, events, outcomes, T0 + 10)
+    assert [(r.first, r.last) for r in tick.requests] == requested
+    assert {d: mark[0] for d, mark in tick.cursor.owed.items()} == owed_after
+    keys = [r.key for r in tick.requests]
+    assert not set(keys) & {r.key for r in cursor.pending}  # new keys, never reused
+    busy = [d for r in tick.cursor.pending for d in r.days]
+    assert len(busy) == len(set(busy))  # never two requests over one day
+    assert tick.cursor.requests == cursor.requests + len(tick.requests)
+    if events:
+        assert tick.cursor.after == max(e.storage_id for e in events)
+
+
+def test_the_refresh_cursor_round_trips_and_reads_the_first_version():
+    cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
+    assert sensing.RefreshCursor.from_cursor(cursor.to_cursor()) == cursor
+    assert sensing.RefreshCursor.from_cursor("42") == sensing.RefreshCursor(after=42)
+    assert sensing.RefreshCursor.from_cursor("{") == sensing.RefreshCursor()
+
+
 # --- the observation on real sources ------------------------------------------------------
 
 def test_what_the_observation_notices(engines):
@@ -203,33 +389,99 @@ def test_the_first_look_reads_only_the_index_ends(engines):
     assert first == Observation(None, newest="2026-01-21", max_id=106)
 
 
+class Runs:
+    """What the Dagster instance knows of the sensor's runs, by run key: plain values."""
+
+    def __init__(self):
+        self.by_key: dict[str, list[RunView]] = {}
+
+    def add(self, key: str, status: str, at: float = T0 + 1, **kw) -> None:
+        run_id = f"run-{sum(map(len, self.by_key.values())) + 1}"
+        self.by_key.setdefault(key, []).append(RunView(run_id, status, at, **kw))
+
+    def __call__(self, key: str) -> list[RunView]:
+        return self.by_key.get(key, [])
+
+
 def test_a_tick_follows_the_watermark_without_a_second_run(engines):
     """Load after a run request: the next tick sees nothing new and moves its cursor on."""
     source, warehouse = engines
     demo.init(source)
+    runs = Runs()
 
-    def tick(cursor):
-        return sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=cursor)
+    def tick(cursor, now=T0):
+        return sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=cursor,
+                                    runs_for=runs, now=now)
 
     first = tick(None)
-    assert first.run and first.cursor.window_start is None
-    assert not tick(first.cursor.to_cursor()).run
+    assert first.run and first.observation.window_start is None
+    waiting = tick(first.cursor.to_cursor(), T0 + 15)  # its run is not created yet
+    assert not waiting.run and "not created yet" in waiting.reason
 
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-    followed = tick(first.cursor.to_cursor())
+    runs.add(first.run_key, "SUCCESS")
+    followed = tick(first.cursor.to_cursor(), T0 + 30)
     assert (followed.run, followed.rebase) == (False, True)
-    assert followed.cursor.start == wm.window_start(wm.current(warehouse), 2) == JAN19
-    steady = tick(followed.cursor.to_cursor())
+    assert followed.observation.start == wm.window_start(wm.current(warehouse), 2) == JAN19
+    assert followed.cursor.pending is None and "succeeded" in followed.reason
+    steady = tick(followed.cursor.to_cursor(), T0 + 45)
     assert (steady.run, steady.rebase) == (False, False)
 
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-20", tz=UTC)
-    late = tick(steady.cursor.to_cursor())
+    late = tick(steady.cursor.to_cursor(), T0 + 60)
     assert late.run and late.run_key not in (first.run_key, None)
 
     # the load moves the watermark? No: 186 is older than the newest. Same window, and
     # after the load nothing changed, so the tick skips.
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-    assert not tick(late.cursor.to_cursor()).run
+    runs.add(late.run_key, "SUCCESS", at=T0 + 61)
+    assert not tick(late.cursor.to_cursor(), T0 + 75).run
+
+
+def test_a_killed_load_is_requested_again_with_nothing_new_in_the_source(engines):
+    """The trap of a cursor that advances on *request*: the last run dies, the app is
+    quiet, and nothing would ever load the rows. Each death asks again, under a new key;
+    a load that committed but died before saying so (the lost acknowledgement) too."""
+    source, warehouse = engines
+    demo.init(source)
+    runs = Runs()
+
+    def tick(cursor, now):
+        return sensing.check_source(source, warehouse, tz=UTC, lookback_days=2,
+                                    cursor=cursor.to_cursor(), runs_for=runs, now=now)
+
+    first = sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None,
+                                 runs_for=runs, now=T0)
+    runs.add(first.run_key, "FAILURE", ended_at=T0 + 5)  # killed before it committed
+    second = tick(first.cursor, T0 + 15)
+    assert second.run and second.cursor.pending.attempt == 2
+    assert second.run_key != first.run_key and "failed" in second.reason
+    assert tick(first.cursor, T0 + 15).run_key == second.run_key  # same cursor, same key
+
+    runs.add(second.run_key, "CANCELED", at=T0 + 16, ended_at=T0 + 20)
+    third = tick(second.cursor, T0 + 30)
+    assert third.run and third.cursor.pending.attempt == 3 and "canceled" in third.reason
+    assert len({first.run_key, second.run_key, third.run_key}) == 3
+
+    # the third one commits the load, then dies before Dagster hears of it
+    load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
+    runs.add(third.run_key, "FAILURE", at=T0 + 31, ended_at=T0 + 40)
+    fourth = tick(third.cursor, T0 + 45)
+    assert fourth.run and fourth.observation.start == JAN19  # asks again: the days it
+    # touched must be announced by a load that succeeds
+    runs.add(fourth.run_key, "SUCCESS", at=T0 + 46)
+    assert not tick(fourth.cursor, T0 + 60).run
+
+
+def test_a_version_1_cursor_reads_as_settled(engines):
+    """A cursor written before requests were kept: what it saw, nothing pending."""
+    source, warehouse = engines
+    demo.init(source)
+    state = sensing.LoadCursor.from_cursor(FIRST.to_cursor())
+    assert state == sensing.LoadCursor(seen=FIRST)
+    steady = sensing.check_source(source, warehouse, tz=UTC, lookback_days=2,
+                                  cursor=FIRST.to_cursor())
+    assert not steady.run and steady.cursor.seen == FIRST
 
 
 def test_a_missing_sqlite_database_is_reported_not_created(tmp_path):

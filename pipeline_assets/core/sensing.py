@@ -18,14 +18,24 @@ window: the next change the sensor sees, or the daily schedule.
 ``paid_orders_refresh_sensor`` turns the ``days_touched`` of each ``orders``
 materialization into runs over the days that exist as partitions: one run per
 contiguous block of touched days (see :func:`day_blocks`).
+
+Both sensors decide from what has *landed*, not from what they asked for. A run can
+die at any point (a preempted pod, an OOM kill): so each sensor keeps in its cursor the
+requests it made and looks up, on every tick, what became of their runs — the run it
+requested, or a retry Dagster launched for it (:func:`request_outcome`). A request is
+settled only by a successful run; a run that failed or was canceled is requested again
+under a new run key, and while one is queued or running nothing is requested for the
+same work. ``new_orders_sensor`` keeps one request (:class:`LoadCursor`);
+``paid_orders_refresh_sensor`` keeps the days it owes until a successful run requested
+after they became owed has rebuilt them (:class:`RefreshCursor`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime, tzinfo
 
 import sqlalchemy as sa
@@ -34,13 +44,103 @@ from sqlalchemy.engine import Engine
 
 from . import watermark as wm
 from .commands import DEMO_INIT
-from .days import runs, yesterday
+from .days import days_between, runs, yesterday
 from .db import DatabaseError, connect_error, redact, sqlite_file
 from .source import SourceTable, inspect_source, select_window
 from .times import canonical, from_canonical, parse_day
 
 CURSOR_VERSION = 1
 RUN_KEY_PREFIX = "new-orders-"
+
+# --- what became of a requested run ---------------------------------------------------
+
+# Statuses of a run that may still do its work (DagsterRunStatus values).
+IN_FLIGHT = frozenset({"QUEUED", "NOT_STARTED", "MANAGED", "STARTING", "STARTED",
+                       "CANCELING", "SUSPENDED"})
+# How long a request may show no run (the daemon creates it right after the tick), and
+# how long a failed run marked for a retry may wait for Dagster to launch it, before the
+# sensor stops waiting and requests the work again itself.
+GRACE_SECONDS = 60.0
+# Runs created this long before their request belong to an older request with the same
+# key (a cursor that was reset): they say nothing about this one.
+CLOCK_SLACK_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a sensor needs of one run of a request: the requested run, or a retry of it."""
+
+    run_id: str
+    status: str  # a DagsterRunStatus value: "QUEUED", "STARTED", "SUCCESS", "FAILURE", …
+    created_at: float  # POSIX seconds
+    ended_at: float | None = None
+    will_retry: bool = False  # Dagster's run retries will launch a retry of this failed run
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where a request stands: ``state`` is one of the ``Outcome.*`` names below."""
+
+    state: str
+    detail: str
+
+    SUCCEEDED = "succeeded"
+    IN_FLIGHT = "in flight"
+    AWAITING_RETRY = "awaiting Dagster's retry"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    LOST = "lost"
+
+    @property
+    def landed(self) -> bool:
+        return self.state == Outcome.SUCCEEDED
+
+    @property
+    def busy(self) -> bool:
+        """A run of the request may still do the work: request nothing for it now."""
+        return self.state in (Outcome.IN_FLIGHT, Outcome.AWAITING_RETRY)
+
+    @property
+    def again(self) -> bool:
+        """No run of the request will do the work: request it again, under a new key."""
+        return self.state in (Outcome.FAILED, Outcome.CANCELED, Outcome.LOST)
+
+
+def request_outcome(runs: Iterable[RunView], *, requested_at: float, now: float,
+                    grace: float = GRACE_SECONDS) -> Outcome:
+    """What became of a request, from the runs that carry its run key. Pure.
+
+    Any successful run settles it (the requested run or a retry of it). Otherwise a run
+    still queued or running makes it busy, and so does the newest run having failed with
+    Dagster's retry promised (``dagster/will_retry``), for ``grace`` seconds after it
+    ended. A request whose runs all failed or were canceled must be requested again —
+    with retries exhausted or turned off, the sensor is what heals. So must one that
+    still has no run ``grace`` seconds after it was made.
+    """
+    runs = sorted((r for r in runs if r.created_at >= requested_at - CLOCK_SLACK_SECONDS),
+                  key=lambda r: r.created_at)
+    for run in runs:
+        if run.status == "SUCCESS":
+            return Outcome(Outcome.SUCCEEDED, f"run {run.run_id} succeeded")
+    live = [r for r in runs if r.status in IN_FLIGHT]
+    if live:
+        return Outcome(Outcome.IN_FLIGHT, f"run {live[-1].run_id} is {live[-1].status}")
+    if not runs:
+        waited = now - requested_at
+        if waited < grace:
+            return Outcome(Outcome.IN_FLIGHT, "its run is not created yet")
+        return Outcome(Outcome.LOST, f"no run appeared within {waited:.0f} s")
+    last = runs[-1]
+    tries = f" after {len(runs)} run(s)" if len(runs) > 1 else ""
+    if last.status == "CANCELED":
+        return Outcome(Outcome.CANCELED, f"run {last.run_id} was canceled{tries}")
+    if last.will_retry and now - (last.ended_at if last.ended_at is not None else now) < grace:
+        return Outcome(Outcome.AWAITING_RETRY,
+                       f"run {last.run_id} failed and Dagster will retry it")
+    if last.status == "FAILURE":
+        return Outcome(Outcome.FAILED, f"run {last.run_id} failed{tries}")
+    return Outcome(Outcome.FAILED, f"run {last.run_id} ended {last.status}{tries}")
+
 
 # --- new_orders_sensor: the observation -----------------------------------------------
 
@@ -244,8 +344,23 @@ def _missing_sqlite_file(engine: Engine) -> bool:
 
 
 def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
-                 cursor: str | None) -> Decision:
-    """One tick of ``new_orders_sensor``: watermark → window → observation → decision."""
+                 cursor: str | None,
+                 runs_for: Callable[[str], Iterable[RunView]] | None = None,
+                 now: float = 0.0) -> LoadTick:
+    """One tick of ``new_orders_sensor``: the pending request's runs (``runs_for`` a run
+    key), then watermark → window → observation → decision. ``now`` is POSIX seconds.
+
+    While the pending request's run is queued or running, the source is not even asked.
+    """
+    state = LoadCursor.from_cursor(cursor)
+    outcome = None
+    if state.pending is not None:
+        if runs_for is None:
+            raise ValueError("a cursor with a pending request needs runs_for to look it up")
+        outcome = request_outcome(runs_for(state.pending.key),
+                                  requested_at=state.pending.requested_at, now=now)
+        if outcome.busy:
+            return decide_load(state, outcome, None, now)
     if _missing_sqlite_file(source):
         raise DatabaseError(
             f"there is no source database at {redact(source.url)} yet: create the demo with "
@@ -253,8 +368,126 @@ def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days
         )
     current = wm.window_start(read_watermark(warehouse), lookback_days)
     src = inspect_source(source)
-    return check(Observation.from_cursor(cursor), current,
-                 lambda start: observe(source, tz, start, src))
+    decision = check(state.seen, current, lambda start: observe(source, tz, start, src))
+    return decide_load(state, outcome, decision, now)
+
+
+# --- new_orders_sensor: the request and what became of it ------------------------------
+
+LOAD_CURSOR_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Request:
+    """A run a sensor asked for: its run key, when (the sensor's clock), which attempt."""
+
+    key: str
+    requested_at: float  # POSIX seconds
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class LoadCursor:
+    """The cursor of ``new_orders_sensor``: what it saw, and the request not yet landed.
+
+    ``pending`` is the load requested for ``seen`` until a run of it succeeds; ``last_key``
+    the newest run key used, from which the next one is derived (:func:`load_run_key`).
+    """
+
+    seen: Observation | None = None
+    pending: Request | None = None
+    last_key: str | None = None
+
+    def to_cursor(self) -> str:
+        return json.dumps({
+            "v": LOAD_CURSOR_VERSION,
+            "seen": None if self.seen is None else asdict(self.seen),
+            "pending": None if self.pending is None else asdict(self.pending),
+            "last_key": self.last_key,
+        }, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_cursor(cls, text: str | None) -> LoadCursor:
+        """The state kept in a cursor. A cursor of the first version (an observation only,
+        with nothing known about its request) reads as settled; one this code can't read
+        counts as a first look, which requests a run — harmless."""
+        if not text:
+            return cls()
+        try:
+            data = json.loads(text)
+            if isinstance(data, dict) and data.get("v") == CURSOR_VERSION:
+                return cls(seen=Observation.from_cursor(text))
+            if not isinstance(data, dict) or data.get("v") != LOAD_CURSOR_VERSION:
+                return cls()
+            seen, pending = data.get("seen"), data.get("pending")
+            return cls(seen=None if seen is None else Observation(**seen),
+                       pending=None if pending is None else Request(**pending),
+                       last_key=data.get("last_key"))
+        except (ValueError, TypeError):
+            return cls()
+
+
+def load_run_key(seen: Observation, previous_key: str | None) -> str:
+    """The run key of a new request: never one an earlier request of the cursor used.
+
+    The first request uses the observation's own key; later ones chain it to the previous
+    key, so the same observation requested again (its run failed) or seen again (after
+    other loads) gets a fresh key — Dagster launches a key only once — while a tick
+    repeated from the same cursor asks for the same key.
+    """
+    if previous_key is None:
+        return seen.run_key
+    chained = f"{seen.to_cursor()}|{previous_key}".encode()
+    return RUN_KEY_PREFIX + hashlib.sha256(chained).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class LoadTick:
+    """One tick's answer: run or not, the cursor to keep, and why."""
+
+    run: bool
+    cursor: LoadCursor
+    reason: str
+    rebase: bool = False
+
+    @property
+    def run_key(self) -> str | None:
+        return self.cursor.pending.key if self.run else None
+
+    @property
+    def observation(self) -> Observation | None:
+        return self.cursor.seen
+
+
+def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision | None,
+                now: float) -> LoadTick:
+    """Run or skip from what became of the pending request and what the source says. Pure.
+
+    ``outcome`` is that of ``cursor.pending`` (None without one); ``decision`` compares
+    the source with ``cursor.seen`` (:func:`check`), and is not needed while the request
+    is busy: nothing is requested then, whatever the source did — the next tick after
+    its run ends compares again. A request whose run failed or was canceled is made again
+    with a new key, even if the source did not change: its rows have not landed.
+    """
+    if outcome is not None and outcome.busy:
+        pending = cursor.pending
+        return LoadTick(False, cursor, f"waiting for the load requested as {pending.key} "
+                                       f"(attempt {pending.attempt}): {outcome.detail}")
+    if decision is None:
+        raise ValueError("decide_load needs the source's decision unless a run is busy")
+    again = outcome is not None and outcome.again
+    if decision.run or again:
+        key = load_run_key(decision.cursor, cursor.last_key)
+        attempt = cursor.pending.attempt + 1 if again and cursor.pending else 1
+        reason = decision.reason
+        if again:
+            reason = (f"{outcome.detail}, so what it was to load has not landed: loading "
+                      f"again (attempt {attempt}); {decision.cursor.describe()}")
+        return LoadTick(True, LoadCursor(decision.cursor, Request(key, now, attempt), key),
+                        reason)
+    reason = decision.reason if outcome is None else f"{outcome.detail}; {decision.reason}"
+    return LoadTick(False, LoadCursor(decision.cursor, None, cursor.last_key), reason,
+                    rebase=decision.rebase)
 
 
 # --- paid_orders_refresh_sensor -------------------------------------------------------
@@ -296,9 +529,141 @@ def day_blocks(days: Iterable[str]) -> list[DayBlock]:
     return [DayBlock(first, last) for first, last in runs(days)]
 
 
-def refresh_run_key(event_id: int, block: DayBlock) -> str:
-    """One key per materialization and block: a repeated tick asks again for the same keys."""
-    return f"paid-orders-refresh-{event_id}-{block.first}-{block.last}"
+def refresh_run_key(number: int, block: DayBlock) -> str:
+    """The key of the cursor's ``number``-th request: a tick repeated from the same cursor
+    asks for the same keys, and a block requested again (its run failed, or a later load
+    touched it again) gets a new one."""
+    return f"paid-orders-refresh-{number}-{block.first}-{block.last}"
 
 
 last_partition_day = yesterday  # the newest daily partition at ``now``: yesterday in ``tz``
+
+
+# --- paid_orders_refresh_sensor: the days owed ------------------------------------------
+
+REFRESH_CURSOR_VERSION = 2
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    """A rebuild of a block of days, and the newest ``orders`` materialization (storage id)
+    the sensor had read when it asked: the run reads the warehouse after that load."""
+
+    key: str
+    first: str
+    last: str
+    covers: int
+    requested_at: float  # POSIX seconds
+    batch: str = "unknown"  # the batch id of the newest load that touched the block
+
+    @property
+    def days(self) -> list[str]:
+        return days_between(parse_day(self.first), parse_day(self.last))
+
+
+@dataclass(frozen=True)
+class RefreshCursor:
+    """The cursor of ``paid_orders_refresh_sensor``.
+
+    ``owed`` maps each day to rebuild to the ``orders`` materialization (storage id,
+    batch id) that last touched it; a day leaves it only when a successful run requested
+    at or after that point has rebuilt it. ``pending`` are the requests not yet landed;
+    ``requests`` counts every request made, numbering the run keys.
+    """
+
+    after: int | None = None  # storage id of the last orders materialization read
+    owed: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    pending: tuple[RefreshRequest, ...] = ()
+    requests: int = 0
+
+    def to_cursor(self) -> str:
+        return json.dumps({
+            "v": REFRESH_CURSOR_VERSION, "after": self.after,
+            "owed": {day: list(mark) for day, mark in sorted(self.owed.items())},
+            "pending": [asdict(r) for r in self.pending], "requests": self.requests,
+        }, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_cursor(cls, text: str | None) -> RefreshCursor:
+        """The state kept in a cursor; the first version's cursor (a bare storage id) reads
+        as nothing owed after that id. An unreadable one starts over from the first
+        materialization: every day touched is rebuilt once more, which is harmless."""
+        if not text:
+            return cls()
+        try:
+            data = json.loads(text)
+            if isinstance(data, int):
+                return cls(after=data)
+            if not isinstance(data, dict) or data.get("v") != REFRESH_CURSOR_VERSION:
+                return cls()
+            return cls(after=data["after"],
+                       owed={day: (int(mark[0]), str(mark[1]))
+                             for day, mark in data["owed"].items()},
+                       pending=tuple(RefreshRequest(**r) for r in data["pending"]),
+                       requests=int(data["requests"]))
+        except (ValueError, TypeError, KeyError, IndexError):
+            return cls()
+
+
+@dataclass(frozen=True)
+class Touched:
+    """One ``orders`` materialization, as the refresh sensor reads it."""
+
+    storage_id: int
+    days: tuple[str, ...]  # its days_touched that exist as partitions
+    batch: str = "unknown"
+
+
+@dataclass(frozen=True)
+class RefreshTick:
+    cursor: RefreshCursor
+    requests: list[RefreshRequest]
+    notes: list[str]
+
+
+def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
+                 outcomes: Mapping[str, Outcome], now: float) -> RefreshTick:
+    """Owe the days of new materializations, settle requests, ask for free owed days. Pure.
+
+    ``outcomes`` holds what became of each pending request (by run key). A request whose
+    run succeeded pays the days it covers — unless a later load touched one of them
+    again meanwhile: that day stays owed. A request whose run failed or was canceled is
+    dropped, so its days are requested again (new key). Days of a request that is still
+    busy are not requested again until it ends: never two runs over the same day.
+    """
+    owed = dict(cursor.owed)
+    after = cursor.after
+    for event in touched:
+        for day in event.days:
+            owed[day] = max(owed.get(day, (event.storage_id, event.batch)),
+                            (event.storage_id, event.batch))
+        after = event.storage_id if after is None else max(after, event.storage_id)
+    pending, notes = [], []
+    for request in cursor.pending:
+        outcome = outcomes.get(request.key)
+        if outcome is None or outcome.busy:
+            pending.append(request)
+            continue
+        span = request.first if request.first == request.last \
+            else f"{request.first}...{request.last}"
+        if outcome.landed:
+            paid = [d for d in request.days if d in owed and owed[d][0] <= request.covers]
+            for day in paid:
+                del owed[day]
+            stale = [d for d in request.days if d in owed]
+            if stale:
+                notes.append(f"{span}: {outcome.detail}, but {stale} were touched again "
+                             "since: rebuilding them again")
+        else:
+            notes.append(f"{span}: {outcome.detail}, so those files were not rebuilt: "
+                         "requesting them again")
+    busy = {day for request in pending for day in request.days}
+    count, new = cursor.requests, []
+    for block in day_blocks(set(owed) - busy):
+        count += 1
+        batch = max(owed[d] for d in days_between(parse_day(block.first),
+                                                  parse_day(block.last)))[1]
+        new.append(RefreshRequest(refresh_run_key(count, block), block.first, block.last,
+                                  covers=after if after is not None else 0,
+                                  requested_at=now, batch=batch))
+    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count), new, notes)
