@@ -255,6 +255,46 @@ def test_run_or_wait_from_the_pending_request(result, decision, run, attempt, pe
         assert tick.cursor.last_key == PENDING.last_key
 
 
+@pytest.mark.parametrize("failures, delay", [(0, 0), (1, 0), (3, 0), (4, 60), (5, 120),
+                                             (7, 480), (8, 900), (30, 900)])
+def test_work_that_keeps_failing_is_requested_again_ever_more_slowly(failures, delay):
+    """A killed run is requested again at once; a bad row or a full disk that fails every
+    attempt the same way must not launch a run every tick forever."""
+    assert sensing.retry_delay(failures) == delay
+
+
+@pytest.mark.parametrize(
+    "attempt, now, decision, run",
+    [
+        (3, T0 + 10, SAME, True),  # three in a row: still at once
+        (4, T0 + 10, SAME, False),  # the fourth failure: wait a minute after it ended...
+        (4, T0 + 66, SAME, True),  # ...then again
+        (4, T0 + 10, CHANGED, True),  # the source changed (the row fixed?): at once
+    ],
+)
+def test_a_load_failing_again_and_again_backs_off(attempt, now, decision, run):
+    cursor = replace(PENDING, pending=replace(PENDING.pending, attempt=attempt))
+    failed = sensing.Outcome("failed", "run r1 failed", ended_at=T0 + 5)
+    tick = sensing.decide_load(cursor, failed, decision, now)
+    assert tick.run == run
+    if not run:
+        assert "backing off" in tick.reason and tick.cursor == cursor
+
+
+def test_a_rebuild_failing_again_and_again_backs_off():
+    cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
+    failed = {R1[0]: sensing.Outcome("failed", "run r1 failed", ended_at=T0 + 5)}
+    cursor = replace(cursor, failures={"2026-01-24": (3, T0), "2026-01-25": (3, T0)})
+    tick = sensing.refresh_tick(cursor, [], failed, T0 + 10)
+    assert tick.requests == [] and tick.cursor.failures["2026-01-24"] == (4, T0 + 5)
+    assert "backing off" in " ".join(tick.notes)
+    later = sensing.refresh_tick(tick.cursor, [], {}, T0 + 66)
+    assert [(r.first, r.last) for r in later.requests] == [("2026-01-24", "2026-01-25")]
+    done = sensing.refresh_tick(later.cursor, [], {
+        later.requests[0].key: sensing.Outcome("succeeded", "ok")}, T0 + 80)
+    assert done.cursor.owed == {} and done.cursor.failures == {}
+
+
 def test_load_run_keys_never_repeat_along_a_cursor():
     """The same observation requested again, or seen again later, gets a new key: Dagster
     launches a key once, so a repeated key would be a request that never runs."""
@@ -337,7 +377,8 @@ def test_the_refresh_owes_days_until_a_run_rebuilt_them(cursor, events, result, 
 
 
 def test_the_refresh_cursor_round_trips_and_reads_the_first_version():
-    cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
+    cursor = replace(owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+                     failures={"2026-01-24": (2, T0)})
     assert sensing.RefreshCursor.from_cursor(cursor.to_cursor()) == cursor
     assert sensing.RefreshCursor.from_cursor("42") == sensing.RefreshCursor(after=42)
     assert sensing.RefreshCursor.from_cursor("{") == sensing.RefreshCursor()

@@ -83,6 +83,7 @@ class Outcome:
 
     state: str
     detail: str
+    ended_at: float | None = None  # when the newest run ended (failed, canceled)
 
     SUCCEEDED = "succeeded"
     IN_FLIGHT = "in flight"
@@ -133,13 +134,24 @@ def request_outcome(runs: Iterable[RunView], *, requested_at: float, now: float,
     last = runs[-1]
     tries = f" after {len(runs)} run(s)" if len(runs) > 1 else ""
     if last.status == "CANCELED":
-        return Outcome(Outcome.CANCELED, f"run {last.run_id} was canceled{tries}")
+        return Outcome(Outcome.CANCELED, f"run {last.run_id} was canceled{tries}",
+                       last.ended_at)
     if last.will_retry and now - (last.ended_at if last.ended_at is not None else now) < grace:
         return Outcome(Outcome.AWAITING_RETRY,
                        f"run {last.run_id} failed and Dagster will retry it")
     if last.status == "FAILURE":
-        return Outcome(Outcome.FAILED, f"run {last.run_id} failed{tries}")
-    return Outcome(Outcome.FAILED, f"run {last.run_id} ended {last.status}{tries}")
+        return Outcome(Outcome.FAILED, f"run {last.run_id} failed{tries}", last.ended_at)
+    return Outcome(Outcome.FAILED, f"run {last.run_id} ended {last.status}{tries}",
+                   last.ended_at)
+
+
+def retry_delay(failures: int) -> float:
+    """Seconds to wait before requesting again work whose requests failed ``failures``
+    times in a row: at once for the first three (a killed run), then backing off from a
+    minute to 15 minutes (a bad row or a full disk fails every attempt the same way)."""
+    if failures <= 3:
+        return 0.0
+    return min(60.0 * 2 ** (failures - 4), 900.0)
 
 
 # --- new_orders_sensor: the observation -----------------------------------------------
@@ -476,6 +488,14 @@ def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision 
     if decision is None:
         raise ValueError("decide_load needs the source's decision unless a run is busy")
     again = outcome is not None and outcome.again
+    if again and not decision.run:
+        pending = cursor.pending
+        resume = (outcome.ended_at if outcome.ended_at is not None
+                  else pending.requested_at) + retry_delay(pending.attempt)
+        if now < resume:
+            return LoadTick(False, cursor, (
+                f"{outcome.detail} ({pending.attempt} attempts in a row): backing off, "
+                f"the load is requested again in {resume - now:.0f} s"))
     if decision.run or again:
         key = load_run_key(decision.cursor, cursor.last_key)
         attempt = cursor.pending.attempt + 1 if again and cursor.pending else 1
@@ -568,19 +588,23 @@ class RefreshCursor:
     ``owed`` maps each day to rebuild to the ``orders`` materialization (storage id,
     batch id) that last touched it; a day leaves it only when a successful run requested
     at or after that point has rebuilt it. ``pending`` are the requests not yet landed;
-    ``requests`` counts every request made, numbering the run keys.
+    ``requests`` counts every request made, numbering the run keys; ``failures`` counts,
+    per day, the rebuilds that failed in a row and when the last one ended (for
+    :func:`retry_delay`).
     """
 
     after: int | None = None  # storage id of the last orders materialization read
     owed: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     pending: tuple[RefreshRequest, ...] = ()
     requests: int = 0
+    failures: Mapping[str, tuple[int, float]] = field(default_factory=dict)
 
     def to_cursor(self) -> str:
         return json.dumps({
             "v": REFRESH_CURSOR_VERSION, "after": self.after,
             "owed": {day: list(mark) for day, mark in sorted(self.owed.items())},
             "pending": [asdict(r) for r in self.pending], "requests": self.requests,
+            "failures": {day: list(f) for day, f in sorted(self.failures.items())},
         }, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -600,7 +624,9 @@ class RefreshCursor:
                        owed={day: (int(mark[0]), str(mark[1]))
                              for day, mark in data["owed"].items()},
                        pending=tuple(RefreshRequest(**r) for r in data["pending"]),
-                       requests=int(data["requests"]))
+                       requests=int(data["requests"]),
+                       failures={day: (int(f[0]), float(f[1]))
+                                 for day, f in data.get("failures", {}).items()})
         except (ValueError, TypeError, KeyError, IndexError):
             return cls()
 
@@ -638,6 +664,7 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
             owed[day] = max(owed.get(day, (event.storage_id, event.batch)),
                             (event.storage_id, event.batch))
         after = event.storage_id if after is None else max(after, event.storage_id)
+    failures = dict(cursor.failures)
     pending, notes = [], []
     for request in cursor.pending:
         outcome = outcomes.get(request.key)
@@ -650,20 +677,31 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
             paid = [d for d in request.days if d in owed and owed[d][0] <= request.covers]
             for day in paid:
                 del owed[day]
+            for day in request.days:
+                failures.pop(day, None)
             stale = [d for d in request.days if d in owed]
             if stale:
                 notes.append(f"{span}: {outcome.detail}, but {stale} were touched again "
                              "since: rebuilding them again")
         else:
+            ended = outcome.ended_at if outcome.ended_at is not None else request.requested_at
+            for day in request.days:
+                failures[day] = (failures.get(day, (0, 0.0))[0] + 1, ended)
             notes.append(f"{span}: {outcome.detail}, so those files were not rebuilt: "
                          "requesting them again")
     busy = {day for request in pending for day in request.days}
+    cooling = {day for day, (count, ended) in failures.items()
+               if now < ended + retry_delay(count)}
+    if cooling & set(owed):
+        notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
     count, new = cursor.requests, []
-    for block in day_blocks(set(owed) - busy):
+    for block in day_blocks(set(owed) - busy - cooling):
         count += 1
         batch = max(owed[d] for d in days_between(parse_day(block.first),
                                                   parse_day(block.last)))[1]
         new.append(RefreshRequest(refresh_run_key(count, block), block.first, block.last,
                                   covers=after if after is not None else 0,
                                   requested_at=now, batch=batch))
-    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count), new, notes)
+    failures = {day: f for day, f in failures.items() if day in owed}
+    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count, failures),
+                       new, notes)
