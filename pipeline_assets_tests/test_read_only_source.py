@@ -112,9 +112,13 @@ def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source
         first = tick()
         assert first.skip_message is None, first.skip_message  # never "no source database"
         assert len(first.run_requests) == 1
-        assert json.loads(first.cursor)["max_id"] == 106
+        assert json.loads(first.cursor)["seen"]["max_id"] == 106
 
-        run = defs.resolve_job_def("orders_job").execute_in_process(instance=instance)
+        # the run the daemon launches for the request: the sensor finds it by its run key
+        [request] = first.run_requests
+        run = defs.resolve_job_def("orders_job").execute_in_process(
+            instance=instance, tags={**request.tags, "dagster/sensor_name": sensor.name,
+                                     "dagster/run_key": request.run_key})
         assert run.success
         [materialization] = run.asset_materializations_for_node("orders")
         assert materialization.metadata["inserted"].value == CHAPTER_ROWS
