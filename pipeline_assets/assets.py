@@ -30,10 +30,10 @@ from pydantic import Field
 
 from .core.daily_files import DayFilesBatch, manifest_path
 from .core.db import redact
-from .core.load import FUTURE_TOLERANCE, LoadError, LoadResult, load_orders
+from .core.errors import PipelineError
+from .core.load import FUTURE_TOLERANCE, LoadResult, load_orders
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
-from .core.rows import InvalidRowError
-from .core.times import TimeValueError, day_of, day_start, to_instant, utc_now
+from .core.times import day_of, day_start, to_instant, utc_now
 from .core.verify import VerifyError, differing_days, reconcile_since, repair_commands
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
@@ -45,8 +45,12 @@ RECONCILE_CHECK = "orders_match_source"
 
 Clock = Callable[[], datetime]  # the Dagster layer's one clock; tests pass a fixed one
 
-# Bad input does not fix itself on a retry; an unreachable database may.
-_NOT_RETRYABLE = (InvalidRowError, LoadError, TimeValueError)
+
+
+def _failure(exc: PipelineError) -> Failure:
+    """A run failure with the error's one line; retried only when a retry can pass (an
+    unreachable database may come back, bad input does not fix itself)."""
+    return Failure(description=str(exc), allow_retries=exc.retryable)
 
 
 class OrdersLoadConfig(Config):
@@ -149,8 +153,8 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
                 lookback_days=watermark.lookback_days, now=clock(),
                 start=start, end=end, announced_batch=last_announced_batch(context),
             )
-        except _NOT_RETRYABLE as exc:
-            raise Failure(description=str(exc), allow_retries=False) from None
+        except PipelineError as exc:
+            raise _failure(exc) from None
         context.log.info(
             f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
             f"updated {result.updated}, unchanged {result.unchanged}"
@@ -209,8 +213,11 @@ def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
     def paid_orders(context: AssetExecutionContext, watermark: WatermarkStore) -> DayFilesBatch:
         """The paid orders of each day, one JSON file per day."""
         days = list(context.partition_keys)
-        by_day = paid_orders_by_day(watermark.warehouse.engine(), days, tz)
-        current = watermark.current()
+        try:
+            by_day = paid_orders_by_day(watermark.warehouse.engine(), days, tz)
+            current = watermark.current()
+        except PipelineError as exc:
+            raise _failure(exc) from None
         manifest = manifest_path(settings.paid_orders_dir, context.run.run_id)
         for day in days:
             context.add_asset_metadata(
@@ -236,8 +243,11 @@ def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
     def daily_revenue(context: AssetExecutionContext, paid_orders: dict,
                       warehouse: Warehouse) -> MaterializeResult:
         """Per day: the number of paid orders and their exact total."""
-        totals = {day: day_totals(rows) for day, rows in paid_orders.items()}
-        store_daily_revenue(warehouse.engine(), totals)
+        try:
+            totals = {day: day_totals(rows) for day, rows in paid_orders.items()}
+            store_daily_revenue(warehouse.engine(), totals)
+        except PipelineError as exc:
+            raise _failure(exc) from None
         for day, (count, total) in sorted(totals.items()):
             context.add_asset_metadata(
                 {"orders": count,

@@ -24,8 +24,8 @@ from dagster import (
 
 from .core import sensing
 from .core.days import yesterday
-from .core.db import DatabaseError
-from .core.times import UTC, TimeValueError, utc_now
+from .core.errors import PipelineError
+from .core.times import UTC, utc_now
 from .resources import SourceDatabase, WatermarkStore
 from .settings import Settings
 
@@ -131,7 +131,7 @@ def build_new_orders_sensor(settings: Settings, orders_job,
                 lookback_days=watermark.lookback_days, cursor=context.cursor,
                 runs_for=runs_for, now=now,
             )
-        except (DatabaseError, TimeValueError) as exc:
+        except PipelineError as exc:
             # The cursor stays: the next tick asks again once the database is back.
             return SkipReason(f"could not look at the source: {exc}")
         if not tick.run:

@@ -1,4 +1,5 @@
-"""The ``pipeline-assets`` command line (CONTRACT §8): a thin argparse shell over ``core``.
+"""The ``pipeline-assets`` command line (see docs/contract.md): a thin argparse shell over
+``core``.
 
 Every command reads its settings through :func:`pipeline_assets.settings.from_env` (the one
 place that reads the environment), opens the databases it needs, calls one core function
@@ -14,9 +15,10 @@ oldest first, ``<changed_at>  <kind>  <old> -> <new>  batch <batch_id> | reason:
 ``unchanged``, ``days_touched``, ...) plus ``lookback_days``, ``warehouse`` (redacted URL)
 and ``warehouse_exists``. ``verify`` prints one block per day that differs, each with the
 command that repairs it (see docs/verify.md), and exits 1 when any day needs repair.
-Errors go to stderr as ONE line,
+Errors a user can fix (a ``PipelineError``) go to stderr as ONE line,
 ``pipeline-assets: error: <what failed and what to do>``, never with a traceback and never
-with a database password in it.
+with a database password in it. Anything else is a bug and surfaces as itself, with its
+traceback.
 
 Exit codes:
 
@@ -45,7 +47,6 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from . import settings as settings_module
@@ -53,6 +54,7 @@ from .core import demo
 from .core import watermark as wm
 from .core.commands import DEMO_INIT
 from .core.db import DatabaseError, make_engine, redact, scrub, sqlite_file
+from .core.errors import PipelineError
 from .core.load import load_orders
 from .core.money import parse_amount
 from .core.times import day_of, from_canonical, parse_day, to_instant, utc_now
@@ -62,6 +64,12 @@ PROG = "pipeline-assets"
 IN_MEMORY_WAREHOUSE = "sqlite://"
 
 Clock = Callable[[], datetime]
+
+
+class CommandError(PipelineError):
+    """A command that cannot do what was asked: a bad option value, a folder it cannot make."""
+
+    retryable = False
 
 
 class UsageError(Exception):
@@ -228,10 +236,11 @@ def _fail(message: str, urls: Sequence[str] = ()) -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-         clock: Clock = utc_now) -> int:
-    """Run one command; returns the exit code. ``environ``/``clock`` default to the real ones."""
+         clock: Clock = utc_now, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run one command; returns the exit code. ``environ``/``clock`` default to the real
+    ones, ``parser`` to :func:`build_parser`'s (whose subcommands name their handler)."""
     try:
-        args = build_parser().parse_args(argv)
+        args = (parser or build_parser()).parse_args(argv)
     except UsageError as exc:
         return exc.status
     urls: list[str] = []
@@ -241,14 +250,7 @@ def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None
         urls = [settings.source_url, settings.warehouse_url]
         ctx = _Context(settings, clock)
         return args.handler(args, ctx)
-    except (ValueError, DatabaseError) as exc:
-        # ValueError covers core's DemoError, WatermarkError, TimeValueError, AmountError,
-        # InvalidRowError, LoadError and settings' SettingsError.
-        return _fail(str(exc), urls)
-    except sa.exc.SQLAlchemyError as exc:  # say, a database locked by another writer
-        detail = str(getattr(exc, "orig", None) or exc).splitlines()
-        return _fail(f"database error: {detail[0] if detail else type(exc).__name__}", urls)
-    except OSError as exc:
+    except PipelineError as exc:  # anything else is a bug: it surfaces with its traceback
         return _fail(str(exc), urls)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -262,8 +264,8 @@ def _option(name: str, parse: Callable, *values):
     """``parse(*values)``, with an error that names the option the bad value came from."""
     try:
         return parse(*values)
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+    except PipelineError as exc:
+        raise CommandError(f"{name}: {exc}") from None
 
 
 def _print_json(value) -> None:
@@ -284,7 +286,12 @@ def _demo_init(args, ctx: _Context) -> int:
     url = ctx.settings.source_url
     path = sqlite_file(url)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CommandError(f"cannot create the folder {path.parent} for the demo database: "
+                              f"{exc.strerror or exc}; check PIPELINE_DATA_DIR or "
+                              "SOURCE_DATABASE_URL") from None
     engine = ctx.source(must_exist=False)
     if args.if_missing and not args.force and demo.has_orders(engine):
         print(f"the demo app database {redact(url)} already has orders: left as it is")

@@ -1,4 +1,5 @@
-"""The one place that reads the environment (CONTRACT §3); everything below gets plain values."""
+"""The one place that reads the environment (the variables are listed in docs/contract.md);
+everything below gets plain values."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from .core.errors import PipelineError
 from .core.times import TimeValueError, parse_day, zone
 
 DEFAULTS = {
@@ -18,8 +20,10 @@ DEFAULTS = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(PipelineError):
     """An environment variable with a value the pipeline cannot use."""
+
+    retryable = False  # bad input does not fix itself on a retry
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,8 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
     reconcile = _days(env, "RECONCILE_DAYS")
     raw_start = env.get("PARTITIONS_START_DATE") or DEFAULTS["PARTITIONS_START_DATE"]
     raw_tz = env.get("PIPELINE_TIMEZONE") or DEFAULTS["PIPELINE_TIMEZONE"]
-    try:
-        start = parse_day(raw_start)
-        zone(raw_tz)
-    except TimeValueError as exc:
-        name = "PIPELINE_TIMEZONE" if "zone" in str(exc) else "PARTITIONS_START_DATE"
-        raise SettingsError(f"{name}: {exc}") from None
+    start = _parsed(parse_day, raw_start, "PARTITIONS_START_DATE")
+    _parsed(zone, raw_tz, "PIPELINE_TIMEZONE")
     return Settings(
         data_dir=data_dir,
         source_url=env.get("SOURCE_DATABASE_URL") or f"sqlite:///{data_dir / 'app.db'}",
@@ -79,6 +79,14 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
         automation=_switch(env, "PIPELINE_AUTOMATION", default=True),
         reconcile_days=reconcile,
     )
+
+
+def _parsed(parse, raw: str, name: str):
+    """``parse(raw)``, or a :class:`SettingsError` that names the variable ``name``."""
+    try:
+        return parse(raw)
+    except TimeValueError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
 
 
 def _days(env: Mapping[str, str], name: str) -> int:

@@ -30,6 +30,7 @@ from pipeline_assets.core.daily_files import (
     serialize_day,
     write_day_files,
 )
+from pipeline_assets.core.errors import PipelineError
 
 WRITTEN_AT = "2026-01-26T00:05:00+00:00"  # a fixed clock
 DAY = "2026-01-25"
@@ -326,7 +327,7 @@ def test_committed_check(tmp_path, scenario, state, manifest, data, reason):
             "Rebuild it: dagster asset materialize -m pipeline_assets.definitions "
             f"--select paid_orders,daily_revenue --partition {DAY}")
         assert err.value.days == (DAY,)
-        assert isinstance(err.value, ValueError)
+        assert isinstance(err.value, PipelineError)  # a user's error, one line, caught at edges
     assert temp_files(folder) == []
 
 

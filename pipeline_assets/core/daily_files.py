@@ -61,6 +61,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from .commands import rebuild_command
+from .errors import PipelineError
 
 ROW_FIELDS = ("order_id", "status", "amount", "updated_at")
 DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.json$")
@@ -79,11 +80,11 @@ _AMOUNT_RE = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-class DayFilesError(ValueError):
+class DayFilesError(PipelineError):
     """Bad input to a write: a day, a row, a run id the files cannot hold."""
 
 
-class UncommittedDayError(ValueError):
+class UncommittedDayError(PipelineError):
     """One or more days that are not committed: missing, edited, or never finished."""
 
     def __init__(self, reasons: Mapping[str, str]):

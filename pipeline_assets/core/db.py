@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
+from .errors import PipelineError
 
-class DatabaseError(RuntimeError):
-    """A database the pipeline cannot use; the message never contains a password."""
+
+class DatabaseError(PipelineError):
+    """A database the pipeline cannot use; the message never contains a password.
+
+    ``kind`` is what :func:`classify` found (read-only, full, unreachable, ...), or None
+    for a problem of the pipeline's own finding (a missing table, two URLs the same).
+    """
+
+    def __init__(self, message: str, *, kind: str | None = None):
+        super().__init__(message)
+        self.kind = kind
 
 
 def redact(url: str | URL) -> str:
@@ -127,38 +139,124 @@ def writing(engine: Engine) -> Engine:
     return engine.execution_options(sqlite_begin="IMMEDIATE")
 
 
-def connect_error(exc: Exception, engine: Engine, env_var: str) -> DatabaseError:
+# --- what went wrong with a database ---------------------------------------------------
+
+READ_ONLY = "read-only"  # the database, or this role, cannot write
+NO_PERMISSION = "no permission"  # the role lacks a right (SELECT, CREATE, ...)
+FULL = "full"  # out of disk space
+BUSY = "busy"  # another writer held a lock longer than we wait
+UNREACHABLE = "unreachable"  # no server, no file, bad credentials, no such database
+
+# SQLite primary result codes (https://www.sqlite.org/rescode.html)
+_SQLITE_CODES = {
+    3: NO_PERMISSION,  # SQLITE_PERM
+    5: BUSY,  # SQLITE_BUSY
+    6: BUSY,  # SQLITE_LOCKED
+    8: READ_ONLY,  # SQLITE_READONLY (and its extended codes)
+    10: UNREACHABLE,  # SQLITE_IOERR
+    11: UNREACHABLE,  # SQLITE_CORRUPT: not a database we can read
+    13: FULL,  # SQLITE_FULL
+    14: UNREACHABLE,  # SQLITE_CANTOPEN
+    23: NO_PERMISSION,  # SQLITE_AUTH
+    26: UNREACHABLE,  # SQLITE_NOTADB
+}
+# PostgreSQL SQLSTATEs (https://www.postgresql.org/docs/current/errcodes-appendix.html):
+# exact codes first, then classes (the first two characters)
+_SQLSTATES = {
+    "25006": READ_ONLY,  # read_only_sql_transaction
+    "42501": NO_PERMISSION,  # insufficient_privilege
+    "53100": FULL,  # disk_full
+    "53300": UNREACHABLE,  # too_many_connections
+    "55P03": BUSY,  # lock_not_available
+    "40001": BUSY,  # serialization_failure
+    "40P01": BUSY,  # deadlock_detected
+    "57014": BUSY,  # query_canceled (statement or lock timeout)
+    "3D000": UNREACHABLE,  # invalid_catalog_name: no such database
+}
+_SQLSTATE_CLASSES = {
+    "08": UNREACHABLE,  # connection exception
+    "28": UNREACHABLE,  # invalid authorization
+    "57": UNREACHABLE,  # operator intervention: shutdown, cannot connect now
+    "58": UNREACHABLE,  # system error: I/O error on the server
+}
+
+
+def classify(exc: BaseException) -> str | None:
+    """What kind of database failure ``exc`` is, from the driver's code; None: not one.
+
+    PostgreSQL errors carry a SQLSTATE (psycopg's ``sqlstate``), SQLite errors a result
+    code (``sqlite_errorcode``). An OperationalError or InterfaceError with no code we know
+    (a server that never answered has none) counts as unreachable. Any other code — bad
+    SQL, a missing table, a broken constraint — is not a database the user must fix but
+    a bug, and stays itself.
+    """
+    orig = getattr(exc, "orig", exc)
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):  # the primary code is the low byte of an extended one
+        return _SQLITE_CODES.get(code & 0xFF)
+    state = getattr(orig, "sqlstate", None)
+    if isinstance(state, str) and state:
+        return _SQLSTATES.get(state) or _SQLSTATE_CLASSES.get(state[:2])
+    if isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+        return UNREACHABLE  # the driver never got an answer: no server, no socket
+    return None
+
+
+def connect_error(exc: BaseException, engine: Engine, env_var: str,
+                  kind: str | None = None) -> DatabaseError:
     """A one-sentence error for a database that cannot be used, naming what to do.
 
-    Read-only and full databases are told apart from unreachable ones, since the fix
-    differs; in every case whatever the run had written is rolled back.
+    Read-only, refused and full databases are told apart from unreachable ones, since
+    the fix differs; in every case whatever the run had written is rolled back.
     """
+    kind = kind or classify(exc) or UNREACHABLE
     role = getattr(engine, "info_role", "the")
     detail = scrub(str(getattr(exc, "orig", exc) or exc), engine.url).strip().splitlines()
     first = detail[0] if detail else type(exc).__name__
-    lowered = first.lower()
     where = f"the {role} database at {redact(engine.url)}"
-    if "readonly" in lowered or "read-only" in lowered or "read only" in lowered:
+    if kind == READ_ONLY:
         return DatabaseError(
             f"{where} is read-only ({first}); nothing was committed. Give the pipeline "
-            f"write access there, or point {env_var} at a writable database."
-        )
-    if "disk is full" in lowered or "no space left" in lowered or "disk full" in lowered:
+            f"write access there, or point {env_var} at a writable database.", kind=kind)
+    if kind == NO_PERMISSION:
+        return DatabaseError(
+            f"{where} refused the pipeline's role ({first}); nothing was committed. Grant "
+            f"it the rights it needs there (see docs/deployment.md), or point {env_var} at "
+            "another database.", kind=kind)
+    if kind == FULL:
         return DatabaseError(
             f"{where} is out of space ({first}); nothing was committed. Free some space "
-            "and run again."
-        )
+            "and run again.", kind=kind)
+    if kind == BUSY:
+        return DatabaseError(
+            f"{where} is busy ({first}): another writer held a lock longer than the wait; "
+            "nothing was committed. Run again.", kind=kind)
     return DatabaseError(
-        f"cannot reach {where}: {first}. Check {env_var} and that the server is running."
-    )
+        f"cannot reach {where}: {first}. Check {env_var} and that the server is running.",
+        kind=kind)
+
+
+@contextmanager
+def guard(engine: Engine, env_var: str) -> Iterator[None]:
+    """Turn a database failure inside the block into a one-line :class:`DatabaseError`.
+
+    The one place that classifies driver errors (see :func:`classify`); ``env_var`` is
+    the variable the message tells the user to check. Anything that is not a database
+    failure passes through unchanged.
+    """
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        kind = classify(exc)
+        if kind is None:
+            raise
+        raise connect_error(exc, engine, env_var, kind) from None
 
 
 def has_table(engine: Engine, name: str, env_var: str) -> bool:
     """Whether ``name`` exists; an unusable database is a one-line :class:`DatabaseError`."""
-    try:
+    with guard(engine, env_var):
         return sa.inspect(engine).has_table(name)
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, env_var) from None
 
 
 # --- the warehouse schema -------------------------------------------------------------
@@ -244,12 +342,12 @@ def prepare_warehouse(engine: Engine) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(3):
         try:
-            with writing(engine).begin() as conn:
+            with guard(engine, "WAREHOUSE_DATABASE_URL"), writing(engine).begin() as conn:
                 ensure_schema(conn)
             return
-        except (sa.exc.OperationalError, sa.exc.InternalError) as exc:
-            if "locked" not in str(exc).lower() or attempt == 2:
-                raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
+        except DatabaseError as exc:
+            if exc.kind != BUSY or attempt == 2:
+                raise
         except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
             if attempt == 2:  # another run created the same tables at the same moment
                 raise

@@ -6,6 +6,8 @@ This is the only code that writes to the source, playing the part of the applica
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal
 
@@ -13,7 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .commands import DEMO_INIT
-from .db import DatabaseError, connect_error, has_table, redact, writing
+from .db import DatabaseError, guard, has_table, redact, writing
+from .errors import PipelineError
 from .money import format_amount, parse_amount
 from .times import UTC, to_instant
 
@@ -41,15 +44,17 @@ source_orders = sa.Table(
 )
 
 
-class DemoError(ValueError):
+class DemoError(PipelineError):
     """A demo command that cannot do what was asked."""
 
+    retryable = False  # bad input does not fix itself on a retry
 
-def _guard(engine: Engine):
-    try:
-        return writing(engine).begin()
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
+
+@contextmanager
+def _writing(engine: Engine) -> Iterator[sa.Connection]:
+    """One write transaction on the source; a database failure is a one-line error."""
+    with guard(engine, "SOURCE_DATABASE_URL"), writing(engine).begin() as conn:
+        yield conn
 
 
 def has_orders(engine: Engine) -> bool:
@@ -61,7 +66,7 @@ def init(engine: Engine, *, force: bool = False) -> int:
     if has_orders(engine) and not force:
         raise DemoError(f"the source {redact(engine.url)} already has an orders table; "
                         "pass --force to drop and recreate it")
-    with _guard(engine) as conn:
+    with _writing(engine) as conn:
         source_orders.drop(conn, checkfirst=True)
         source_orders.create(conn)
         conn.execute(source_orders.insert(), [
@@ -88,7 +93,7 @@ def set_order(engine: Engine, order_id: int, *, status: str, amount: str, update
     to_instant(updated_at, tz)
     _require_table(engine)
     values = dict(status=status.strip(), amount=amount.strip(), updated_at=updated_at.strip())
-    with _guard(engine) as conn:
+    with _writing(engine) as conn:
         found = conn.execute(sa.select(source_orders.c.order_id)
                              .where(source_orders.c.order_id == order_id)).first()
         if found:
@@ -112,7 +117,7 @@ def generate(engine: Engine, *, orders: int, days: int, start: date | None = Non
         raise DemoError(f"--late-fraction {late_fraction} must be between 0 and 1")
     _require_table(engine)
     t = source_orders.c
-    with _guard(engine) as conn:
+    with _writing(engine) as conn:
         first_id = (conn.execute(sa.select(sa.func.max(t.order_id))).scalar() or 1000) + 1
         if start is None:
             newest = conn.execute(sa.select(sa.func.max(t.updated_at))).scalar()

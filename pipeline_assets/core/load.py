@@ -21,13 +21,14 @@ from .crash import crash_point
 from .db import (
     DatabaseError,
     batches,
-    connect_error,
     ensure_schema,
+    guard,
     orders,
     prepare_warehouse,
     require_distinct,
     writing,
 )
+from .errors import PipelineError
 from .rows import Order, digest_text, from_stored
 from .source import DEFAULT_CHUNK, inspect_source, read_window
 from .times import canonical
@@ -36,8 +37,10 @@ FUTURE_TOLERANCE = timedelta(hours=1)
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
 
 
-class LoadError(ValueError):
+class LoadError(PipelineError):
     """A load asked for something impossible (say, an empty range)."""
+
+    retryable = False  # bad input does not fix itself on a retry
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
     src = inspect_source(source)
     if not dry_run:
         prepare_warehouse(warehouse)
-    try:
+    with guard(warehouse, "WAREHOUSE_DATABASE_URL"):
         with (warehouse if dry_run else writing(warehouse)).connect() as conn:
             trans = conn.begin()
             try:
@@ -184,9 +187,6 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 if trans.is_active:
                     trans.rollback()
                 raise
-    except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.InternalError) as exc:
-        # InternalError: PostgreSQL's "cannot execute … in a read-only transaction"
-        raise connect_error(exc, warehouse, "WAREHOUSE_DATABASE_URL") from None
     return LoadResult(
         batch_id=batch_id, kind=kind, skipped=seen and tally.changed == 0,
         window_start=start, window_end=end, watermark_before=before, watermark_after=after,

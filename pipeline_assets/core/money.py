@@ -5,11 +5,15 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from .errors import PipelineError
+
 _AMOUNT_RE = re.compile(r"[+-]?\d+(?:\.\d+)?")
 
 
-class AmountError(ValueError):
+class AmountError(PipelineError):
     """An amount that is not a plain decimal number."""
+
+    retryable = False  # bad input does not fix itself on a retry
 
 
 def parse_amount(value: object) -> Decimal:

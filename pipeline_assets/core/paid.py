@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .days import days_between  # noqa: F401 - its old home; tests import it from here
-from .db import connect_error, daily_revenue, has_table, orders, prepare_warehouse, writing
+from .db import daily_revenue, guard, has_table, orders, prepare_warehouse, writing
 from .money import format_amount, parse_amount
 from .rows import PAID
 from .times import canonical, day_start, from_canonical, parse_day
@@ -42,7 +42,7 @@ def paid_orders_by_day(warehouse: Engine, days: Iterable[str], tz: tzinfo
     # days). A warehouse no load has touched yet simply has no paid orders.
     if not has_table(warehouse, orders.name, "WAREHOUSE_DATABASE_URL"):
         return out
-    try:
+    with guard(warehouse, "WAREHOUSE_DATABASE_URL"):
         with warehouse.connect() as conn:
             for order_id, amount, updated_at in conn.execute(query):
                 local = from_canonical(updated_at).astimezone(tz)
@@ -50,8 +50,6 @@ def paid_orders_by_day(warehouse: Engine, days: Iterable[str], tz: tzinfo
                 if day in out:
                     out[day].append({"order_id": int(order_id), "status": PAID,
                                      "amount": amount, "updated_at": local.isoformat()})
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, warehouse, "WAREHOUSE_DATABASE_URL") from None
     return out
 
 
@@ -66,7 +64,7 @@ def store_daily_revenue(warehouse: Engine, totals: Mapping[str, tuple[int, Decim
         return
     prepare_warehouse(warehouse)
     r = daily_revenue.c
-    with writing(warehouse).begin() as conn:
+    with guard(warehouse, "WAREHOUSE_DATABASE_URL"), writing(warehouse).begin() as conn:
         conn.execute(daily_revenue.delete().where(r.day.in_(list(totals))))
         conn.execute(daily_revenue.insert(), [
             {"day": day, "orders": count, "revenue": format_amount(total)}

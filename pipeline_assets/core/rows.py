@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 
+from .errors import PipelineError
 from .money import AmountError, format_amount, parse_amount
 from .times import UTC, TimeValueError, canonical, day_of, to_instant
 
@@ -13,8 +14,10 @@ COLUMNS = ("order_id", "status", "amount", "updated_at")
 PAID = "paid"
 
 
-class InvalidRowError(ValueError):
+class InvalidRowError(PipelineError):
     """A source row that fails validation; names the order, the column and the value."""
+
+    retryable = False  # bad input does not fix itself on a retry
 
     def __init__(self, order_id: object, column: str, value: object, reason: str):
         self.order_id, self.column, self.value, self.reason = order_id, column, value, reason

@@ -45,7 +45,7 @@ from sqlalchemy.engine import Engine
 from . import watermark as wm
 from .commands import DEMO_INIT
 from .days import days_between, runs, yesterday
-from .db import DatabaseError, connect_error, redact, sqlite_file
+from .db import DatabaseError, guard, redact, sqlite_file
 from .source import SourceTable, inspect_source, select_window
 from .times import canonical, from_canonical, parse_day
 
@@ -293,7 +293,7 @@ def observe(source: Engine, tz: tzinfo, start: datetime | None,
     covers at least every row the next load reads.
     """
     src = src or inspect_source(source)
-    try:
+    with guard(source, "SOURCE_DATABASE_URL"):
         with source.connect() as conn:
             if start is None:
                 t = src.table
@@ -312,8 +312,6 @@ def observe(source: Engine, tz: tzinfo, start: datetime | None,
             if fingerprint is not None:
                 columns.append(fingerprint)
             row = conn.execute(sa.select(*columns)).one()
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, source, "SOURCE_DATABASE_URL") from None
     rows, id_sum, newest = row[0], row[1], row[2]
     return Observation(
         canonical(start), rows=int(rows), id_sum=int(id_sum or 0), newest=_text(newest),

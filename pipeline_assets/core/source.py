@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .commands import DEMO_INIT
-from .db import DatabaseError, connect_error, redact
+from .db import DatabaseError, guard, redact
 from .rows import COLUMNS, Order, validate
 from .times import UTC
 
@@ -32,15 +32,13 @@ class SourceTable:
 def inspect_source(engine: Engine) -> SourceTable:
     """Reflect ``orders`` and tell how its ``updated_at`` must be compared."""
     try:
-        with engine.connect() as conn:
+        with guard(engine, "SOURCE_DATABASE_URL"), engine.connect() as conn:
             table = sa.Table("orders", sa.MetaData(), autoload_with=conn)
     except sa.exc.NoSuchTableError:
         raise DatabaseError(
             f"the source database {redact(engine.url)} has no table 'orders': create the "
             f"demo with `{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app"
         ) from None
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
     missing = [c for c in COLUMNS if c not in table.c]
     if missing:
         raise DatabaseError(
@@ -100,7 +98,7 @@ def read_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
     server-side cursor). A row that fails validation raises before its chunk is yielded.
     """
     query = select_window(src, tz, start, end)
-    try:
+    with guard(engine, "SOURCE_DATABASE_URL"):
         with engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=chunk_size
                                             ).execute(query)
@@ -115,5 +113,3 @@ def read_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
                     chunk.append(order)
                 if chunk:
                     yield chunk
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None

@@ -13,6 +13,8 @@ import re
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .errors import PipelineError
+
 UTC = timezone.utc
 
 _DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
@@ -22,8 +24,10 @@ _TIMESTAMP_RE = re.compile(
 )
 
 
-class TimeValueError(ValueError):
+class TimeValueError(PipelineError):
     """A value that is not a date or timestamp of a form the pipeline understands."""
+
+    retryable = False  # bad input does not fix itself on a retry
 
 
 def utc_now() -> datetime:

@@ -19,16 +19,17 @@ from sqlalchemy.engine import Engine
 
 from .db import (
     PIPELINE,
-    connect_error,
+    guard,
     prepare_warehouse,
     watermark_history,
     watermark_state,
     writing,
 )
+from .errors import PipelineError
 from .times import canonical, from_canonical
 
 
-class WatermarkError(ValueError):
+class WatermarkError(PipelineError):
     """A watermark operation that would break the rules above."""
 
 
@@ -104,13 +105,11 @@ def write(conn: sa.Connection, old: datetime | None, new: datetime | None, *, ki
 
 def current(engine: Engine) -> datetime | None:
     """The stored watermark (None before the first load); reads only."""
-    try:
+    with guard(engine, "WAREHOUSE_DATABASE_URL"):
         with engine.connect() as conn:
             if not sa.inspect(conn).has_table(watermark_state.name):
                 return None
             return read(conn)
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
 
 
 def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime) -> tuple:
@@ -118,7 +117,7 @@ def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime) -> tup
     if not reason or not reason.strip():
         raise WatermarkError("a rewind needs a --reason, recorded in the watermark history")
     prepare_warehouse(engine)
-    with writing(engine).begin() as conn:
+    with guard(engine, "WAREHOUSE_DATABASE_URL"), writing(engine).begin() as conn:
         lock(conn, "rewind")
         old = read(conn)
         if old is None:
@@ -136,12 +135,10 @@ def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime) -> tup
 def history(engine: Engine) -> list[WatermarkChange]:
     """Every change of the watermark, oldest first; reads only."""
     h = watermark_history.c
-    try:
+    with guard(engine, "WAREHOUSE_DATABASE_URL"):
         with engine.connect() as conn:
             if not sa.inspect(conn).has_table(watermark_history.name):
                 return []
             rows = conn.execute(sa.select(h.changed_at, h.kind, h.old_value, h.new_value,
                                           h.reason, h.batch_id).order_by(h.id)).all()
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
     return [WatermarkChange(*row) for row in rows]

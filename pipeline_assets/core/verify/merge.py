@@ -21,7 +21,8 @@ from datetime import date, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..db import connect_error, orders
+from ..db import guard, orders
+from ..errors import PipelineError
 from ..rows import PAID, InvalidRowError, digest_text
 from ..source import DEFAULT_CHUNK, inspect_source, read_window
 from ..times import UTC, canonical, day_start, from_canonical
@@ -29,7 +30,7 @@ from ..times import UTC, canonical, day_start, from_canonical
 _MASK = (1 << 64) - 1
 
 
-class VerifyError(ValueError):
+class VerifyError(PipelineError):
     """Verify could not compare: an invalid source row, an unreadable warehouse row."""
 
 
@@ -93,14 +94,12 @@ def _source_stream(engine: Engine, tz: tzinfo, chunk_size: int) -> Iterator:
 def _warehouse_stream(engine: Engine, chunk_size: int) -> Iterator[tuple]:
     o = orders.c
     query = sa.select(o.order_id, o.status, o.amount, o.updated_at).order_by(o.order_id)
-    try:
+    with guard(engine, "WAREHOUSE_DATABASE_URL"):
         with engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=chunk_size
                                             ).execute(query)
             for part in result.partitions(chunk_size):
                 yield from part
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise connect_error(exc, engine, "WAREHOUSE_DATABASE_URL") from None
 
 
 def compare_orders(source: Engine, warehouse: Engine | None, tz: tzinfo, *,

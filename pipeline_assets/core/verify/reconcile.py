@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from ..commands import repair_commands
 from ..daily_files import COMMITTED, UNCOMMITTED, known_days
-from ..db import connect_error, has_table, orders, require_distinct
+from ..db import guard, has_table, orders, require_distinct
 from ..rows import InvalidRowError
 from ..source import DEFAULT_CHUNK, inspect_source, read_window
 from ..times import canonical, from_canonical
@@ -140,13 +140,11 @@ def reconcile_since(source: Engine, warehouse: Engine, tz: tzinfo, since: dateti
         o = orders.c
         query = (sa.select(o.order_id, o.status, o.amount, o.updated_at)
                  .where(o.updated_at >= canonical(since)))
-        try:
+        with guard(warehouse, "WAREHOUSE_DATABASE_URL"):
             with warehouse.connect() as conn:
                 for row in conn.execute(query):
                     day = from_canonical(row[3]).astimezone(tz).date().isoformat()
                     add_warehouse(at(day), row)
-        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-            raise connect_error(exc, warehouse, "WAREHOUSE_DATABASE_URL") from None
     return dict(sorted(days.items()))
 
 
