@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
-import tomllib
 import yaml
 
 import pipeline_assets
@@ -44,8 +45,23 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_core_never_imports_dagster():
-    offenders = [p.name for p in (PACKAGE / "core").glob("*.py") if "dagster" in _imports(p)]
+    offenders = [str(p.relative_to(PACKAGE)) for p in (PACKAGE / "core").rglob("*.py")
+                 if "dagster" in _imports(p)]
     assert offenders == []
+
+
+def test_pyproject_declares_every_package_the_code_imports():
+    """Installing the project must bring what it imports, not rely on Dagster's own
+    dependencies; and the Python it claims must be the one the code needs (tomllib)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0].lower().replace("-", "_")
+                for dep in pyproject["dependencies"]}
+    imported = set()
+    for path in PACKAGE.rglob("*.py"):
+        imported |= _imports(path)
+    third_party = imported - set(sys.stdlib_module_names) - {"pipeline_assets"}
+    assert third_party <= declared, sorted(third_party - declared)
+    assert pyproject["requires-python"] == ">=3.11"
 
 
 def test_no_private_dagster_imports_in_the_package():
