@@ -38,8 +38,8 @@ from pipeline_assets.core.daily_files import (
     UncommittedDayError,
     read_committed_day,
 )
+from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.paid import days_between
 from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC, parse_day, to_instant
 

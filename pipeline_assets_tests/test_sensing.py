@@ -16,6 +16,7 @@ import pytest
 
 from pipeline_assets.core import demo, sensing
 from pipeline_assets.core import watermark as wm
+from pipeline_assets.core.days import yesterday
 from pipeline_assets.core.db import DatabaseError, make_engine
 from pipeline_assets.core.load import load_orders
 from pipeline_assets.core.sensing import DayBlock, Observation, RunView
@@ -155,7 +156,7 @@ def test_refresh_run_keys_name_the_event_and_the_block():
 )
 def test_the_newest_partition_is_yesterday_in_the_pipeline_zone(now, tz, last):
     from pipeline_assets.core.times import zone
-    assert sensing.last_partition_day(now, zone(tz)) == last
+    assert yesterday(now, zone(tz)) == last
 
 
 # --- what became of a requested run: the healing decisions ------------------------------

@@ -23,9 +23,10 @@ import sqlalchemy as sa
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import write_day_files
+from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.paid import days_between, paid_orders_by_day
+from pipeline_assets.core.paid import paid_orders_by_day
 from pipeline_assets.core.times import UTC, canonical, zone
 from pipeline_assets.core.verify import (
     DIFFERS_FROM_SOURCE,

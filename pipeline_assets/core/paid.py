@@ -14,7 +14,6 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .days import days_between  # noqa: F401 - its old home; tests import it from here
 from .db import daily_revenue, guard, has_table, orders, prepare_warehouse, writing
 from .money import format_amount, parse_amount
 from .rows import PAID

@@ -44,7 +44,7 @@ from sqlalchemy.engine import Engine
 
 from . import watermark as wm
 from .commands import DEMO_INIT
-from .days import days_between, runs, yesterday
+from .days import days_between, runs
 from .db import DatabaseError, guard, redact, sqlite_file
 from .source import SourceTable, inspect_source, select_window
 from .times import canonical, from_canonical, parse_day
@@ -552,9 +552,6 @@ def refresh_run_key(number: int, block: DayBlock) -> str:
     asks for the same keys, and a block requested again (its run failed, or a later load
     touched it again) gets a new one."""
     return f"paid-orders-refresh-{number}-{block.first}-{block.last}"
-
-
-last_partition_day = yesterday  # the newest daily partition at ``now``: yesterday in ``tz``
 
 
 # --- paid_orders_refresh_sensor: the days owed ------------------------------------------
