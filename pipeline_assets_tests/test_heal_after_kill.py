@@ -16,7 +16,7 @@ instance ``make dev`` uses (run retries on) and on PostgreSQL with run retries o
 sensors must heal on their own.
 
 ``PIPELINE_HEAL_SEED`` picks the app's writes and the kills (default 1);
-``PIPELINE_HEAL_WRITE_SECONDS`` how long the app writes (default 45).
+``PIPELINE_HEAL_WRITE_SECONDS`` how long the app writes (default 40).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .test_dagster_dev import BIN, ROOT, DevServer, free_port, location_loaded, 
 pytestmark = pytest.mark.e2e
 UTC = timezone.utc
 SEED = int(os.environ.get("PIPELINE_HEAL_SEED", "1"))
-WRITE_SECONDS = float(os.environ.get("PIPELINE_HEAL_WRITE_SECONDS", "45"))
+WRITE_SECONDS = float(os.environ.get("PIPELINE_HEAL_WRITE_SECONDS", "40"))
 CONVERGE_DEADLINE = 240.0  # generous: the bound in docs/guarantees.md is far below
 DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.json")
 LIVE = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
@@ -305,13 +305,15 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
         records = instance.get_run_records()
         failed = sum(r.dagster_run.status != DagsterRunStatus.SUCCESS for r in records)
         retried = sum("dagster/retry_number" in r.dagster_run.tags for r in records)
+        roles = sorted({k[2] for k in kills})
+        killed = ", ".join(f"{role} x{sum(k[2] == role for k in kills)}" for role in roles)
         message = (f"heal seed={SEED} {backend} retries={'on' if retries else 'off'}: "
-                   f"{len(kills)} kills, {failed} of {len(records)} runs not successful, "
+                   f"{len(kills)} kills ({killed}), {failed} of {len(records)} runs not "
+                   f"successful, "
                    f"{retried} Dagster retries; app wrote {written}; converged "
                    f"{healed:.1f} s after the last kill ({last_kill - app_stopped:.1f} s "
                    f"after the app stopped)")
-        print(message)
-        print(timeline(records))
+        print(f"\n{message}\n{timeline(records)}")
         record_property("converged_after_last_kill_seconds", round(healed, 1))
         assert_never_two_loads_at_once(records)
     finally:
