@@ -25,7 +25,7 @@ from dagster import (
 from .core import sensing
 from .core.days import yesterday
 from .core.errors import PipelineError
-from .core.times import UTC, utc_now
+from .core.times import utc_now
 from .resources import SourceDatabase, WatermarkStore
 from .settings import Settings
 
@@ -89,19 +89,19 @@ def _run_views(records) -> dict[str, list[sensing.RunView]]:
     return found
 
 
-def _runs_with_key(instance, sensor_name: str, key: str) -> list[sensing.RunView]:
-    records = instance.get_run_records(filters=RunsFilter(
-        tags={SENSOR_TAG: sensor_name, RUN_KEY_TAG: key}))
-    return _run_views(records).get(key, [])
-
-
-def _runs_since(instance, sensor_name: str, since: float) -> dict[str, list[sensing.RunView]]:
-    """The sensor's runs created since ``since`` (POSIX s, less the clock slack), by key:
-    one query for every pending request."""
+def _runs_with_keys(instance, sensor_name: str, keys) -> dict[str, list[sensing.RunView]]:
+    """The runs of the sensor's requests ``keys``, by key: one query for them all."""
+    keys = sorted(set(keys))
+    if not keys:
+        return {}
     return _run_views(instance.get_run_records(filters=RunsFilter(
-        tags={SENSOR_TAG: sensor_name},
-        created_after=datetime.fromtimestamp(since - sensing.CLOCK_SLACK_SECONDS, UTC),
-    )))
+        tags={SENSOR_TAG: sensor_name, RUN_KEY_TAG: keys})))
+
+
+def _seed(instance, sensor_name: str) -> str:
+    """Where a fresh cursor starts its run keys: the number of runs the sensor launched so
+    far, so a reset cursor never reuses the keys of the one before it."""
+    return str(instance.get_runs_count(filters=RunsFilter(tags={SENSOR_TAG: sensor_name})))
 
 
 def build_new_orders_sensor(settings: Settings, orders_job,
@@ -121,15 +121,18 @@ def build_new_orders_sensor(settings: Settings, orders_job,
     def new_orders_sensor(context: SensorEvaluationContext, source: SourceDatabase,
                           watermark: WatermarkStore):
         now = clock().timestamp()
+        name = "new_orders_sensor"
+        fresh = sensing.LoadCursor.from_cursor(context.cursor).last_key is None
 
         def runs_for(key: str) -> list[sensing.RunView]:
-            return _runs_with_key(context.instance, "new_orders_sensor", key)
+            return _runs_with_keys(context.instance, name, [key]).get(key, [])
 
         try:
             tick = sensing.check_source(
                 source.engine(), watermark.warehouse.engine(), tz=tz,
                 lookback_days=watermark.lookback_days, cursor=context.cursor,
                 runs_for=runs_for, now=now,
+                seed=_seed(context.instance, name) if fresh else "",
             )
         except PipelineError as exc:
             # The cursor stays: the next tick asks again once the database is back.
@@ -186,15 +189,14 @@ def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
             if not days:
                 notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
             touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
-        outcomes = {}
-        if state.pending:
-            since = min(r.requested_at for r in state.pending)
-            runs = _runs_since(context.instance, "paid_orders_refresh_sensor", since)
-            outcomes = {r.key: sensing.request_outcome(runs.get(r.key, []),
-                                                       requested_at=r.requested_at,
-                                                       now=now.timestamp())
-                        for r in state.pending}
-        tick = sensing.refresh_tick(state, touched, outcomes, now.timestamp())
+        name = "paid_orders_refresh_sensor"
+        runs = _runs_with_keys(context.instance, name, [r.key for r in state.pending])
+        outcomes = {r.key: sensing.request_outcome(runs.get(r.key, []),
+                                                   requested_at=r.requested_at,
+                                                   now=now.timestamp())
+                    for r in state.pending}
+        tick = sensing.refresh_tick(state, touched, outcomes, now.timestamp(),
+                                    seed=state.epoch or _seed(context.instance, name))
         for note in notes + tick.notes:
             context.log.info(note)
         cursor = tick.cursor.to_cursor()

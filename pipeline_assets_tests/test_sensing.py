@@ -139,11 +139,14 @@ def test_touched_days_become_blocks_of_consecutive_days(days, blocks):
     assert [(b.first, b.last) for b in sensing.day_blocks(days)] == blocks
 
 
-def test_refresh_run_keys_name_the_event_and_the_block():
+def test_refresh_run_keys_name_the_request_and_the_block():
     block = DayBlock("2026-01-24", "2026-01-25")
     assert block.days == 2
-    assert sensing.refresh_run_key(42, block) == "paid-orders-refresh-42-2026-01-24-2026-01-25"
-    assert sensing.refresh_run_key(43, block) != sensing.refresh_run_key(42, block)
+    assert sensing.refresh_run_key("0", 42, block) == \
+        "paid-orders-refresh-0.42-2026-01-24-2026-01-25"
+    assert sensing.refresh_run_key("0", 43, block) != sensing.refresh_run_key("0", 42, block)
+    # a reset cursor (started when the sensor had launched 12 runs) never reuses a key
+    assert sensing.refresh_run_key("12", 42, block) != sensing.refresh_run_key("0", 42, block)
 
 
 @pytest.mark.parametrize(
@@ -193,9 +196,6 @@ def run(status, at=T0 + 1, **kw):
         # no run yet: the daemon creates it right after the tick; gone after grace
         ([], T0 + 15, "in flight"),
         ([], T0 + 61, "lost"),
-        # a run with the same key from long before the request (a reset cursor reused
-        # the key): it says nothing about this request
-        ([run("SUCCESS", at=T0 - 3600)], T0 + 61, "lost"),
     ],
 )
 def test_what_became_of_a_request(runs, now, state):
@@ -299,12 +299,14 @@ def test_a_rebuild_failing_again_and_again_backs_off():
 def test_load_run_keys_never_repeat_along_a_cursor():
     """The same observation requested again, or seen again later, gets a new key: Dagster
     launches a key once, so a repeated key would be a request that never runs."""
-    first = sensing.load_run_key(SEEN, None)
-    assert first == SEEN.run_key
+    first = sensing.load_run_key(SEEN, None, seed="0")
     second = sensing.load_run_key(SEEN, first)
     third = sensing.load_run_key(SEEN, second)
     assert len({first, second, third}) == 3
     assert sensing.load_run_key(SEEN, first) == second  # deterministic
+    # a reset cursor starts from the number of runs launched so far: other keys
+    assert sensing.load_run_key(SEEN, None, seed="7") != first
+    assert all(k.startswith("new-orders-") for k in (first, second, third))
 
 
 @pytest.mark.parametrize("text", [None, "", "{", "[]", '{"v": 2, "seen": 5}', "12345"])
@@ -329,7 +331,7 @@ def owing(after, owed, *pending, requests=None):
                                  requests if requests is not None else len(pending))
 
 
-R1 = ("paid-orders-refresh-1-2026-01-24-2026-01-25", "2026-01-24", "2026-01-25", 7)
+R1 = ("paid-orders-refresh-0.1-2026-01-24-2026-01-25", "2026-01-24", "2026-01-25", 7)
 
 
 @pytest.mark.parametrize(

@@ -61,9 +61,6 @@ IN_FLIGHT = frozenset({"QUEUED", "NOT_STARTED", "MANAGED", "STARTING", "STARTED"
 # how long a failed run marked for a retry may wait for Dagster to launch it, before the
 # sensor stops waiting and requests the work again itself.
 GRACE_SECONDS = 60.0
-# Runs created this long before their request belong to an older request with the same
-# key (a cursor that was reset): they say nothing about this one.
-CLOCK_SLACK_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -118,8 +115,7 @@ def request_outcome(runs: Iterable[RunView], *, requested_at: float, now: float,
     with retries exhausted or turned off, the sensor is what heals. So must one that
     still has no run ``grace`` seconds after it was made.
     """
-    runs = sorted((r for r in runs if r.created_at >= requested_at - CLOCK_SLACK_SECONDS),
-                  key=lambda r: r.created_at)
+    runs = sorted(runs, key=lambda r: r.created_at)
     for run in runs:
         if run.status == "SUCCESS":
             return Outcome(Outcome.SUCCEEDED, f"run {run.run_id} succeeded")
@@ -356,9 +352,10 @@ def _missing_sqlite_file(engine: Engine) -> bool:
 def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
                  cursor: str | None,
                  runs_for: Callable[[str], Iterable[RunView]] | None = None,
-                 now: float = 0.0) -> LoadTick:
+                 now: float = 0.0, seed: str = "") -> LoadTick:
     """One tick of ``new_orders_sensor``: the pending request's runs (``runs_for`` a run
-    key), then watermark → window → observation → decision. ``now`` is POSIX seconds.
+    key), then watermark → window → observation → decision. ``now`` is POSIX seconds;
+    ``seed`` starts the chain of run keys of a fresh cursor (:func:`load_run_key`).
 
     While the pending request's run is queued or running, the source is not even asked.
     """
@@ -379,7 +376,7 @@ def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days
     current = wm.window_start(read_watermark(warehouse), lookback_days)
     src = inspect_source(source)
     decision = check(state.seen, current, lambda start: observe(source, tz, start, src))
-    return decide_load(state, outcome, decision, now)
+    return decide_load(state, outcome, decision, now, seed)
 
 
 # --- new_orders_sensor: the request and what became of it ------------------------------
@@ -437,17 +434,18 @@ class LoadCursor:
             return cls()
 
 
-def load_run_key(seen: Observation, previous_key: str | None) -> str:
-    """The run key of a new request: never one an earlier request of the cursor used.
+def load_run_key(seen: Observation, previous_key: str | None, seed: str = "") -> str:
+    """The run key of a new request: never one an earlier request used.
 
-    The first request uses the observation's own key; later ones chain it to the previous
-    key, so the same observation requested again (its run failed) or seen again (after
-    other loads) gets a fresh key — Dagster launches a key only once — while a tick
-    repeated from the same cursor asks for the same key.
+    Each key chains the observation to the previous key, so the same observation requested
+    again (its run failed) or seen again (after other loads) gets a fresh key — Dagster
+    launches a key only once — while a tick repeated from the same cursor asks for the
+    same key. A fresh cursor (none yet, or a reset one) starts the chain from ``seed``:
+    the number of runs the sensor has launched so far, so that a reset cursor never
+    reuses the keys of the one before it.
     """
-    if previous_key is None:
-        return seen.run_key
-    chained = f"{seen.to_cursor()}|{previous_key}".encode()
+    previous = previous_key if previous_key is not None else f"start-{seed}"
+    chained = f"{seen.to_cursor()}|{previous}".encode()
     return RUN_KEY_PREFIX + hashlib.sha256(chained).hexdigest()[:20]
 
 
@@ -470,7 +468,7 @@ class LoadTick:
 
 
 def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision | None,
-                now: float) -> LoadTick:
+                now: float, seed: str = "") -> LoadTick:
     """Run or skip from what became of the pending request and what the source says. Pure.
 
     ``outcome`` is that of ``cursor.pending`` (None without one); ``decision`` compares
@@ -495,7 +493,7 @@ def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision 
                 f"{outcome.detail} ({pending.attempt} attempts in a row): backing off, "
                 f"the load is requested again in {resume - now:.0f} s"))
     if decision.run or again:
-        key = load_run_key(decision.cursor, cursor.last_key)
+        key = load_run_key(decision.cursor, cursor.last_key, seed)
         attempt = cursor.pending.attempt + 1 if again and cursor.pending else 1
         reason = decision.reason
         if again:
@@ -547,11 +545,12 @@ def day_blocks(days: Iterable[str]) -> list[DayBlock]:
     return [DayBlock(first, last) for first, last in runs(days)]
 
 
-def refresh_run_key(number: int, block: DayBlock) -> str:
-    """The key of the cursor's ``number``-th request: a tick repeated from the same cursor
-    asks for the same keys, and a block requested again (its run failed, or a later load
-    touched it again) gets a new one."""
-    return f"paid-orders-refresh-{number}-{block.first}-{block.last}"
+def refresh_run_key(epoch: str, number: int, block: DayBlock) -> str:
+    """The key of the ``number``-th request of a cursor started at ``epoch`` (the number of
+    runs the sensor had launched then): a tick repeated from the same cursor asks for the
+    same keys; a block requested again (its run failed, or a later load touched it again)
+    gets a new one, and so does every request of a cursor that was reset."""
+    return f"paid-orders-refresh-{epoch}.{number}-{block.first}-{block.last}"
 
 
 # --- paid_orders_refresh_sensor: the days owed ------------------------------------------
@@ -593,6 +592,7 @@ class RefreshCursor:
     pending: tuple[RefreshRequest, ...] = ()
     requests: int = 0
     failures: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    epoch: str = ""  # where the cursor's run keys start (see refresh_run_key); "" fresh
 
     def to_cursor(self) -> str:
         return json.dumps({
@@ -600,6 +600,7 @@ class RefreshCursor:
             "owed": {day: list(mark) for day, mark in sorted(self.owed.items())},
             "pending": [asdict(r) for r in self.pending], "requests": self.requests,
             "failures": {day: list(f) for day, f in sorted(self.failures.items())},
+            "epoch": self.epoch,
         }, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -621,7 +622,8 @@ class RefreshCursor:
                        pending=tuple(RefreshRequest(**r) for r in data["pending"]),
                        requests=int(data["requests"]),
                        failures={day: (int(f[0]), float(f[1]))
-                                 for day, f in data.get("failures", {}).items()})
+                                 for day, f in data.get("failures", {}).items()},
+                       epoch=str(data.get("epoch", "")))
         except (ValueError, TypeError, KeyError, IndexError):
             return cls()
 
@@ -643,7 +645,7 @@ class RefreshTick:
 
 
 def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
-                 outcomes: Mapping[str, Outcome], now: float) -> RefreshTick:
+                 outcomes: Mapping[str, Outcome], now: float, seed: str = "0") -> RefreshTick:
     """Owe the days of new materializations, settle requests, ask for free owed days. Pure.
 
     ``outcomes`` holds what became of each pending request (by run key). A request whose
@@ -651,6 +653,7 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
     again meanwhile: that day stays owed. A request whose run failed or was canceled is
     dropped, so its days are requested again (new key). Days of a request that is still
     busy are not requested again until it ends: never two runs over the same day.
+    ``seed`` starts the run keys of a fresh cursor (:func:`refresh_run_key`).
     """
     owed = dict(cursor.owed)
     after = cursor.after
@@ -689,14 +692,15 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
                if now < ended + retry_delay(count)}
     if cooling & set(owed):
         notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
-    count, new = cursor.requests, []
+    count, new, epoch = cursor.requests, [], cursor.epoch or seed
     for block in day_blocks(set(owed) - busy - cooling):
         count += 1
         batch = max(owed[d] for d in days_between(parse_day(block.first),
                                                   parse_day(block.last)))[1]
-        new.append(RefreshRequest(refresh_run_key(count, block), block.first, block.last,
+        new.append(RefreshRequest(refresh_run_key(epoch, count, block), block.first,
+                                  block.last,
                                   covers=after if after is not None else 0,
                                   requested_at=now, batch=batch))
     failures = {day: f for day, f in failures.items() if day in owed}
-    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count, failures),
-                       new, notes)
+    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count, failures,
+                                     epoch), new, notes)
