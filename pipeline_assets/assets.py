@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Optional
 
 from dagster import (
+    AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
@@ -31,10 +32,11 @@ from pydantic import Field
 from .core.daily_files import DayFilesBatch, manifest_path
 from .core.db import redact
 from .core.errors import PipelineError
+from .core.horizon import reconcile_horizon
 from .core.load import FUTURE_TOLERANCE, LoadResult, load_orders
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
-from .core.times import day_of, day_start, to_instant, utc_now
-from .core.verify import VerifyError, differing_days, reconcile_since, repair_commands
+from .core.times import to_instant, utc_now
+from .core.verify import VerifyError
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
 
@@ -261,39 +263,49 @@ def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
     return paid_orders, daily_revenue
 
 
-def build_orders_checks(settings: Settings, clock: Clock = utc_now):
+def build_orders_checks(settings: Settings):
+    # no clock: the window is anchored on the data (core/horizon.py)
     tz = settings.tz
-    horizon = settings.reconcile_days
+    horizon_days = settings.reconcile_days
 
     @asset_check(
         asset="orders",
         name=RECONCILE_CHECK,
         description=f"Source and warehouse agree, day by day (count and row checksum), over "
-        f"the last {horizon} days (RECONCILE_DAYS): catches rows that arrived later than "
-        "the lookback window.",
+        f"the {horizon_days} days (RECONCILE_DAYS) ending at the watermark, plus the days "
+        "the last batch touched: catches rows that arrived later than the lookback window. "
+        "Comparing no day while the warehouse holds rows is a failure.",
     )
-    def orders_match_source(source: SourceDatabase, warehouse: Warehouse) -> AssetCheckResult:
-        """Source and warehouse agree day by day over the last RECONCILE_DAYS days."""
-        today = day_of(clock(), tz)
-        since = day_start(today - timedelta(days=horizon), tz)
+    def orders_match_source(context: AssetCheckExecutionContext, source: SourceDatabase,
+                            warehouse: Warehouse) -> AssetCheckResult:
+        """Source and warehouse agree day by day over the days ending at the watermark."""
         try:
-            days = reconcile_since(source.engine(), warehouse.engine(), tz, since)
+            h, days, verdict = reconcile_horizon(
+                source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
+                days_touched=last_days_touched(context.instance))
         except VerifyError as exc:
             return AssetCheckResult(passed=False, description=str(exc))
-        bad = differing_days(days)
-        repair = repair_commands(bad, [])
         return AssetCheckResult(
-            passed=not bad,
-            description=None if not bad else (
-                f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}. "
-                "Rows arrived later than the lookback window. Repair: "
-                + "; ".join(repair) + " (the refresh sensor then rebuilds their files)."),
+            passed=verdict.passed,
+            description=verdict.description,
             metadata={
-                "since": since.isoformat(),
-                "days_compared": len(days),
-                "differing_days": MetadataValue.json(bad),
-                "repair": MetadataValue.json(repair),
+                "anchored_on": h.anchored_on,
+                "anchor": h.anchor.isoformat() if h.anchor else "none",
+                "window": f"{h.first}...{h.last}" if h.first else "none",
+                "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
+                "days_compared": verdict.days_compared,
+                "differing_days": MetadataValue.json(verdict.differing),
+                "repair": MetadataValue.json(verdict.repair),
             },
         )
 
     return [orders_match_source]
+
+
+def last_days_touched(instance) -> list:
+    """``days_touched`` of the latest materialization of ``orders`` (empty before any)."""
+    event = instance.get_latest_materialization_event(AssetKey("orders"))
+    if event is None or event.asset_materialization is None:
+        return []
+    touched = event.asset_materialization.metadata.get("days_touched")
+    return list(touched.value) if touched is not None else []

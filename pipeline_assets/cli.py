@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -57,7 +58,7 @@ from .core.db import DatabaseError, make_engine, redact, scrub, sqlite_file
 from .core.errors import PipelineError
 from .core.load import load_orders
 from .core.money import parse_amount
-from .core.times import day_of, from_canonical, parse_day, to_instant, utc_now
+from .core.times import day_of, from_canonical, parse_day, resolve_relative, to_instant, utc_now
 from .core.verify import verify
 
 PROG = "pipeline-assets"
@@ -82,6 +83,13 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit 2) instead of usage + error."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `--updated-at -2d` is a value, not an unknown option: argparse lets values that
+        # look like negative numbers through, and so does Python 3.13 for "-2d" (no
+        # option of ours starts with a dash and a digit).
+        self._negative_number_matcher = re.compile(r"^-\d")
 
     def error(self, message: str):
         hint = f" (see `{self.prog} --help`)"
@@ -115,11 +123,15 @@ def _add_demo(commands) -> None:
     group = commands.add_parser("demo", help="create and change the demo app database")
     sub = group.add_subparsers(dest="demo_command", metavar="DEMO_COMMAND", required=True)
 
-    p = sub.add_parser("init", help="create the orders table with the chapter's orders 101-106")
+    p = sub.add_parser("init", help="create the orders table: the story's orders 101-106 "
+                       "among four weeks of realistic orders, ending yesterday")
     p.add_argument("--force", action="store_true",
                    help="drop and recreate an existing orders table")
     p.add_argument("--if-missing", action="store_true",
                    help="do nothing (exit 0) when the orders table already exists")
+    p.add_argument("--history-days", type=int, default=demo.HISTORY_DAYS, metavar="D",
+                   help=f"days of realistic orders before today (default: {demo.HISTORY_DAYS}; "
+                   "0: only orders 101-106)")
     p.set_defaults(handler=_demo_init)
 
     p = sub.add_parser("generate", help="add N realistic orders over D days, some late")
@@ -138,7 +150,9 @@ def _add_demo(commands) -> None:
     p.add_argument("--status", required=True)
     p.add_argument("--amount", required=True, help="exact decimal, e.g. 22.00")
     p.add_argument("--updated-at", required=True, metavar="T",
-                   help="ISO-8601 date or timestamp (no offset: PIPELINE_TIMEZONE)")
+                   help="ISO-8601 date or timestamp (no offset: PIPELINE_TIMEZONE), or a day "
+                   "relative to today: today, yesterday, -2d, each optionally with a time "
+                   "('yesterday 20:00')")
     p.set_defaults(handler=_demo_set)
 
 
@@ -152,7 +166,8 @@ def _add_watermark(commands) -> None:
 
     p = sub.add_parser("rewind", help="move the watermark back, recording why")
     p.add_argument("value", metavar="VALUE",
-                   help="date or timestamp (no offset: PIPELINE_TIMEZONE)")
+                   help="date or timestamp (no offset: PIPELINE_TIMEZONE), or a relative "
+                   "day such as yesterday or -3d")
     p.add_argument("--reason", required=True, help="recorded in the watermark history")
     p.set_defaults(handler=_watermark_rewind)
 
@@ -190,6 +205,10 @@ class _Context:
         self.settings = settings
         self.clock = clock
         self._engines: list[Engine] = []
+
+    def today(self):
+        """Today in PIPELINE_TIMEZONE, by the command's clock."""
+        return day_of(self.clock(), self.settings.tz)
 
     def engine(self, url: str, role: str) -> Engine:
         engine = make_engine(url, role=role)
@@ -296,9 +315,15 @@ def _demo_init(args, ctx: _Context) -> int:
     if args.if_missing and not args.force and demo.has_orders(engine):
         print(f"the demo app database {redact(url)} already has orders: left as it is")
         return 0
-    count = demo.init(engine, force=args.force)
-    first, last = demo.CHAPTER_ORDERS[0][0], demo.CHAPTER_ORDERS[-1][0]
-    print(f"created the orders table in {redact(url)} with {count} orders ({first}-{last})")
+    today = ctx.today()
+    count = demo.init(engine, force=args.force, today=today, tz=ctx.settings.tz,
+                      history_days=args.history_days)
+    first, last = demo.CHAPTER_STORY[0][0], demo.CHAPTER_STORY[-1][0]
+    story = len(demo.CHAPTER_STORY)
+    history = (f" and {count - story} more over the {args.history_days} days before "
+               f"{today.isoformat()}" if count > story else "")
+    print(f"created the orders table in {redact(url)} with {count} orders: "
+          f"{first}-{last}{history}")
     return 0
 
 
@@ -317,12 +342,13 @@ def _demo_generate(args, ctx: _Context) -> int:
 
 def _demo_set(args, ctx: _Context) -> int:
     _option("--amount", parse_amount, args.amount)
-    _option("--updated-at", to_instant, args.updated_at, ctx.settings.tz)
+    updated_at = _option("--updated-at", resolve_relative, args.updated_at, ctx.today())
+    _option("--updated-at", to_instant, updated_at, ctx.settings.tz)
     outcome = demo.set_order(ctx.source(), args.order_id, status=args.status,
-                             amount=args.amount, updated_at=args.updated_at,
+                             amount=args.amount, updated_at=updated_at,
                              tz=ctx.settings.tz)
     print(f"order {args.order_id} {outcome}: {args.status.strip()} {args.amount.strip()} "
-          f"{args.updated_at.strip()}")
+          f"{updated_at.strip()}")
     return 0
 
 
@@ -341,7 +367,8 @@ def _watermark_show(args, ctx: _Context) -> int:
 
 
 def _watermark_rewind(args, ctx: _Context) -> int:
-    value = _option("VALUE", to_instant, args.value, ctx.settings.tz)
+    value = _option("VALUE", to_instant, _option("VALUE", resolve_relative, args.value,
+                                                 ctx.today()), ctx.settings.tz)
     engine, _ = ctx.warehouse_for_reading()  # no file: no watermark, and core says so
     old, new = wm.rewind(engine, value, reason=args.reason, at=ctx.clock())
     print(f"watermark rewound from {_iso(old)} to {_iso(new)}")

@@ -42,7 +42,7 @@ def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions
     )
     return Definitions(
         assets=[orders, paid_orders, daily_revenue],
-        asset_checks=build_orders_checks(settings, clock),
+        asset_checks=build_orders_checks(settings),
         jobs=[orders_job, daily_files_job, daily_job],
         schedules=[build_daily_schedule(settings, daily_job)],
         sensors=[build_new_orders_sensor(settings, orders_job, clock),

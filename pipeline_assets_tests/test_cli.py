@@ -14,6 +14,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,8 @@ def cli(capsys, env):
 
 @pytest.fixture
 def initialized(cli, data) -> Path:
-    assert cli("demo", "init")[0] == 0
+    """The story alone (orders 101-106), on the chapter's calendar: the clock is NOW."""
+    assert cli("demo", "init", "--history-days", "0")[0] == 0
     return data
 
 
@@ -115,12 +117,51 @@ def one_line_error(code: int, out: str, err: str, expected_code: int = 1) -> str
 
 def test_demo_init_creates_the_chapter_orders_and_its_folder(cli, tmp_path):
     nested = tmp_path / "deep" / "er"
-    code, out, err = cli("demo", "init", PIPELINE_DATA_DIR=str(nested))
+    code, out, err = cli("demo", "init", "--history-days", "0", PIPELINE_DATA_DIR=str(nested))
     assert (code, err) == (0, "")
-    assert out == f"created the orders table in sqlite:///{nested / 'app.db'} with 6 orders " \
-                  "(101-106)\n"
+    assert out == f"created the orders table in sqlite:///{nested / 'app.db'} with 6 orders: " \
+                  "101-106\n"
     assert source_rows(nested) == CHAPTER
     assert dict((r[0], r[1]) for r in source_rows(nested))[105] == "pending"
+
+
+def test_demo_init_lives_in_the_present_of_its_clock(capsys, tmp_path):
+    """The story keeps its shape on any date; the history ends the day before the clock's."""
+    data = tmp_path / "data"
+    code = main(["demo", "init"], environ={"PIPELINE_DATA_DIR": str(data)},
+                clock=lambda: datetime(2027, 3, 10, 0, 5, tzinfo=UTC))
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = source_rows(data)
+    assert out.endswith(f"with {len(rows)} orders: 101-106 and {len(rows) - 6} more over the "
+                        "28 days before 2027-03-10\n")
+    assert rows[:6] == [(101, "paid", "40.00", "2027-02-14"), (102, "paid", "15.50", "2027-02-19"),
+                        (103, "refunded", "30.00", "2027-02-23"),
+                        (104, "paid", "12.75", "2027-02-26"),
+                        (105, "pending", "22.00", "2027-03-02"),
+                        (106, "paid", "18.20", "2027-03-04")]
+    history = rows[6:]
+    days = {r[3][:10] for r in history}
+    assert min(days) == "2027-02-10" and max(days) == "2027-03-09" and len(days) == 28
+    assert max(r[3] for r in history) < "2027-03-09T18:00"  # 105 at yesterday 20:00 is newer
+    statuses = {r[1] for r in history}
+    assert {"paid", "pending", "refunded", "cancelled"} <= statuses
+    assert 300 < len(history) < 800
+    # some rows were written late: an order id newer than a row stamped after it
+    assert any(a[3] > b[3] for a, b in zip(history, history[1:], strict=False))
+
+
+def test_demo_init_reads_its_day_in_the_pipeline_time_zone(capsys, tmp_path):
+    data = tmp_path / "data"
+    # 03:00 UTC on the 10th is still the 9th in New York
+    code = main(["demo", "init"], environ={"PIPELINE_DATA_DIR": str(data),
+                                           "PIPELINE_TIMEZONE": "America/New_York"},
+                clock=lambda: datetime(2027, 3, 10, 3, 0, tzinfo=UTC))
+    assert code == 0
+    rows = source_rows(data)
+    assert rows[5] == (106, "paid", "18.20", "2027-03-03")
+    assert max(r[3][:10] for r in rows[6:]) == "2027-03-08"
+    assert all(r[3].endswith(("-05:00", "-04:00")) for r in rows[6:])
 
 
 def test_demo_init_twice_needs_force_and_keeps_the_data(cli, initialized):
@@ -131,7 +172,7 @@ def test_demo_init_twice_needs_force_and_keeps_the_data(cli, initialized):
     assert "already has an orders table; pass --force" in err
     assert source_rows(initialized) == before
 
-    assert cli("demo", "init", "--force")[0] == 0
+    assert cli("demo", "init", "--force", "--history-days", "0")[0] == 0
     assert source_rows(initialized) == CHAPTER
 
 
@@ -139,7 +180,7 @@ def test_demo_generate_is_deterministic_and_adds_late_orders(cli, tmp_path):
     runs = []
     for name in ("a", "b"):
         folder = tmp_path / name
-        assert cli("demo", "init", PIPELINE_DATA_DIR=str(folder))[0] == 0
+        assert cli("demo", "init", "--history-days", "0", PIPELINE_DATA_DIR=str(folder))[0] == 0
         code, out, err = cli("demo", "generate", "--orders", "200", "--days", "10",
                              "--start", "2026-02-01", "--late-fraction", "0.25", "--seed", "7",
                              PIPELINE_DATA_DIR=str(folder))
@@ -181,6 +222,26 @@ def test_demo_set_updates_and_inserts(cli, initialized):
     assert rows[-1] == (186, "paid", "9.90", "2026-01-24T23:30:00+01:00")
 
 
+@pytest.mark.parametrize("value, stored, zone, clock", [
+    ("yesterday 20:00", "2026-01-26T20:00:00", "UTC", NOW),
+    ("today", "2026-01-27", "UTC", NOW),
+    ("-2d", "2026-01-25", "UTC", NOW),  # a value, not an option
+    (" -3d ", "2026-01-24", "UTC", NOW),
+    ("+1d 09:30:15", "2026-01-28T09:30:15", "UTC", NOW),
+    # 03:00 UTC on the 27th is still the 26th in New York: relative to that day
+    ("yesterday", "2026-01-25", "America/New_York", datetime(2026, 1, 27, 3, tzinfo=UTC)),
+    ("2026-01-24T23:30:00+01:00", "2026-01-24T23:30:00+01:00", "UTC", NOW),  # as given
+])
+def test_demo_set_takes_days_relative_to_the_clock(capsys, initialized, env, value, stored,
+                                                   zone, clock):
+    code = main(["demo", "set", "105", "--status", "paid", "--amount", "22.00",
+                 "--updated-at", value], environ={**env, "PIPELINE_TIMEZONE": zone},
+                clock=lambda: clock)
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (0, f"order 105 updated: paid 22.00 {stored}\n", "")
+    assert source_rows(initialized)[4] == (105, "paid", "22.00", stored)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["demo", "set", "105", "--status", "paid", "--amount", "22,00", "--updated-at",
       "2026-01-25"], "--amount: '22,00' is not a decimal number"),
@@ -192,6 +253,11 @@ def test_demo_set_updates_and_inserts(cli, initialized):
       "25/01/2026"], "--updated-at: '25/01/2026' is not an ISO-8601 date"),
     (["demo", "set", "105", "--status", " ", "--amount", "22.00", "--updated-at",
       "2026-01-25"], "--status must not be empty"),
+    (["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at",
+      "yesterday 25:00"], "--updated-at: 'yesterday 25:00' has no valid time of day"),
+    (["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at",
+      "last week"], "--updated-at: 'last week' is not an ISO-8601 date"),
+    (["demo", "init", "--force", "--history-days", "-1"], "--history-days -1 must be 0"),
     (["demo", "generate", "--orders", "5", "--days", "2", "--start", "2026-1-5"],
      "--start: '2026-1-5' is not a day in the form YYYY-MM-DD"),
     (["demo", "generate", "--orders", "5", "--days", "2", "--late-fraction", "1.5"],
@@ -293,7 +359,8 @@ def test_rewind_reads_a_naive_value_in_the_pipeline_time_zone(cli, initialized):
 @pytest.mark.parametrize("value, message", [
     ("2026-01-25", "is not before the current"),
     ("2026-01-21", "is not before the current"),
-    ("yesterday", "VALUE: 'yesterday' is not an ISO-8601 date"),
+    ("yesterday", "is not before the current"),  # 2026-01-26, by the clock
+    ("soon", "VALUE: 'soon' is not an ISO-8601 date"),
 ])
 def test_rewind_forward_or_unparseable_is_refused(cli, initialized, value, message):
     real_load(initialized)
@@ -426,7 +493,9 @@ def test_python_dash_m_runs_the_commands(tmp_path):
     done = _subprocess(tmp_path, "plan")
     assert (done.returncode, done.stderr) == (0, "")
     plan = json.loads(done.stdout)
-    assert (plan["rows_read"], plan["days_touched"]) == (6, CHAPTER_DAYS)
+    rows = source_rows(tmp_path)  # dated by the real clock: expected from the data
+    assert (plan["rows_read"], plan["days_touched"]) == (
+        len(rows), sorted({r[3][:10] for r in rows}))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
 
 

@@ -1,14 +1,22 @@
-"""The demo app database: the chapter's orders 101–106, and realistic generated orders.
+"""The demo app database: the chapter's orders 101–106 in a history of realistic orders.
 
 This is the only code that writes to the source, playing the part of the application.
+
+``demo init`` places everything relative to the day it is given (``today``, from the
+caller's clock; never read here), so the demo always lives in the present: a history
+of orders over the days before today, ending yesterday, with the chapter's story among
+them. The shop's day ends at :data:`DAY_CLOSES`: every history row is stamped before
+that hour, so an order set later in the day (``yesterday 20:00``) is the newest one
+and moves the watermark.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, tzinfo
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -20,16 +28,31 @@ from .errors import PipelineError
 from .money import format_amount, parse_amount
 from .times import UTC, to_instant
 
-# The story: the last run read up to 2026-01-21 with 105 still pending. Next, 105 is
-# paid on 2026-01-25, and a late order 186 dated 2026-01-24 arrives after that.
-CHAPTER_ORDERS = [
-    (101, "paid", "40.00", "2026-01-03"),
-    (102, "paid", "15.50", "2026-01-08"),
-    (103, "refunded", "30.00", "2026-01-12"),
-    (104, "paid", "12.75", "2026-01-15"),
-    (105, "pending", "22.00", "2026-01-19"),
-    (106, "paid", "18.20", "2026-01-21"),
+# The story, in days before today. With today = 2026-01-27 (CHAPTER_TODAY) these are the
+# chapter's own dates: the last run read up to the 21st with 105 still pending; next,
+# 105 is paid, and a late order 186, dated before that payment, arrives after it.
+CHAPTER_STORY = [
+    (101, "paid", "40.00", 24),
+    (102, "paid", "15.50", 19),
+    (103, "refunded", "30.00", 15),
+    (104, "paid", "12.75", 12),
+    (105, "pending", "22.00", 8),
+    (106, "paid", "18.20", 6),
 ]
+CHAPTER_TODAY = date(2026, 1, 27)
+
+HISTORY_DAYS = 28  # what `demo init` adds by default: four weeks, ending yesterday
+HISTORY_FIRST_ID = 1001
+DAY_OPENS, DAY_CLOSES = 8, 18  # history rows are stamped between these hours (local)
+
+
+def chapter_orders(today: date = CHAPTER_TODAY) -> list[tuple[int, str, str, str]]:
+    """Orders 101–106 as ``(order_id, status, amount, updated_at)``, dated before ``today``."""
+    return [(order_id, status, amount, (today - timedelta(days=back)).isoformat())
+            for order_id, status, amount, back in CHAPTER_STORY]
+
+
+CHAPTER_ORDERS = chapter_orders()  # the story on the chapter's own calendar (January 2026)
 
 STATUSES = (("paid", 70), ("pending", 15), ("refunded", 8), ("cancelled", 7))
 
@@ -61,18 +84,74 @@ def has_orders(engine: Engine) -> bool:
     return has_table(engine, "orders", "SOURCE_DATABASE_URL")
 
 
-def init(engine: Engine, *, force: bool = False) -> int:
-    """Create the demo ``orders`` table with orders 101–106; returns the number of rows."""
+def init(engine: Engine, *, force: bool = False, today: date = CHAPTER_TODAY,
+         tz: tzinfo = UTC, history_days: int = 0, seed: int = 0) -> int:
+    """Create the demo ``orders`` table; returns the number of rows.
+
+    It holds orders 101–106 dated relative to ``today`` and, with ``history_days``, the
+    realistic orders of that many days before ``today`` (see :func:`history_orders`).
+    """
+    if history_days < 0:
+        raise DemoError(f"--history-days {history_days} must be 0 or more")
     if has_orders(engine) and not force:
         raise DemoError(f"the source {redact(engine.url)} already has an orders table; "
                         "pass --force to drop and recreate it")
+    rows = chapter_orders(today) + history_orders(today, tz, days=history_days, seed=seed)
     with _writing(engine) as conn:
         source_orders.drop(conn, checkfirst=True)
         source_orders.create(conn)
         conn.execute(source_orders.insert(), [
-            dict(order_id=i, status=s, amount=a, updated_at=u) for i, s, a, u in CHAPTER_ORDERS
+            dict(order_id=i, status=s, amount=a, updated_at=u) for i, s, a, u in rows
         ])
-    return len(CHAPTER_ORDERS)
+    return len(rows)
+
+
+def history_orders(today: date, tz: tzinfo, *, days: int = HISTORY_DAYS,
+                   seed: int = 0) -> list[tuple[int, str, str, str]]:
+    """Realistic orders over the ``days`` days before ``today``, ending yesterday.
+
+    Order ids follow the order in which the app wrote the rows. Weekdays are busier than
+    weekends. Most orders are paid when placed; some are paid or refunded a few days
+    later (their ``updated_at`` is then that later moment), and those whose payment is
+    still due by the end of yesterday are ``pending``; a few arrive late, stamped up to
+    three days before the moment they were written. Every stamp is between
+    :data:`DAY_OPENS` and :data:`DAY_CLOSES` local time, with its offset. The same
+    ``today``, zone and seed give the same rows.
+    """
+    if days <= 0:
+        return []
+    rng = random.Random(seed)
+    first = today - timedelta(days=days)
+    cutoff = datetime.combine(today - timedelta(days=1), time(DAY_CLOSES), tzinfo=tz)
+
+    def during(day: date) -> datetime:
+        second = rng.randrange((DAY_CLOSES - DAY_OPENS) * 3600)
+        return datetime.combine(day, time(DAY_OPENS), tzinfo=tz) + timedelta(seconds=second)
+
+    written = []  # (moment placed: gives the order id, status, amount, stamp)
+    for n in range(days):
+        day = first + timedelta(days=n)
+        busy = 1.0 if day.weekday() < 5 else 0.6
+        for _ in range(max(3, round(rng.gauss(18 + n * 0.15, 4) * busy))):
+            placed = during(day)
+            cents = min(40_000, max(300, round(rng.lognormvariate(math.log(3_200), 0.6))))
+            amount = format_amount(Decimal(cents).scaleb(-2))
+            roll = rng.random()
+            if roll < 0.07:
+                status, stamp = "cancelled", placed
+            elif roll < 0.27:  # paid (or refunded) some days after it was placed
+                later = during(day + timedelta(days=rng.randint(1, 3)))
+                status = "refunded" if rng.random() < 0.2 else "paid"
+                status, stamp = (status, later) if later < cutoff else ("pending", placed)
+            else:
+                status, stamp = "paid", placed
+            if rng.random() < 0.05:  # copied in late by a slow system: an older stamp
+                back = min(rng.randint(1, 3), (stamp.date() - first).days)
+                stamp = stamp - timedelta(days=back)
+            written.append((placed, status, amount, stamp))
+    written.sort(key=lambda row: row[0])
+    return [(HISTORY_FIRST_ID + k, status, amount, stamp.isoformat(timespec="seconds"))
+            for k, (_, status, amount, stamp) in enumerate(written)]
 
 
 def _require_table(engine: Engine) -> None:

@@ -117,3 +117,39 @@ def parse_day(text: str) -> date:
         return date.fromisoformat(text.strip())
     except ValueError as exc:
         raise TimeValueError(f"{text!r} is not a valid day: {exc}") from exc
+
+
+_RELATIVE_RE = re.compile(
+    r"(today|yesterday|tomorrow|([+-])(\d{1,4})d)"
+    r"(?:[Tt ]+(\d{1,2}):(\d{2})(?::(\d{2}))?)?",
+    re.IGNORECASE,
+)
+_NAMED_OFFSETS = {"today": 0, "yesterday": -1, "tomorrow": 1}
+
+
+def resolve_relative(text: str, today: date) -> str:
+    """A day relative to ``today`` as ISO-8601 text; any other text comes back unchanged.
+
+    ``today``, ``yesterday``, ``tomorrow`` and ``-2d``/``+1d`` (days from today) give a
+    date (``2026-01-25``); each may be followed by a time of day (``yesterday 20:00``,
+    ``-2d 09:30:15``), which gives a timestamp without offset (``2026-01-24T20:00:00``),
+    read in the pipeline's time zone like any other. ``today`` comes from the caller's
+    clock, in that zone: this function never reads the wall clock.
+    """
+    stripped = text.strip()
+    match = _RELATIVE_RE.fullmatch(stripped)
+    if not match:
+        return text
+    word, sign, count, hour, minute, second = match.groups()
+    if sign:
+        offset = int(count) * (-1 if sign == "-" else 1)
+    else:
+        offset = _NAMED_OFFSETS[word.lower()]
+    day = today + timedelta(days=offset)
+    if hour is None:
+        return day.isoformat()
+    try:
+        moment = time(int(hour), int(minute), int(second or 0))
+    except ValueError as exc:
+        raise TimeValueError(f"{stripped!r} has no valid time of day: {exc}") from None
+    return datetime.combine(day, moment).isoformat(timespec="seconds")

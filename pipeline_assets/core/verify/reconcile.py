@@ -117,8 +117,10 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path, *, tz: tzinfo,
 
 
 def reconcile_since(source: Engine, warehouse: Engine, tz: tzinfo, since: datetime, *,
+                    until: datetime | None = None,
                     chunk_size: int = DEFAULT_CHUNK) -> dict[str, DayCounts]:
-    """Per-day count and checksum of both sides, for rows stamped at or after ``since``.
+    """Per-day count and checksum of both sides, for rows stamped at or after ``since``
+    (and before ``until``, when given).
 
     Cheap enough for every load (both reads use the ``updated_at`` index), it finds what
     the lookback window missed: a source day whose rows the warehouse does not have, or
@@ -131,7 +133,7 @@ def reconcile_since(source: Engine, warehouse: Engine, tz: tzinfo, since: dateti
 
     try:
         src = inspect_source(source)
-        for chunk in read_window(source, src, tz, since, None, chunk_size):
+        for chunk in read_window(source, src, tz, since, until, chunk_size):
             for order in chunk:
                 add_source(at(order.day(tz).isoformat()), order.stored, order.is_paid)
     except InvalidRowError as exc:
@@ -140,6 +142,8 @@ def reconcile_since(source: Engine, warehouse: Engine, tz: tzinfo, since: dateti
         o = orders.c
         query = (sa.select(o.order_id, o.status, o.amount, o.updated_at)
                  .where(o.updated_at >= canonical(since)))
+        if until is not None:
+            query = query.where(o.updated_at < canonical(until))
         with guard(warehouse, "WAREHOUSE_DATABASE_URL"):
             with warehouse.connect() as conn:
                 for row in conn.execute(query):

@@ -1,0 +1,226 @@
+"""The reconciliation window anchored on the data, and the check that can never pass empty.
+
+The pure cases pin the window itself: it ends on the watermark's day (in the pipeline's
+zone), whatever the clock says; without a watermark it ends on the newest stored row;
+the touched days join it wherever they fall. The Dagster cases run the real
+``orders_match_source`` check on real SQLite files in the situations where a window
+counted back from the wall clock compared nothing and passed: a history far behind the
+clock, a stalled source, a row stamped in the future.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from dagster import DagsterInstance
+
+from pipeline_assets.core import demo
+from pipeline_assets.core import watermark as wm
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.horizon import (
+    NEWEST_ROW,
+    NOTHING,
+    WATERMARK,
+    horizon,
+    judge,
+    reconcile_horizon,
+)
+from pipeline_assets.core.times import UTC, resolve_relative
+from pipeline_assets.core.verify import DayCounts
+from pipeline_assets.definitions import build_definitions
+from pipeline_assets.settings import from_env
+
+NY = ZoneInfo("America/New_York")
+W = datetime(2026, 1, 21, tzinfo=UTC)
+
+
+def d(text: str) -> date:
+    return date.fromisoformat(text)
+
+
+@pytest.mark.parametrize("watermark, newest, touched, days, tz, anchored, first, last, extra", [
+    # the watermark's day and the six before it; the clock plays no part
+    (W, None, [], 7, UTC, WATERMARK, "2026-01-15", "2026-01-21", []),
+    # a watermark of months ago (history far behind the clock, a stalled source): the same
+    (W, datetime(2026, 1, 21, 9, tzinfo=UTC), [], 7, UTC, WATERMARK, "2026-01-15",
+     "2026-01-21", []),
+    # a newest row in the future does not drag the window: the watermark anchors it
+    (W, datetime(2099, 1, 1, tzinfo=UTC), ["2099-01-01"], 7, UTC, WATERMARK, "2026-01-15",
+     "2026-01-21", ["2099-01-01"]),
+    # touched days inside the window add nothing; outside it they are added
+    (W, None, ["2026-01-21", "2026-01-02", "2026-01-02"], 3, UTC, WATERMARK, "2026-01-19",
+     "2026-01-21", ["2026-01-02"]),
+    # the watermark's day is the zone's: 03:00 UTC on the 21st is the 20th in New York
+    (datetime(2026, 1, 21, 3, tzinfo=UTC), None, [], 2, NY, WATERMARK, "2026-01-19",
+     "2026-01-20", []),
+    # no watermark yet (only range loads): the newest stored row anchors it
+    (None, datetime(2026, 3, 5, 12, tzinfo=UTC), [], 1, UTC, NEWEST_ROW, "2026-03-05",
+     "2026-03-05", []),
+    # an empty warehouse: only what the batch touched
+    (None, None, ["2026-01-03"], 7, UTC, NOTHING, None, None, ["2026-01-03"]),
+    # RECONCILE_DAYS=0: only the touched days
+    (W, None, ["2026-01-20"], 0, UTC, WATERMARK, None, None, ["2026-01-20"]),
+])
+def test_the_window_ends_at_the_data(watermark, newest, touched, days, tz, anchored, first,
+                                     last, extra):
+    h = horizon(watermark=watermark, newest_row=newest, days_touched=touched,
+                reconcile_days=days, tz=tz)
+    assert h.anchored_on == anchored
+    assert (h.first, h.last) == ((d(first), d(last)) if first else (None, None))
+    assert h.touched == tuple(map(d, extra))
+    window = [] if not first else \
+        [d(first) + timedelta(days=n) for n in range((d(last) - d(first)).days + 1)]
+    assert h.days == sorted(set(window) | set(map(d, extra)))
+
+
+def test_spans_group_consecutive_days():
+    h = horizon(watermark=W, newest_row=None, days_touched=["2026-01-22", "2026-01-10"],
+                reconcile_days=2, tz=UTC)
+    assert h.spans() == [(d("2026-01-10"), d("2026-01-10")), (d("2026-01-20"), d("2026-01-22"))]
+
+
+def _agree(day: str) -> DayCounts:
+    return DayCounts(day, source_rows=2, source_checksum=9, warehouse_rows=2,
+                     warehouse_checksum=9)
+
+
+@pytest.mark.parametrize("days, holds_rows, reconcile_days, passed, says", [
+    ({"2026-01-21": _agree("2026-01-21")}, True, 7, True, None),
+    ({"2026-01-21": DayCounts("2026-01-21", source_rows=1, source_checksum=1)}, True, 7,
+     False, "1 day(s) differ between source and warehouse: 2026-01-21"),
+    ({}, True, 7, False, "compared no day, so this check cannot vouch for anything"),
+    ({}, True, 0, False, "RECONCILE_DAYS is 0"),
+    ({}, False, 7, True, "the warehouse holds no orders yet"),
+])
+def test_comparing_nothing_on_a_warehouse_with_rows_fails(days, holds_rows, reconcile_days,
+                                                          passed, says):
+    h = horizon(watermark=W if holds_rows else None, newest_row=None, days_touched=[],
+                reconcile_days=reconcile_days, tz=UTC)
+    verdict = judge(h, days, warehouse_holds_rows=holds_rows)
+    assert (verdict.passed, verdict.days_compared) == (passed, len(days))
+    if says is None:
+        assert verdict.description is None
+    else:
+        assert says in verdict.description
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("today", "2026-01-27"),
+    ("Yesterday", "2026-01-26"),
+    ("tomorrow", "2026-01-28"),
+    ("-2d", "2026-01-25"),
+    ("+10d", "2026-02-06"),
+    ("-30d", "2025-12-28"),
+    ("yesterday 20:00", "2026-01-26T20:00:00"),
+    ("today T07:05:09", "2026-01-27T07:05:09"),
+    ("-1d 9:30", "2026-01-26T09:30:00"),
+    ("2026-01-25", "2026-01-25"),  # anything else comes back as it was
+    ("soon", "soon"),
+])
+def test_relative_days(text, expected):
+    assert resolve_relative(text, date(2026, 1, 27)) == expected
+
+
+# --- the real check, through Dagster ----------------------------------------------------
+
+@pytest.fixture
+def instance():
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+def setup(tmp_path: Path, **env):
+    (tmp_path / "data").mkdir(parents=True)
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data"), **env}, cwd=tmp_path)
+    return settings, make_engine(settings.source_url, role="source")
+
+
+def run_orders(settings, instance, config: dict | None = None):
+    job = build_definitions(settings).resolve_job_def("orders_job")
+    result = job.execute_in_process(
+        instance=instance, raise_on_error=False,
+        run_config={"ops": {"orders": {"config": config}}} if config else None)
+    assert result.success
+    (check,) = [c for c in result.get_asset_check_evaluations()
+                if c.check_name == "orders_match_source"]
+    return check
+
+
+def meta(check) -> dict:
+    return {k: v.value for k, v in check.metadata.items()}
+
+
+def test_a_history_far_behind_the_clock_is_still_compared(tmp_path, instance):
+    # the demo's January 2026, checked on whatever today is: the window ends at the data
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    check = run_orders(settings, instance)
+    assert check.passed
+    assert meta(check)["anchored_on"] == "watermark"
+    assert meta(check)["window"] == "2026-01-15...2026-01-21"
+    assert meta(check)["days_compared"] == 6  # every chapter day, all touched by the load
+
+    # a row that arrived beyond the lookback, inside the window: caught, not vacuous
+    demo.set_order(source, 107, status="paid", amount="9.00", updated_at="2026-01-16", tz=UTC)
+    check = run_orders(settings, instance)
+    assert not check.passed
+    assert meta(check)["differing_days"] == ["2026-01-16"]
+
+
+def test_a_stalled_source_keeps_being_compared(tmp_path, instance):
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    run_orders(settings, instance)
+    again = run_orders(settings, instance)  # nothing new: the load touched no day
+    assert again.passed
+    assert meta(again)["touched_outside_window"] == []
+    assert meta(again)["days_compared"] == 3  # 15th, 19th, 21st: the days with rows
+
+
+def test_a_row_stamped_in_the_future_is_compared_on_its_day(tmp_path, instance):
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    demo.set_order(source, 190, status="paid", amount="5.00", updated_at="2099-01-01T10:00:00",
+                   tz=UTC)
+    check = run_orders(settings, instance)
+    assert check.passed
+    # the watermark did not follow the future row, and anchors the window
+    assert meta(check)["anchor"] == "2026-01-21T00:00:00+00:00"
+    assert "2099-01-01" in meta(check)["touched_outside_window"]
+    assert meta(check)["days_compared"] == 7  # the six chapter days and 2099-01-01
+
+
+def test_without_a_watermark_the_newest_row_anchors_the_window(tmp_path, instance):
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    check = run_orders(settings, instance, {"start": "2026-01-10", "end": "2026-01-20"})
+    assert check.passed
+    assert (meta(check)["anchored_on"], meta(check)["window"]) == (
+        "newest warehouse row", "2026-01-13...2026-01-19")
+
+
+def test_comparing_no_day_fails_with_a_reason(tmp_path, instance):
+    settings, source = setup(tmp_path, RECONCILE_DAYS="0")
+    demo.init(source)
+    assert run_orders(settings, instance).passed  # the first load touched every day
+    stalled = run_orders(settings, instance)
+    assert not stalled.passed
+    assert meta(stalled)["days_compared"] == 0
+    assert "RECONCILE_DAYS is 0" in stalled.description
+
+    # a watermark rewound before every row: nothing in the window, and it says so
+    settings, source = setup(tmp_path / "rewound")
+    demo.init(source)
+    run_orders(settings, instance)
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    wm.rewind(warehouse, datetime(2025, 6, 1, tzinfo=UTC), reason="test",
+              at=datetime(2026, 1, 27, tzinfo=UTC))
+    h, days, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
+    warehouse.dispose()
+    assert (h.first, h.last, days) == (d("2025-05-26"), d("2025-06-01"), {})
+    assert not verdict.passed
+    assert "no row on either side in 2025-05-26…2025-06-01" in verdict.description
+    assert "rewound past them?" in verdict.description
