@@ -46,11 +46,11 @@ from pipeline_assets.core.daily_files import (  # noqa: E402
     serialize_day,
     write_day_files,
 )
+from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db import make_engine  # noqa: E402
 from pipeline_assets.core.load import load_orders  # noqa: E402
 from pipeline_assets.core.paid import (  # noqa: E402
     day_totals,
-    days_between,
     paid_orders_by_day,
     store_daily_revenue,
 )

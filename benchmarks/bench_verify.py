@@ -36,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.daily_files import write_day_files  # noqa: E402
+from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db import make_engine  # noqa: E402
 from pipeline_assets.core.load import load_orders  # noqa: E402
-from pipeline_assets.core.paid import days_between, paid_orders_by_day  # noqa: E402
+from pipeline_assets.core.paid import paid_orders_by_day  # noqa: E402
 from pipeline_assets.core.source import inspect_source, read_window  # noqa: E402
 from pipeline_assets.core.times import UTC  # noqa: E402
 from pipeline_assets.core.verify import check_files, compare_orders, verify  # noqa: E402
