@@ -1,8 +1,9 @@
 """How the committed lookup of one day scales with the number of manifests in the folder.
 
     .venv/bin/python benchmarks/bench_committed_lookup.py [--sizes 1000,10000,100000]
+        [--repeat 2000] [--quick] [--workdir DIR]
 
-For each size N it fills a temporary folder with N manifests (one per run, each listing
+For each size N it fills a folder with N manifests (one per run, each listing
 three days; written directly, without fsync, so generating them is cheap), a year of day
 files, and the pointers, then times, in the same run:
 
@@ -11,7 +12,9 @@ files, and the pointers, then times, in the same run:
   without the shared lock;
 - ``scan``: the naive check, reading every manifest to find the newest that lists the day.
 
-The committed lookup should stay flat in N; the scan grows linearly.
+The committed lookup should stay flat in N; the scan grows linearly. ``--quick`` uses
+100 and 1,000 manifests and 200 lookups (a smoke run). The folders are temporary (removed
+at the end) unless ``--workdir`` names where to keep them.
 """
 
 from __future__ import annotations
@@ -97,18 +100,26 @@ def per_call(fn, repeat: int) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000",
-                        help="comma-separated numbers of manifests (default: %(default)s)")
-    parser.add_argument("--repeat", type=int, default=2000, help="lookups timed per size")
+    parser.add_argument("--sizes", help="comma-separated numbers of manifests "
+                        "(default: 1000,10000,100000; with --quick 100,1000)")
+    parser.add_argument("--repeat", type=int,
+                        help="lookups timed per size (default 2000; with --quick 200)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few lookups")
+    parser.add_argument("--workdir", type=Path, help="keep the folders here (default: "
+                        "temporary folders, removed at the end)")
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in (args.sizes or ("100,1000" if args.quick
+                                             else "1000,10000,100000")).split(",")]
+    repeat = args.repeat or (200 if args.quick else 2000)
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
 
     header = (f"{'manifests':>10} | {'json.load':>10} | {'committed':>10} | {'no lock':>10} | "
               f"{'ratio':>6} | {'naive scan':>11} | {'scan/committed':>14} | {'build':>7}")
     print(header)
     print("-" * len(header))
     for n in sizes:
-        folder = Path(tempfile.mkdtemp(prefix=f"bench_committed_{n}_"))
+        folder = Path(tempfile.mkdtemp(prefix=f"bench_committed_{n}_", dir=args.workdir))
         try:
             started = time.perf_counter()
             build(folder, n)
@@ -116,17 +127,18 @@ def main(argv=None) -> int:
             expected = plain_load(folder, TARGET)
             assert read_committed_day(folder, TARGET) == expected
             assert naive_scan(folder, TARGET) == expected
-            plain = per_call(partial(plain_load, folder, TARGET), args.repeat)
-            locked = per_call(partial(read_committed_day, folder, TARGET), args.repeat)
+            plain = per_call(partial(plain_load, folder, TARGET), repeat)
+            locked = per_call(partial(read_committed_day, folder, TARGET), repeat)
             unlocked = per_call(
-                partial(read_committed_day, folder, TARGET, wait_for_writer=False), args.repeat)
+                partial(read_committed_day, folder, TARGET, wait_for_writer=False), repeat)
             scan = per_call(partial(naive_scan, folder, TARGET), 1 if n >= 50_000 else 3)
             print(f"{n:>10,} | {plain * 1e6:>8.0f}µs | {locked * 1e6:>8.0f}µs | "
                   f"{unlocked * 1e6:>8.0f}µs | {locked / plain:>5.1f}x | "
                   f"{scan * 1e3:>9.0f}ms | {scan / locked:>13,.0f}x | {built:>6.1f}s",
                   flush=True)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            if not args.workdir:
+                shutil.rmtree(folder, ignore_errors=True)
     print("\njson.load: plain open + json.load of the day file (no check); committed: "
           "read_committed_day (pointer, manifest, sha256, shared lock); no lock: the same "
           "with wait_for_writer=False; ratio: committed / json.load; naive scan: read every "

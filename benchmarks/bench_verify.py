@@ -1,9 +1,10 @@
 """How long ``verify`` takes on a year of days, against plain reads of the same tables.
 
     .venv/bin/python benchmarks/bench_verify.py [--quick] [--days 365] [--per-day 1000]
-                                                [--repeat 3]
+                                                [--repeat 3] [--workdir DIR]
 
-It builds, in a temporary folder, a SQLite source with ``days × per-day`` demo orders
+It builds, in a temporary folder (removed at the end; kept under ``--workdir``), a SQLite
+source with ``days × per-day`` demo orders
 (``--quick``: 30 × 1,000), loads them into a SQLite warehouse with the real load, and
 builds every day file with a real ``paid_orders`` write. Then it times, in the same run
 (best of ``--repeat``):
@@ -23,6 +24,7 @@ not with the number of days (there is no per-day query).
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -104,13 +106,17 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--per-day", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, help="keep the databases and files here "
+                        "(default: a temporary folder, removed at the end)")
     args = parser.parse_args()
     days, per_day, repeat = args.days, args.per_day, args.repeat
     if args.quick:
         days, per_day, repeat = 30, 1000, 1
 
-    with tempfile.TemporaryDirectory(prefix="bench_verify_") as tmp:
-        folder = Path(tmp)
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="bench_verify_", dir=args.workdir))
+    try:
         source, warehouse = build(folder, days, per_day)
         files = folder / "paid_orders"
         today = NOW.date()
@@ -138,16 +144,24 @@ def main() -> None:
         results = [(name, best(fn, repeat)) for name, fn in cases]
         source.dispose()
         warehouse.dispose()
+    finally:
+        if not args.workdir:
+            shutil.rmtree(folder, ignore_errors=True)
 
     base_count = results[0][1]
     base_fetch = results[1][1]
     rows = days * per_day
     print(f"\n{days} days × {per_day} orders = {rows:,} rows per table, SQLite, "
           f"best of {repeat}")
-    print(f"{'case':<26}{'seconds':>10}{'µs/row':>10}{'× count(*)':>13}{'× fetch':>10}")
+    header = (f"{'case':<26} | {'seconds':>9} | {'µs/row':>8} | {'ratio count(*)':>14} | "
+              f"{'ratio fetch':>11}")
+    print(header)
+    print("-" * len(header))
     for name, seconds in results:
-        print(f"{name:<26}{seconds:>10.3f}{seconds / rows * 1e6:>10.2f}"
-              f"{seconds / base_count:>13.1f}{seconds / base_fetch:>10.2f}")
+        print(f"{name:<26} | {seconds:>9.3f} | {seconds / rows * 1e6:>8.2f} | "
+              f"{seconds / base_count:>13.1f}x | {seconds / base_fetch:>10.2f}x")
+    print("\nratio count(*) / ratio fetch: seconds divided by those of the count(*) / fetch "
+          "case, measured in this run.")
 
 
 if __name__ == "__main__":
