@@ -11,13 +11,19 @@ and the rules are the contract's, written as directly as possible:
   recognized and adds nothing;
 - a day is committed when the newest manifest listing it vouches for the bytes on disk;
   what it vouches for is the warehouse's paid orders of that day when it was written.
+
+Other tests use it as their oracle too: :func:`instant_of` and :func:`stored_row` turn a
+source row read with the plain driver into the row the warehouse must hold, and
+:func:`day_file_bytes` writes a day file as docs/reader-protocol.md describes it.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
+from decimal import Decimal
 
 UTC = timezone.utc
 PAID = "paid"
@@ -26,6 +32,26 @@ PAID = "paid"
 def canonical(instant: datetime) -> str:
     """The warehouse's fixed-width UTC text (docs/design.md, "Time")."""
     return instant.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def instant_of(text: str, tz: tzinfo) -> datetime:
+    """The instant an ``updated_at`` text means (docs/design.md, "Time"): a bare date is
+    midnight of that day in ``tz``, a timestamp without offset is read in ``tz``."""
+    parsed = datetime.fromisoformat(text.strip())  # 3.11: every ISO-8601 form the app writes
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=tz)
+
+
+def stored_row(order_id, status, amount, updated_at, tz: tzinfo) -> tuple[int, str, str, str]:
+    """A raw source row as the warehouse keeps it: exact plain amount, canonical UTC time."""
+    return (int(order_id), str(status), format(Decimal(str(amount).strip()), "f"),
+            canonical(instant_of(str(updated_at), tz)))
+
+
+def day_file_bytes(rows: list[dict]) -> bytes:
+    """A day file (docs/reader-protocol.md): one JSON array sorted by ``order_id``, keys
+    sorted, no spaces, ASCII, a newline at the end."""
+    ordered = sorted(rows, key=lambda r: r["order_id"])
+    return (json.dumps(ordered, sort_keys=True, separators=(",", ":")) + "\n").encode("ascii")
 
 
 @dataclass(frozen=True)

@@ -5,57 +5,68 @@ then rerun, must leave the warehouse equal to the source, each batch once in the
 ledger, and the watermark at the newest row loaded. Two loads at once must not lose a
 watermark advance or apply a batch twice; two overlapping range backfills must leave
 files and manifests that agree.
+
+The oracle is the test's own: both databases are read with the plain driver
+(:mod:`.plain`), and a source row becomes the row the warehouse must hold by the rules
+in :mod:`.model`, never through the package's reader.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import multiprocessing
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.daily_files import describe_days, read_committed_day
-from pipeline_assets.core.db import batches, make_engine, orders, watermark_history
+from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.source import inspect_source, read_window
-from pipeline_assets.core.times import UTC, from_canonical, to_instant
+from pipeline_assets.core.times import UTC, to_instant
 
+from . import plain
 from .conftest import NOW
+from .model import canonical, instant_of, stored_row
 
 BIN = Path(sys.executable).parent
 LOAD_POINTS = ["load_after_read", "load_after_watermark", "load_before_commit",
                "load_after_commit"]
 
 
-def source_rows(source) -> list[tuple]:
-    src = inspect_source(source)
-    return [o.stored for chunk in read_window(source, src, UTC, None, None) for o in chunk]
+def source_rows(urls: dict) -> list[tuple]:
+    """The source as the warehouse must hold it, by the test's own rules (UTC zone)."""
+    return [stored_row(*row, UTC) for row in plain.source_orders(urls["source"])]
 
 
-def warehouse_rows(warehouse) -> list[tuple]:
-    with warehouse.connect() as conn:
-        return [tuple(r) for r in conn.execute(sa.select(orders).order_by(orders.c.order_id))]
+def warehouse_rows(urls: dict) -> list[tuple]:
+    return [(int(r[0]), *r[1:]) for r in plain.warehouse_orders(urls["warehouse"])]
 
 
-def assert_invariants(source, warehouse):
+def assert_invariants(urls: dict, warehouse, rows: int, batches: int | None = None):
     """Warehouse = source, each batch once, watermark = newest row, history monotone."""
-    assert warehouse_rows(warehouse) == source_rows(source)
-    with warehouse.connect() as conn:
-        ids = conn.execute(sa.select(batches.c.batch_id)).scalars().all()
-        history = conn.execute(
-            sa.select(watermark_history.c.old_value, watermark_history.c.new_value)
-            .where(watermark_history.c.kind == "load").order_by(watermark_history.c.id)).all()
+    expected = source_rows(urls)
+    assert len(expected) == rows  # the scenario fixes how many orders the app wrote
+    assert warehouse_rows(urls) == expected
+    ids = [r[0] for r in plain.query(urls["warehouse"], "SELECT batch_id FROM pipeline_batches")]
+    history = plain.query(urls["warehouse"],
+                          "SELECT old_value, new_value FROM pipeline_watermark_history "
+                          "WHERE kind = 'load' ORDER BY id")
     assert len(ids) == len(set(ids))
-    newest = max(from_canonical(r[3]) for r in source_rows(source))
+    if batches is not None:
+        assert len(ids) == batches
+    newest = max(instant_of(r[3], UTC) for r in plain.source_orders(urls["source"]))
     assert wm.current(warehouse) == newest
+    assert plain.query(urls["warehouse"], "SELECT value FROM pipeline_watermark") == \
+        [(canonical(newest),)]
     for (_, new), (next_old, _) in zip(history, history[1:], strict=False):
         assert next_old == new, "a watermark advance was lost"  # each starts where one ended
     for old, new in history:
@@ -90,7 +101,8 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
-    before = warehouse_rows(warehouse)
+    before = warehouse_rows(db_urls)
+    assert len(before) == 6
 
     killed = materialize(env_for(db_urls, PIPELINE_CRASH_AT=point), tmp_path,
                          "--select", "orders")
@@ -98,22 +110,36 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
     committed = point == "load_after_commit"
     if committed:
         assert wm.current(warehouse) == to_instant("2026-01-25", UTC)
-        assert len(warehouse_rows(warehouse)) == 7
+        assert len(warehouse_rows(db_urls)) == 7
+        assert warehouse_rows(db_urls) == source_rows(db_urls)
     else:  # the transaction died with the process: nothing of it is visible
-        assert warehouse_rows(warehouse) == before
+        assert warehouse_rows(db_urls) == before
         assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
 
     rerun = materialize(env_for(db_urls), tmp_path, "--select", "orders")
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    assert_invariants(source, warehouse)
+    # the first load, the killed one if it committed, and the rerun (a new window after a
+    # committed kill: recorded, with nothing to write)
+    assert_invariants(db_urls, warehouse, rows=7, batches=3 if committed else 2)
 
 
-def _load_repeatedly(urls: dict, times: int, barrier) -> None:
+def _load_repeatedly(urls: dict, times: int, barrier, in_flight, overlapped, spans) -> None:
+    """``times`` loads, and more until the other loader has been seen mid-load (bounded)."""
     source = make_engine(urls["source"], role="source")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     barrier.wait()
-    for _ in range(times):
+    deadline = time.monotonic() + 120
+    done = 0
+    while done < times or (not overlapped.value and time.monotonic() < deadline):
+        with in_flight.get_lock():  # the span's ends are taken under the shared lock
+            in_flight.value += 1
+            overlapped.value |= in_flight.value == 2
+            started = time.monotonic_ns()  # CLOCK_MONOTONIC: one clock for all processes
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
+        with in_flight.get_lock():
+            in_flight.value -= 1
+            spans.put((os.getpid(), started, time.monotonic_ns()))
+        done += 1
 
 
 def _app_writes(urls: dict, barrier) -> None:
@@ -130,16 +156,35 @@ def test_concurrent_loads_lose_no_advance_and_apply_no_batch_twice(db_urls, engi
     demo.init(source)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(3)
-    workers = [ctx.Process(target=_load_repeatedly, args=(db_urls, 6, barrier)),
-               ctx.Process(target=_load_repeatedly, args=(db_urls, 6, barrier)),
-               ctx.Process(target=_app_writes, args=(db_urls, barrier))]
+    in_flight, overlapped, spans = ctx.Value("i", 0), ctx.Value("b", False), ctx.Queue()
+    loaders = [ctx.Process(target=_load_repeatedly,
+                           args=(db_urls, 6, barrier, in_flight, overlapped, spans))
+               for _ in range(2)]
+    workers = [*loaders, ctx.Process(target=_app_writes, args=(db_urls, barrier))]
     for w in workers:
         w.start()
+    done = []
+    while len(done) < 12 or any(w.is_alive() for w in loaders):
+        try:  # drained while they run, so that no worker blocks on a full queue
+            done.append(spans.get(timeout=1))
+        except Exception:  # queue.Empty
+            assert all(w.exitcode in (None, 0) for w in workers), "a worker failed"
     for w in workers:
         w.join(timeout=240)
         assert w.exitcode == 0
+    while not spans.empty():
+        done.append(spans.get())
+    # The two loaders really ran at once: a load of one began before a load of the other
+    # had ended (they were serialized by the watermark lock, not by luck of timing).
+    by_pid: dict[int, list[tuple[int, int]]] = {}
+    for pid, start, end in done:
+        by_pid.setdefault(pid, []).append((start, end))
+    assert len(by_pid) == 2 and all(len(v) >= 6 for v in by_pid.values())
+    first, second = by_pid.values()
+    assert any(a0 < b1 and b0 < a1 for a0, a1 in first for b0, b1 in second), \
+        "the two loaders never overlapped"
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)  # catch the last writes
-    assert_invariants(source, warehouse)
+    assert_invariants(db_urls, warehouse, rows=46)
 
 
 @pytest.mark.e2e
@@ -158,12 +203,33 @@ def test_overlapping_range_backfills_leave_files_and_manifests_that_agree(
     # race in its migrations (Dagster's, not ours), so the instance is made first.
     subprocess.run([str(BIN / "dagster"), "instance", "migrate"], cwd=tmp_path, env=env,
                    check=True, capture_output=True, timeout=120)
-    runs = [subprocess.Popen(a, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for a in args]
-    for run in runs:
-        _, err = run.communicate(timeout=300)
-        assert run.returncode == 0, err[-2000:]
+    # Both runs must be in flight at once: the writers' lock on the folder (the reader
+    # protocol's .lock) is held here until Dagster records both runs as started, so
+    # neither can finish before the other has begun.
     folder = tmp_path / "data" / "paid_orders"
+    folder.mkdir(parents=True)
+    lock = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        # output to files: a pipe nobody reads while the run waits could fill and block it
+        logs = [(tmp_path / f"run{n}.log").open("w") for n in range(len(args))]
+        runs = [subprocess.Popen(a, cwd=tmp_path, env=env, stdout=log, stderr=log)
+                for a, log in zip(args, logs, strict=True)]
+        with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+            deadline = time.monotonic() + 240
+            while len(instance.get_run_records(
+                    RunsFilter(statuses=[DagsterRunStatus.STARTED]))) < 2:
+                ended = [r.args[-1] for r in runs if r.poll() is not None]
+                assert not ended, f"{ended} ended while the folder was locked"
+                assert time.monotonic() < deadline, "both runs never started"
+                time.sleep(0.2)  # polling for the condition, with a deadline
+    finally:
+        os.close(lock)  # releases the lock: the runs write one after the other
+    for run, log in zip(runs, logs, strict=True):
+        run.wait(timeout=300)
+        log.close()
+        assert run.returncode == 0, Path(log.name).read_text()[-2000:]
+    assert len(source_rows(db_urls)) == 306 == len(warehouse_rows(db_urls))
     days = [f"2026-01-{d:02d}" for d in range(8, 21)]
     assert all(s.committed for s in describe_days(folder, days))
     manifests = [json.loads(p.read_text()) for p in folder.glob("_manifest_*.json")]
