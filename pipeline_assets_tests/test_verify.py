@@ -5,10 +5,16 @@ real PostgreSQL): the demo source, real loads, and ``paid_orders`` runs played t
 ``paid_orders_by_day`` + ``write_day_files``, exactly what the assets do. The end-to-end
 case runs the printed repair commands with the real ``dagster`` CLI and checks that verify
 then agrees.
+
+verify rebuilds each day's expected bytes with the same code that wrote them, so two
+cases commit files computed without it: the source read with the plain driver, the day
+of each paid order and the bytes of each file by the rules of :mod:`.model` and
+docs/reader-protocol.md, and the manifest, pointers and head written by hand.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -41,7 +47,9 @@ from pipeline_assets.core.verify import (
     verify,
 )
 
+from . import plain
 from .conftest import NOW
+from .model import Model, Version, day_file_bytes, instant_of
 
 BIN = Path(sys.executable).parent
 DEFS = "dagster asset materialize -m pipeline_assets.definitions"
@@ -328,6 +336,98 @@ def test_days_follow_the_pipeline_time_zone(tmp_path, cli):
             (1, "America/New_York", ["2026-01-24"])
     finally:
         p.close()
+
+
+# --- expected files from the test's own rules -------------------------------------------------
+
+def files_by_the_rules(source_url: str, tz, days: list[str]) -> dict[str, bytes]:
+    """Each day's file bytes, from the source read with the plain driver and model rules."""
+    model = Model(tz=tz, lookback_days=2)
+    for order_id, status, amount, updated_at in plain.source_orders(source_url):
+        model.set_order(int(order_id), Version(status, amount, updated_at,
+                                               instant_of(updated_at, tz)))
+    model.commit_load(model.predict_load())  # everything loaded, as by the first load
+    return {day: day_file_bytes(rows) for day, rows in model.paid_by_day(days).items()}
+
+
+def commit_by_hand(folder: Path, files: dict[str, bytes], run_id: str, sequence: int) -> None:
+    """Day files, their manifest, the pointers and the head, laid out as
+    docs/reader-protocol.md describes them, without the package's writer."""
+    (folder / "_committed").mkdir(parents=True, exist_ok=True)
+    manifest = f"_manifest_{run_id}.json"
+    entries = {}
+    for day, data in files.items():
+        (folder / f"{day}.json").write_bytes(data)
+        entries[day] = {"rows": len(json.loads(data)), "sha256": hashlib.sha256(data).hexdigest()}
+    (folder / manifest).write_text(json.dumps({
+        "days_written": sorted(files), "files": entries, "run_id": run_id,
+        "sequence": sequence, "watermark": None, "written_at": NOW.isoformat()}))
+    for day, entry in entries.items():
+        (folder / "_committed" / f"{day}.json").write_text(json.dumps({
+            "day": day, "manifest": manifest, "run_id": run_id, "sequence": sequence,
+            **entry}))
+    (folder / "_committed" / "_head.json").write_text(json.dumps(
+        {"manifest": manifest, "sequence": sequence, "state": "done"}))
+
+
+@pytest.fixture
+def new_york(tmp_path: Path):
+    """The demo in America/New_York plus order 200, paid at 02:00 UTC on 01-10: 01-09 there."""
+    data = tmp_path / "data"
+    data.mkdir()
+    p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}",
+                 tz=zone("America/New_York"))
+    demo.init(p.source)
+    demo.set_order(p.source, 200, status="paid", amount="7.05",
+                   updated_at="2026-01-10T02:00:00Z", tz=p.tz)
+    p.load()
+    yield p
+    p.close()
+
+
+def test_files_computed_by_the_rules_alone_are_what_verify_expects(new_york):
+    p = new_york
+    files = files_by_the_rules(p.source_url, p.tz, ALL_DAYS)
+    # The rules, spelled out for two days: a bare date is midnight in the zone; a UTC
+    # timestamp lands on its New York day, shown at New York's time.
+    assert files["2026-01-03"] == (b'[{"amount":"40.00","order_id":101,"status":"paid",'
+                                   b'"updated_at":"2026-01-03T00:00:00-05:00"}]\n')
+    assert files["2026-01-09"] == (b'[{"amount":"7.05","order_id":200,"status":"paid",'
+                                   b'"updated_at":"2026-01-09T21:00:00-05:00"}]\n')
+    assert files["2026-01-10"] == b"[]\n"
+    assert sum(data != b"[]\n" for data in files.values()) == 5
+    commit_by_hand(p.folder, files, "by-hand", 1)
+
+    result = p.verify(require_all=True)
+    assert (result.ok, result.problems) == (True, ())
+    assert [(f.day, f.state, f.matches_warehouse) for f in result.files] == \
+        [(day, "committed", True) for day in ALL_DAYS]
+
+    p.build(ALL_DAYS)  # the package's own writer: the same bytes, byte for byte
+    assert {day: (p.folder / f"{day}.json").read_bytes() for day in ALL_DAYS} == files
+    assert p.verify(require_all=True).ok
+
+
+def test_files_that_break_the_rules_differ_from_the_warehouse(new_york):
+    p = new_york
+    files = files_by_the_rules(p.source_url, p.tz, ALL_DAYS)
+    # the same number in other text, and order 200 on its UTC day instead of New York's
+    files["2026-01-08"] = files["2026-01-08"].replace(b'"15.50"', b'"15.5"')
+    files["2026-01-10"], files["2026-01-09"] = files["2026-01-09"], b"[]\n"
+    commit_by_hand(p.folder, files, "by-hand", 1)
+
+    result = p.verify()
+    assert problems(result) == [("2026-01-08", FILE_DIFFERS, True),
+                                ("2026-01-09", FILE_DIFFERS, True),
+                                ("2026-01-10", FILE_DIFFERS, True)]
+    details = [x.detail for x in result.problems]
+    assert details[0].endswith("0 missing from the file, 0 no longer paid on this day, "
+                               "1 with other values")
+    assert details[1].endswith("1 missing from the file, 0 no longer paid on this day, "
+                               "0 with other values")
+    assert details[2].endswith("0 missing from the file, 1 no longer paid on this day, "
+                               "0 with other values")
+    assert result.repair == (rebuild_command("2026-01-08", "2026-01-10"),)
 
 
 # --- bad input and read-only behaviour -----------------------------------------------------
