@@ -28,6 +28,7 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
+from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import describe_days, read_committed_day
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import load_orders
@@ -90,6 +91,11 @@ def materialize(env, cwd, *args) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions",
          *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_every_load_crash_point_is_killed_for_real():
+    """Each load crash point of core/crash.py has its SIGKILL case below."""
+    assert set(LOAD_POINTS) == {p for p in POINTS if p.startswith("load_")}
 
 
 @pytest.mark.e2e

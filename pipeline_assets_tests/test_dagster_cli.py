@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
+from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import (
     UncommittedDayError,
     describe_days,
@@ -129,9 +130,29 @@ def load_and_build(source, warehouse, folder: Path, run_id: str) -> None:
                     written_at=NOW, watermark=wm.current(warehouse))
 
 
-@pytest.mark.parametrize("point", ["files_between_days", "day_file_before_rename",
-                                   "files_before_manifest", "manifest_before_rename",
-                                   "files_after_manifest", "files_after_pointers"])
+# What a SIGKILL at each file point leaves (core/daily_files.py's docstring, the reader
+# protocol's "What a crash leaves behind"), for the two days the range changes: the 21st
+# gets a new amount, the 23rd a new order. "old": still committed at the previous version;
+# "uncommitted": new bytes that no manifest vouches for; "new": committed at the new
+# version. And whether the killed writer's temp file is left for the next write to clear.
+KILLED_AT = {
+    "day_file_before_rename": ("old", True),  # the first day file's temp, not yet renamed
+    "files_between_days": ("old", False),  # only the 20th (identical bytes) replaced
+    "files_before_manifest": ("uncommitted", False),
+    "manifest_before_rename": ("uncommitted", True),
+    "files_after_manifest": ("new", False),  # the unfinished run's head vouches for them
+    "files_after_pointers": ("new", False),
+}
+CHANGED = {"2026-01-21": {"old": [("18.20", 106)], "new": [("99.00", 106)]},
+           "2026-01-23": {"old": [], "new": [("1.00", 187)]}}
+
+
+def test_every_file_crash_point_is_killed_for_real():
+    """Each file crash point of core/crash.py has its SIGKILL case below."""
+    assert set(KILLED_AT) == {p for p in POINTS if not p.startswith("load_")}
+
+
+@pytest.mark.parametrize("point", sorted(KILLED_AT))
 def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, point):
     tmp_path, env, source, warehouse = workdir
     load_and_build(source, warehouse, built(tmp_path), "setup")  # committed once
@@ -145,24 +166,34 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, 
     for path in folder.glob("2026-*.json"):
         json.loads(path.read_bytes())  # every day file parses: old or new, never half
     statuses = {s.day: s for s in describe_days(folder, DAYS)}
-    # the 21st changed; whether its new bytes landed depends on the point, but it is
-    # never both new and committed before the manifest exists
+    version, temp_left = KILLED_AT[point]
+    for day, versions in CHANGED.items():  # never both new and committed before the manifest
+        if version == "uncommitted":
+            assert not statuses[day].committed, day
+            with pytest.raises(UncommittedDayError, match=day):
+                read_committed_day(folder, day)
+        else:
+            assert [(r["amount"], r["order_id"]) for r in read_committed_day(folder, day)] \
+                == versions[version], day
     changed = statuses["2026-01-21"]
     if point.startswith("files_after"):  # the manifest landed: the new version is committed
         assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "99.00"
     elif changed.committed:
         assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "18.20"  # old version
-    else:
-        with pytest.raises(UncommittedDayError, match="2026-01-21"):
-            read_committed_day(folder, "2026-01-21")
     assert statuses["2026-01-22"].committed  # unchanged bytes stay committed
     leftovers = [p.name for p in folder.rglob("*.partial")]
+    assert bool(leftovers) == temp_left, leftovers
     if point.endswith("before_rename"):
         assert leftovers  # the killed writer's temp file is there...
     report = verify(source, warehouse, folder, tz=UTC)
     if not changed.committed:  # verify reports the uncommitted day, with its repair
         assert report.exit_code == 1 and "2026-01-21" in report.failing_days
         assert any("--partition" in c for c in report.to_json()["repair"])
+    if version == "new":
+        assert report.exit_code == 0, report.lines()
+    else:  # the old version differs from the warehouse; new bytes are uncommitted
+        assert report.exit_code == 1
+        assert report.failing_days == ["2026-01-21", "2026-01-23"]
 
     rerun = dagster(env, tmp_path, *RANGE_ARGS)
     assert rerun.returncode == 0, rerun.stderr[-2000:]

@@ -11,6 +11,11 @@ PostgreSQL databases and the real folder must agree with :mod:`.model`.
 Budget: ``PIPELINE_STATEFUL_EXAMPLES`` histories of ``PIPELINE_STATEFUL_STEPS`` steps
 (defaults keep CI near a minute per backend); ``PIPELINE_STATEFUL_SEED`` replays a run.
 A failure prints the seed, the steps, and a ``@reproduce_failure`` blob.
+
+Random histories reach a crash point only by chance, so one fixed history per backend
+(``test_every_crash_point_in_a_fixed_history_*``) drives the same machine through every
+point of ``core/crash.py`` with the same checks after each step, and asserts that each
+point was crashed at.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
-from hypothesis import HealthCheck, note, seed, settings
+from hypothesis import HealthCheck, currently_in_test_context, note, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -176,7 +181,8 @@ class PipelineHistories(RuleBasedStateMachine):
         self.planted: set[Path] = set()  # a killed writer's temp files, until a write
         self.last_sequence = 0
         self.model: Model
-        note(f"history {self.history} on {self.backend}; seed {STATS['seed']}")
+        if currently_in_test_context():  # not in the fixed history, driven by hand
+            note(f"history {self.history} on {self.backend}; seed {STATS['seed']}")
 
     def _create_database(self, label: str) -> str:
         name = f"pa_sm_{label}_{uuid.uuid4().hex[:12]}"
@@ -430,6 +436,15 @@ class PipelineHistories(RuleBasedStateMachine):
         differs = {oid for oid, v in self.model.source.items() if rows.get(oid) != v.stored(oid)}
         assert differs == self.model.stale(), "rows differ from the source unexpectedly"
 
+    def check_all(self) -> None:
+        """Every invariant below, for the fixed history (Hypothesis calls them itself)."""
+        self.source_only_changes_through_the_app()
+        self.warehouse_equals_source_except_predicted_late_rows()
+        self.each_batch_once_in_the_ledger()
+        self.watermark_is_newest_incremental_row_and_never_moved_back()
+        self.committed_days_hold_the_paid_orders_as_written()
+        self.no_temp_file_outlives_a_write()
+
     @invariant()
     def source_only_changes_through_the_app(self):
         t = demo.source_orders
@@ -507,8 +522,19 @@ class PipelineHistories(RuleBasedStateMachine):
 # --- the tests -------------------------------------------------------------------------
 
 
-def _run(machine: type[RuleBasedStateMachine], default_examples: int) -> None:
+@contextmanager
+def no_crash_settings_from_outside():
+    """The machine sets the crash variables itself; any from the environment wait outside."""
     saved = {name: os.environ.pop(name) for name in CRASH_VARS if name in os.environ}
+    try:
+        yield
+    finally:
+        for name in CRASH_VARS:
+            os.environ.pop(name, None)
+        os.environ.update(saved)
+
+
+def _run(machine: type[RuleBasedStateMachine], default_examples: int) -> None:
     chosen = os.environ.get("PIPELINE_STATEFUL_SEED")
     run_seed = int(chosen) if chosen else secrets.randbits(32)
     STATS.clear()
@@ -519,17 +545,72 @@ def _run(machine: type[RuleBasedStateMachine], default_examples: int) -> None:
                       deadline=None, derandomize=False, database=None, print_blob=True,
                       suppress_health_check=[HealthCheck.too_slow])
     try:
-        if get_state_machine_test is not None:
-            seed(run_seed)(get_state_machine_test(machine, settings=config))()
-        else:  # pragma: no cover
-            from hypothesis.stateful import run_state_machine_as_test
-            run_state_machine_as_test(machine, settings=config)
+        with no_crash_settings_from_outside():
+            if get_state_machine_test is not None:
+                seed(run_seed)(get_state_machine_test(machine, settings=config))()
+            else:  # pragma: no cover
+                from hypothesis.stateful import run_state_machine_as_test
+                run_state_machine_as_test(machine, settings=config)
     finally:
-        for name in CRASH_VARS:
-            os.environ.pop(name, None)
-        os.environ.update(saved)
         summary = ", ".join(f"{k}: {v}" for k, v in sorted(STATS.items()) if k != "seed")
         print(f"stateful {machine.backend} seed {run_seed}: {summary}")
+
+
+def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
+    """One history that crashes at every point, each check after every step; the counts."""
+    STATS.clear()
+    STATS["seed"] = "fixed"
+    machine = machine_class()
+
+    def step(rule: str, **arguments) -> None:
+        getattr(machine, rule)(**arguments)
+        machine.check_all()
+
+    try:
+        with no_crash_settings_from_outside():
+            step("start", zone="America/New_York", lookback=2)
+            for n, point in enumerate(LOAD_POINTS):  # each load has new rows to write
+                step("app_writes_order", order_id=107 + n, status="paid", amount=f"{n}.50",
+                     at=(4 + n, time(23, 59, 59, 999_999), ("utc", "naive", "date", "z")[n]))
+                step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
+            step("app_writes_order", order_id=101, status="refunded", amount="40.00",
+                 at=(0, time(0), "local"))
+            step("range_load", start=("midnight", 0), end=("midnight", 2),
+                 crashes=LOAD_POINTS[:2], retry=False)
+            step("range_load", start=("midnight", 0), end=("midnight", 2), crashes=[],
+                 retry=True)
+            for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
+                step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
+                step("app_writes_order", order_id=111 + n, status="paid", amount="7.05",
+                     at=(n + 1, time(2, 30), "space"))
+                step("incremental_load", plan_first=False, crashes=[], retry=True)
+                step("rebuild_days", choice=("range", n, 3), crashes=[point], retry=True,
+                     same_run_id=n % 2 == 0)
+            step("rebuild_days", choice=("touched", 0, 0), crashes=FILE_POINTS[:2],
+                 retry=False, same_run_id=True)
+    finally:
+        machine.teardown()
+    return Counter({k: v for k, v in STATS.items() if k != "seed"})
+
+
+def _assert_every_point_crashed(counts: Counter) -> None:
+    missed = [point for point in POINTS if not counts[f"crash {point}"]]
+    assert not missed, f"the fixed history never crashed at {missed}"
+    assert counts["committed day checks"] and counts["uncommitted day checks"]
+
+
+def test_every_crash_point_in_a_fixed_history_sqlite():
+    """Every crash point, deterministically, each run: not left to the random seed."""
+    _assert_every_point_crashed(_fixed_history(PipelineHistories))
+
+
+@pytest.mark.postgres
+def test_every_crash_point_in_a_fixed_history_postgresql(postgres_admin):
+    class OnPostgres(PipelineHistories):
+        backend = "postgresql"
+        admin = postgres_admin
+
+    _assert_every_point_crashed(_fixed_history(OnPostgres))
 
 
 def test_random_histories_sqlite():
