@@ -39,7 +39,10 @@ def test_bad_input_is_not_retried_and_a_database_may_be():
     assert not rows.InvalidRowError(1, "amount", "x", "bad").retryable
     assert not load.LoadError("empty range").retryable
     assert not times.TimeValueError("soon").retryable
-    assert db.DatabaseError("cannot reach").retryable
+    assert db.DatabaseError("cannot reach", kind=db.UNREACHABLE).retryable
+    assert db.DatabaseError("locked", kind=db.BUSY).retryable
+    assert not db.DatabaseError("read-only", kind=db.READ_ONLY).retryable
+    assert not db.DatabaseError("no table 'orders'").retryable  # a setting to fix
 
 
 # --- the CLI edge -------------------------------------------------------------------------

@@ -25,6 +25,12 @@ class DatabaseError(PipelineError):
         super().__init__(message)
         self.kind = kind
 
+    @property
+    def retryable(self) -> bool:
+        """A server that is down, a lock, a full disk may pass; a read-only database, a
+        missing right or a setting the pipeline refuses will not, however often it runs."""
+        return self.kind in (UNREACHABLE, BUSY, FULL)
+
 
 def redact(url: str | URL) -> str:
     """The URL as it may be shown to a user: password replaced by ``***``."""
