@@ -4,11 +4,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 3000
 # Run history, sensor cursors and schedules survive a restart: Dagster's home lives in
-# the checkout (git-ignored), not in a temporary folder.
+# the checkout (git-ignored), not in a temporary folder. DAGSTER_HOME=… and
+# PIPELINE_DATA_DIR=… in the environment put both elsewhere (the browser test does).
 DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export DAGSTER_HOME
 
-.PHONY: install dev test lint bench clean
+.PHONY: install dev test lint bench screenshots clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,11 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_load.py
+
+# Refresh docs/images from the browser test (a real make dev in headless Chromium).
+screenshots: install
+	PIPELINE_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -s \
+		pipeline_assets_tests/test_browser.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
