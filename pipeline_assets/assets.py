@@ -220,7 +220,7 @@ def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
             current = watermark.current()
         except PipelineError as exc:
             raise _failure(exc) from None
-        manifest = manifest_path(settings.paid_orders_dir, context.run.run_id)
+        manifest = manifest_path(settings.paid_orders_location, context.run.run_id)
         for day in days:
             context.add_asset_metadata(
                 {"rows": len(by_day[day]), "manifest": MetadataValue.path(str(manifest))},

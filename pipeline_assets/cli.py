@@ -425,7 +425,7 @@ def _verify(args, ctx: _Context) -> int:
     settings = ctx.settings
     source = ctx.source()
     warehouse, _ = ctx.warehouse_for_reading()
-    result = verify(source, warehouse, settings.paid_orders_dir, tz=settings.tz,
+    result = verify(source, warehouse, settings.paid_orders_location, tz=settings.tz,
                     today=day_of(ctx.clock(), settings.tz),
                     partitions_start=settings.partitions_start, days_from=days_from,
                     days_to=days_to, require_all=args.require_all)

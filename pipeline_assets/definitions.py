@@ -51,7 +51,7 @@ def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions
             "source": SourceDatabase(url=source_url),
             "warehouse": warehouse,
             "watermark": WatermarkStore(warehouse=warehouse, lookback_days=settings.lookback_days),
-            "day_files": DailyFilesIOManager(base_dir=str(settings.data_dir)),
+            "day_files": DailyFilesIOManager(url=settings.paid_orders_location),
         },
     )
 

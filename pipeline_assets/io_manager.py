@@ -4,16 +4,17 @@
 No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
 """
 
+import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
 from pydantic import Field
 
-from .core.crash import file_step_hook
 from .core.daily_files import (
     DayFilesBatch,
     DayFilesError,
+    Store,
+    open_store,
     read_committed_days,
     write_day_files,
 )
@@ -25,18 +26,29 @@ class DailyFilesIOManager(ConfigurableIOManager):
     Contract (docs/contract.md): ``handle_output`` writes exactly the run's partition keys
     (a day missing from the output is written as ``[]``), then the manifest
     ``_manifest_<run id>.json``; ``load_input`` returns only committed days and fails
-    naming any other day. Files live in ``<base_dir>/<asset key path>``, so with
-    ``base_dir`` = PIPELINE_DATA_DIR the ``paid_orders`` asset writes to
-    ``<PIPELINE_DATA_DIR>/paid_orders``. Writers on one machine are serialized by a
-    file lock; across machines, by the concurrency pool ``paid_orders_files``.
+    naming any other day. Files live in ``url`` (PAID_ORDERS_URL: a local path or an
+    fsspec URL such as ``s3://bucket/prefix``) or, without it, in
+    ``<base_dir>/<asset key path>``. Writers on one machine are serialized by a file
+    lock; across machines and on object stores, by the concurrency pool
+    ``paid_orders_files``. Object-store credentials come from the store's own
+    environment variables, never from this configuration.
     """
 
-    base_dir: str = Field(description="Root folder (PIPELINE_DATA_DIR); files go in "
-                                      "<base_dir>/<asset key path>/<YYYY-MM-DD>.json")
+    base_dir: str | None = Field(
+        default=None, description="Root folder (PIPELINE_DATA_DIR); without url, files go in "
+                                  "<base_dir>/<asset key path>/<YYYY-MM-DD>.json")
+    url: str | None = Field(
+        default=None, description="The folder of the files (PAID_ORDERS_URL): a local path "
+                                  "or an fsspec URL such as s3://bucket/prefix")
 
-    def folder_for(self, context: OutputContext | InputContext) -> Path:
-        """The folder of the asset's day files."""
-        return Path(self.base_dir).joinpath(*context.asset_key.path)
+    def store_for(self, context: OutputContext | InputContext) -> Store:
+        """The folder of the asset's day files: local disk or an object store."""
+        if self.url:
+            return open_store(self.url)
+        if not self.base_dir:
+            raise DayFilesError("the daily files IO manager needs url (PAID_ORDERS_URL) or "
+                                "base_dir (PIPELINE_DATA_DIR)")
+        return open_store(os.path.join(self.base_dir, *context.asset_key.path))
 
     def _partition_keys(self, context: OutputContext | InputContext, verb: str) -> list:
         if not context.has_asset_partitions:
@@ -67,14 +79,13 @@ class DailyFilesIOManager(ConfigurableIOManager):
                 "being materialized."
             )
         written = write_day_files(
-            self.folder_for(context),
+            self.store_for(context),
             {key: days.get(key, []) for key in keys},
             run_id=context.run_id,
             # When the batch was built (the asset's clock), else when Dagster created the
             # run: metadata only, never part of a key or a name.
             written_at=written_at or _run_created(context),
             watermark=watermark,
-            on_step=file_step_hook(),
         )
         context.add_output_metadata({
             "manifest": MetadataValue.path(str(written.manifest_path)),
@@ -95,7 +106,7 @@ class DailyFilesIOManager(ConfigurableIOManager):
     def load_input(self, context: InputContext) -> dict:
         """Rows of each upstream day partition, from committed days only."""
         keys = self._partition_keys(context, "load")
-        return read_committed_days(self.folder_for(context), keys)
+        return read_committed_days(self.store_for(context), keys)
 
 
 def _run_created(context: OutputContext) -> str:

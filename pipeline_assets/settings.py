@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from upath import UPath
+
+from .core.daily_files import is_url
 from .core.errors import PipelineError
 from .core.times import TimeValueError, parse_day, zone
 
@@ -42,14 +45,24 @@ class Settings:
     automation: bool = True
     # how many days back the orders_match_source check compares source and warehouse
     reconcile_days: int = 7
+    # where the paid_orders folder lives: a local path or an fsspec URL (s3://bucket/prefix);
+    # empty means <data_dir>/paid_orders
+    paid_orders_url: str = ""
 
     @property
     def tz(self):
         return zone(self.timezone)
 
     @property
-    def paid_orders_dir(self) -> Path:
-        return self.data_dir / "paid_orders"
+    def paid_orders_location(self) -> str:
+        """PAID_ORDERS_URL, or ``<data_dir>/paid_orders``: a local path or an fsspec URL."""
+        return self.paid_orders_url or str(self.data_dir / "paid_orders")
+
+    @property
+    def paid_orders_dir(self):
+        """The folder as a path: a ``Path`` on local disk, a ``UPath`` on an object store."""
+        location = self.paid_orders_location
+        return UPath(location) if is_url(location) else Path(location)
 
 
 def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
@@ -67,8 +80,14 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
     raw_tz = env.get("PIPELINE_TIMEZONE") or DEFAULTS["PIPELINE_TIMEZONE"]
     start = _parsed(parse_day, raw_start, "PARTITIONS_START_DATE")
     _parsed(zone, raw_tz, "PIPELINE_TIMEZONE")
+    paid_orders_url = (env.get("PAID_ORDERS_URL") or "").strip()
+    if paid_orders_url.startswith("file://"):
+        paid_orders_url = paid_orders_url[len("file://"):]
+    if paid_orders_url and not is_url(paid_orders_url):
+        paid_orders_url = os.path.abspath(base / paid_orders_url)
     return Settings(
         data_dir=data_dir,
+        paid_orders_url=paid_orders_url,
         source_url=env.get("SOURCE_DATABASE_URL") or f"sqlite:///{data_dir / 'app.db'}",
         warehouse_url=env.get("WAREHOUSE_DATABASE_URL") or f"sqlite:///{data_dir / 'warehouse.db'}",
         lookback_days=lookback,

@@ -105,3 +105,43 @@ def engines(db_urls):
     yield source, warehouse
     source.dispose()
     warehouse.dispose()
+
+
+# --- the two stores of the day files -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server on 127.0.0.1 for the whole session.
+
+    Its endpoint and fake credentials go into this process's environment, the way a
+    deployment sets them, so s3fs here and every ``dagster`` subprocess reach it.
+    """
+    from .stores import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("moto") / "moto_server.log")
+    saved = {name: os.environ.get(name) for name in server.env}
+    os.environ.update(server.env)
+    yield server
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    server.stop()
+
+
+@pytest.fixture
+def bucket(s3_server) -> str:
+    """``s3://<a new empty bucket>`` on the test S3 server."""
+    return f"s3://{s3_server.bucket()}"
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def paid_folder(request, tmp_path):
+    """The ``paid_orders`` folder on each store: a local ``Path``, or an s3 ``UPath``."""
+    if request.param == "local":
+        return tmp_path / "paid_orders"
+    from upath import UPath
+
+    return UPath(request.getfixturevalue("bucket") + "/paid_orders")

@@ -1,4 +1,5 @@
-"""The file layer of ``paid_orders`` (core/daily_files.py), on real files under tmp_path."""
+"""The file layer of ``paid_orders`` (core/daily_files/), on real files: a folder under
+tmp_path, and (the same tests) a bucket on the S3-compatible server the tests start."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import json
 import multiprocessing
 import os
 import threading
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from upath import UPath
 
 from pipeline_assets.core import daily_files as df
+from pipeline_assets.core.crash import SimulatedCrash
 from pipeline_assets.core.daily_files import (
     COMMITTED,
     NOT_BUILT,
@@ -32,6 +36,8 @@ from pipeline_assets.core.daily_files import (
 )
 from pipeline_assets.core.errors import PipelineError
 
+from .stores import all_files, temp_files
+
 WRITTEN_AT = "2026-01-26T00:05:00+00:00"  # a fixed clock
 DAY = "2026-01-25"
 
@@ -42,10 +48,6 @@ def row(order_id, amount="22.00", updated_at="2026-01-25T03:00:00+00:00", status
 
 def write(folder, days, run_id="run-1", **kwargs):
     return write_day_files(folder, days, run_id=run_id, written_at=WRITTEN_AT, **kwargs)
-
-
-def temp_files(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*.partial"))
 
 
 # --- serialization -----------------------------------------------------------------------
@@ -129,13 +131,14 @@ def test_paths(tmp_path):
 # --- a run's files -----------------------------------------------------------------------
 
 
-def test_write_leaves_day_files_manifest_and_pointers(tmp_path):
-    written = write(tmp_path, {"2026-01-26": [], DAY: [row(1)]},
+def test_write_leaves_day_files_manifest_and_pointers(paid_folder):
+    folder = paid_folder
+    written = write(folder, {"2026-01-26": [], DAY: [row(1)]},
                     watermark="2026-01-25T03:00:00+00:00")
-    assert (tmp_path / "2026-01-25.json").read_bytes() == ONE
-    assert (tmp_path / "2026-01-26.json").read_bytes() == b"[]\n"
+    assert (folder / "2026-01-25.json").read_bytes() == ONE
+    assert (folder / "2026-01-26.json").read_bytes() == b"[]\n"
     sha_one, sha_empty = hashlib.sha256(ONE).hexdigest(), hashlib.sha256(b"[]\n").hexdigest()
-    manifest = json.loads((tmp_path / "_manifest_run-1.json").read_bytes())
+    manifest = json.loads((folder / "_manifest_run-1.json").read_bytes())
     assert manifest == {
         "run_id": "run-1",
         "sequence": 1,
@@ -145,35 +148,37 @@ def test_write_leaves_day_files_manifest_and_pointers(tmp_path):
         "files": {"2026-01-25": {"rows": 1, "sha256": sha_one},
                   "2026-01-26": {"rows": 0, "sha256": sha_empty}},
     }
-    assert json.loads(pointer_path(tmp_path, DAY).read_bytes()) == {
+    assert json.loads(pointer_path(folder, DAY).read_bytes()) == {
         "day": DAY, "manifest": "_manifest_run-1.json", "run_id": "run-1", "sequence": 1,
         "sha256": sha_one, "rows": 1,
     }
-    assert json.loads((tmp_path / "_committed" / "_head.json").read_bytes()) == {
+    assert json.loads((folder / "_committed" / "_head.json").read_bytes()) == {
         "manifest": "_manifest_run-1.json", "sequence": 1, "state": "done"}
     assert written.days_written == ("2026-01-25", "2026-01-26")
     assert written.rows == {"2026-01-25": 1, "2026-01-26": 0}
     assert written.total_rows == 1
     assert written.sha256 == {"2026-01-25": sha_one, "2026-01-26": sha_empty}
-    assert temp_files(tmp_path) == []
-    assert sorted(os.listdir(tmp_path)) == [
-        ".lock", "2026-01-25.json", "2026-01-26.json", "_committed", "_manifest_run-1.json"]
+    assert temp_files(folder) == []
+    lock = [] if isinstance(folder, UPath) else [".lock"]  # no lock file on an object store
+    assert sorted(all_files(folder)) == lock + [
+        "2026-01-25.json", "2026-01-26.json", "_committed/2026-01-25.json",
+        "_committed/2026-01-26.json", "_committed/_head.json", "_manifest_run-1.json"]
 
 
-def test_sequences_increase_and_reruns_rewrite_identical_bytes(tmp_path):
-    first = write(tmp_path, {DAY: [row(1)]}, run_id="a")
-    second = write(tmp_path, {DAY: [row(1)]}, run_id="b")
+def test_sequences_increase_and_reruns_rewrite_identical_bytes(paid_folder):
+    first = write(paid_folder, {DAY: [row(1)]}, run_id="a")
+    second = write(paid_folder, {DAY: [row(1)]}, run_id="b")
     assert (first.sequence, second.sequence) == (1, 2)
     assert first.sha256 == second.sha256
-    assert day_status(tmp_path, DAY).manifest == "_manifest_b.json"
+    assert day_status(paid_folder, DAY).manifest == "_manifest_b.json"
 
 
-def test_bad_rows_never_touch_the_folder(tmp_path):
-    write(tmp_path, {DAY: [row(1)]})
-    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+def test_bad_rows_never_touch_the_folder(paid_folder):
+    write(paid_folder, {DAY: [row(1)]})
+    before = all_files(paid_folder)
     with pytest.raises(DayFilesError, match="2026-01-26"):
-        write(tmp_path, {DAY: [row(2)], "2026-01-26": [row(1, 1.5)]}, run_id="bad")
-    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+        write(paid_folder, {DAY: [row(2)], "2026-01-26": [row(1, 1.5)]}, run_id="bad")
+    assert all_files(paid_folder) == before
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -195,15 +200,17 @@ NEW_BYTES = serialize_day(DAY, NEW)
 OLD_BYTES = serialize_day(DAY, [row(1)])
 
 
-class Crash(Exception):
-    """Stands for the process dying at a given step."""
+Crash = SimulatedCrash  # stands for the process dying at a named crash point
 
 
-def crash_at(step_name):
-    def hook(step):
-        if step == step_name:
-            raise Crash(step)
-    return hook
+@contextmanager
+def crash_at(point):
+    """Make the next pass through the crash point ``point`` raise :class:`SimulatedCrash`."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIPELINE_CRASH_AT", point)
+        mp.setenv("PIPELINE_CRASH_MODE", "raise")
+        mp.delenv("PIPELINE_CRASH_ONCE_FILE", raising=False)
+        yield
 
 
 def good(folder):
@@ -254,29 +261,48 @@ def older_bytes_under_newer_manifest(folder):
 
 def crash_before_manifest(folder):
     good(folder)
-    with pytest.raises(Crash):
-        write(folder, {DAY: NEW}, run_id="run-2", on_step=crash_at("manifest"))
+    with crash_at("files_before_manifest"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
 
 
 def crash_before_manifest_same_bytes(folder):
     good(folder)
-    with pytest.raises(Crash):
-        write(folder, {DAY: [row(1)]}, run_id="run-2", on_step=crash_at("manifest"))
+    with crash_at("files_before_manifest"), pytest.raises(Crash):
+        write(folder, {DAY: [row(1)]}, run_id="run-2")
+
+
+def crash_before_the_manifest_is_visible(folder):
+    good(folder)
+    with crash_at("manifest_before_rename"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
+
+
+def crash_before_the_day_file_is_visible(folder):
+    good(folder)
+    with crash_at("day_file_before_rename"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
 
 
 def crash_between_manifest_and_pointer(folder):
     good(folder)
-    with pytest.raises(Crash):
-        write(folder, {DAY: NEW}, run_id="run-2", on_step=crash_at(f"pointer:{DAY}"))
+    with crash_at("files_after_manifest"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
+
+
+def crash_between_pointers_and_head(folder):
+    good(folder)
+    with crash_at("files_after_pointers"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
 
 
 def crash_before_any_pointer_on_first_run(folder):
-    with pytest.raises(Crash):
-        write(folder, {DAY: NEW}, run_id="run-2", on_step=crash_at(f"pointer:{DAY}"))
+    with crash_at("files_after_manifest"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
 
 
 def file_without_manifest(folder):
-    folder.mkdir(exist_ok=True)
+    if not isinstance(folder, UPath):
+        folder.mkdir(exist_ok=True)
     day_file_path(folder, DAY).write_bytes(ONE)
 
 
@@ -289,11 +315,15 @@ def nothing(folder):
     (newer_manifest, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
     (crash_before_manifest_same_bytes, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
     (crash_between_manifest_and_pointer, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+    (crash_between_pointers_and_head, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+    (crash_before_the_day_file_is_visible, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
     (crash_before_any_pointer_on_first_run, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
     (edited_by_hand, UNCOMMITTED, "_manifest_run-1.json", None, "edited by hand"),
     (older_bytes_under_newer_manifest, UNCOMMITTED, "_manifest_run-2.json", None,
      "recorded in _manifest_run-2.json"),
     (crash_before_manifest, UNCOMMITTED, "_manifest_run-1.json", None,
+     "recorded in _manifest_run-1.json"),
+    (crash_before_the_manifest_is_visible, UNCOMMITTED, "_manifest_run-1.json", None,
      "recorded in _manifest_run-1.json"),
     (truncated_manifest, UNCOMMITTED, None, None, "_manifest_run-1.json is not valid JSON"),
     (missing_manifest, UNCOMMITTED, None, None, "manifest _manifest_run-1.json is missing"),
@@ -303,14 +333,15 @@ def nothing(folder):
     (file_without_manifest, UNCOMMITTED, None, None, "no manifest lists it"),
     (nothing, NOT_BUILT, None, None, "never built"),
 ])
-def test_committed_check(tmp_path, scenario, state, manifest, data, reason):
+def test_committed_check(paid_folder, scenario, state, manifest, data, reason):
     """A day counts only when the newest manifest listing it matches its bytes.
 
     The crash cases stop a run at a named step: before the manifest a changed day is
     uncommitted (or still its identical old version); after it, the unfinished run's
-    manifest is the newest one and the day reads at its new version, never a mix.
+    manifest is the newest one and the day reads at its new version, never a mix. The
+    same on local disk and on the bucket.
     """
-    folder = tmp_path / "paid_orders"
+    folder = paid_folder
     scenario(folder)
     status = day_status(folder, DAY)
     assert (status.state, status.manifest) == (state, manifest)
@@ -319,8 +350,10 @@ def test_committed_check(tmp_path, scenario, state, manifest, data, reason):
         assert status.reason == ""
         assert read_committed_day(folder, DAY) == json.loads(data)
     else:
+        # a dead writer's head stays "writing": on the bucket a reader would first wait
+        # for it (test_a_reader_on_the_bucket_waits_for_a_writer_then_reports)
         with pytest.raises(UncommittedDayError) as err:
-            read_committed_day(folder, DAY)
+            read_committed_day(folder, DAY, wait_for_writer=0.5)
         message = str(err.value)
         assert message.startswith(f"paid_orders day {DAY} is not committed: ")
         assert message.endswith(
@@ -331,42 +364,46 @@ def test_committed_check(tmp_path, scenario, state, manifest, data, reason):
     assert temp_files(folder) == []
 
 
-def test_the_next_write_finishes_a_crashed_runs_pointers(tmp_path):
-    good(tmp_path)
-    with pytest.raises(Crash):
-        write(tmp_path, {DAY: NEW, "2026-01-26": []}, run_id="run-2",
-              on_step=crash_at(f"pointer:{DAY}"))
-    assert not pointer_path(tmp_path, "2026-01-26").exists()
-    write(tmp_path, {"2026-01-27": []}, run_id="run-3")
-    assert json.loads(pointer_path(tmp_path, DAY).read_bytes())["manifest"] == \
+def test_the_next_write_finishes_a_crashed_runs_pointers(paid_folder):
+    folder = paid_folder
+    good(folder)
+    with crash_at("files_after_manifest"), pytest.raises(Crash):
+        write(folder, {DAY: NEW, "2026-01-26": []}, run_id="run-2")
+    assert not pointer_path(folder, "2026-01-26").exists()
+    write(folder, {"2026-01-27": []}, run_id="run-3")
+    assert json.loads(pointer_path(folder, DAY).read_bytes())["manifest"] == \
         "_manifest_run-2.json"
-    assert [(s.day, s.state, s.manifest, s.sequence) for s in describe_days(tmp_path)] == [
+    assert [(s.day, s.state, s.manifest, s.sequence) for s in describe_days(folder)] == [
         ("2026-01-25", COMMITTED, "_manifest_run-2.json", 2),
         ("2026-01-26", COMMITTED, "_manifest_run-2.json", 2),
         ("2026-01-27", COMMITTED, "_manifest_run-3.json", 3),
     ]
 
 
-def test_deleted_pointer_folder_is_rebuilt_by_the_next_write(tmp_path):
-    write(tmp_path, {DAY: [row(1)]}, run_id="a")
-    write(tmp_path, {DAY: NEW, "2026-01-26": []}, run_id="b")
-    for path in (tmp_path / "_committed").iterdir():
-        path.unlink()
-    (tmp_path / "_committed").rmdir()
-    assert day_status(tmp_path, DAY).state == UNCOMMITTED
-    written = write(tmp_path, {"2026-01-27": []}, run_id="c")
+def test_deleted_pointer_folder_is_rebuilt_by_the_next_write(paid_folder):
+    folder = paid_folder
+    write(folder, {DAY: [row(1)]}, run_id="a")
+    write(folder, {DAY: NEW, "2026-01-26": []}, run_id="b")
+    for name in all_files(folder):
+        if name.startswith("_committed/"):
+            (folder / name).unlink()
+    if not isinstance(folder, UPath):
+        (folder / "_committed").rmdir()
+    assert day_status(folder, DAY).state == UNCOMMITTED
+    written = write(folder, {"2026-01-27": []}, run_id="c")
     assert written.sequence == 3
-    assert [(s.day, s.state, s.manifest) for s in describe_days(tmp_path)] == [
+    assert [(s.day, s.state, s.manifest) for s in describe_days(folder)] == [
         ("2026-01-25", COMMITTED, "_manifest_b.json"),
         ("2026-01-26", COMMITTED, "_manifest_b.json"),
         ("2026-01-27", COMMITTED, "_manifest_c.json"),
     ]
 
 
-def test_describe_and_read_many_days(tmp_path):
-    write(tmp_path, {"2026-01-24": [row(3)], DAY: [row(1)], "2026-01-26": []})
-    day_file_path(tmp_path, "2026-01-26").write_bytes(b"[]")  # edited: no newline
-    statuses = describe_days(tmp_path, ["2026-01-23", "2026-01-24", DAY, "2026-01-26"])
+def test_describe_and_read_many_days(paid_folder):
+    folder = paid_folder
+    write(folder, {"2026-01-24": [row(3)], DAY: [row(1)], "2026-01-26": []})
+    day_file_path(folder, "2026-01-26").write_bytes(b"[]")  # edited: no newline
+    statuses = describe_days(folder, ["2026-01-23", "2026-01-24", DAY, "2026-01-26"])
     assert [(s.day, s.state, s.rows) for s in statuses] == [
         ("2026-01-23", NOT_BUILT, None),
         ("2026-01-24", COMMITTED, 1),
@@ -374,10 +411,10 @@ def test_describe_and_read_many_days(tmp_path):
         ("2026-01-26", UNCOMMITTED, None),
     ]
     assert statuses[3].repair_command.endswith("--partition 2026-01-26")
-    assert read_committed_days(tmp_path, [DAY, "2026-01-24"]) == {
+    assert read_committed_days(folder, [DAY, "2026-01-24"]) == {
         "2026-01-24": [row(3)], DAY: [row(1)]}
     with pytest.raises(UncommittedDayError) as err:
-        read_committed_days(tmp_path, ["2026-01-23", DAY, "2026-01-26"])
+        read_committed_days(folder, ["2026-01-23", DAY, "2026-01-26"])
     assert err.value.days == ("2026-01-23", "2026-01-26")
     assert "--partition 2026-01-23; dagster asset materialize" in str(err.value)
     assert str(err.value).endswith("--partition 2026-01-26")
@@ -422,11 +459,16 @@ def test_no_temp_file_remains_after_a_failed_replace(tmp_path):
     assert temp_files(tmp_path) == []
 
 
-def test_no_temp_file_remains_after_a_crashed_run(tmp_path):
-    for step in ("day_file:2026-01-26", "manifest", f"pointer:{DAY}", "done"):
-        with pytest.raises(Crash):
-            write(tmp_path, {DAY: [row(1)], "2026-01-26": []}, on_step=crash_at(step))
-        assert temp_files(tmp_path) == []
+@pytest.mark.parametrize("point", [
+    "day_file_before_rename", "files_between_days", "files_before_manifest",
+    "manifest_before_rename", "files_after_manifest", "files_after_pointers"])
+def test_no_temp_file_remains_after_a_crashed_run(paid_folder, point):
+    """A run raising at a crash point cleans its temp file (a killed one: the next writer)."""
+    with crash_at(point), pytest.raises(Crash):
+        write(paid_folder, {DAY: [row(1)], "2026-01-26": []})
+    assert temp_files(paid_folder) == []
+    write(paid_folder, {DAY: [row(1)]}, run_id="after")
+    assert day_status(paid_folder, DAY).committed
 
 
 def test_stale_temp_files_are_cleared_by_the_next_write(tmp_path):
@@ -478,12 +520,84 @@ def test_two_processes_writing_the_same_days_leave_agreeing_files(tmp_path):
     assert temp_files(tmp_path) == []
 
 
-def test_a_retried_run_that_dies_twice_before_its_pointers_still_commits(tmp_path):
+def test_a_retried_run_that_dies_twice_before_its_pointers_still_commits(paid_folder):
     """A step retry reuses the run id, so it rewrites the same manifest with a newer
     sequence; if it dies again before the pointers, the head must still vouch for it."""
-    write(tmp_path, {DAY: [row(1)]}, run_id="first")
+    folder = paid_folder
+    write(folder, {DAY: [row(1)]}, run_id="first")
     for _ in range(2):  # the attempt and its retry, both killed after the manifest
-        with pytest.raises(Crash):
-            write(tmp_path, {DAY: [row(2)]}, run_id="second", on_step=crash_at(f"pointer:{DAY}"))
-    assert day_status(tmp_path, DAY).committed
-    assert [r["order_id"] for r in read_committed_day(tmp_path, DAY)] == [2]
+        with crash_at("files_after_manifest"), pytest.raises(Crash):
+            write(folder, {DAY: [row(2)]}, run_id="second")
+    assert day_status(folder, DAY).committed
+    assert [r["order_id"] for r in read_committed_day(folder, DAY)] == [2]
+
+
+def test_a_reader_that_meets_a_writing_head_reads_the_next_writers_version(paid_folder):
+    """A run died before its manifest, so the head says "writing": a reader waits for the
+    next writer instead of failing at once, and reads its complete version."""
+    folder = paid_folder
+    good(folder)
+    with crash_at("files_before_manifest"), pytest.raises(Crash):
+        write(folder, {DAY: NEW}, run_id="run-2")
+    assert day_status(folder, DAY).state == UNCOMMITTED
+    result = {}
+    reader = threading.Thread(target=lambda: result.update(rows=read_committed_day(folder, DAY)))
+    reader.start()
+    write(folder, {DAY: NEW}, run_id="run-3")
+    reader.join(timeout=120)
+    assert result["rows"] == NEW
+
+
+# --- no pool: two writers racing on the bucket ---------------------------------------------
+
+VERSIONS = {name: {day: serialize_day(day, [row(n, amount, f"{day}T0{n}:00:00+00:00")
+                                            for n in range(1, 6)])
+                   for day in WRITER_DAYS}
+            for name, amount in (("a", "1.00"), ("b", "2.00"))}
+
+
+def _check_reads(folder: str, stop_file: str, out: str) -> None:
+    """Read every day until told to stop; record each outcome: a version name or 'uncommitted'."""
+    seen = []
+    while not os.path.exists(stop_file):
+        for day in WRITER_DAYS:
+            try:
+                rows = read_committed_day(folder, day, wait_for_writer=False)
+            except UncommittedDayError:
+                seen.append("uncommitted")
+                continue
+            data = serialize_day(day, rows)
+            seen.append(next((name for name, v in VERSIONS.items() if v[day] == data), "WRONG"))
+    Path(out).write_text(json.dumps(seen))
+
+
+def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bucket, tmp_path):
+    """The worst case of removing the ``paid_orders_files`` pool on an object store (no
+    lock there): two runs write the same days at once. Every read, during and after,
+    is a whole version of one run or "uncommitted"; never a mix, never bytes that no
+    manifest recorded. A rebuild afterwards commits every day again."""
+    folder = f"{bucket}/paid_orders"
+    ctx = multiprocessing.get_context("spawn")
+    stop, out = tmp_path / "stop", tmp_path / "reads.json"
+    reader = ctx.Process(target=_check_reads, args=(folder, str(stop), str(out)))
+    writers = [ctx.Process(target=_writer, args=(folder, name, 6)) for name in "ab"]
+    reader.start()
+    for proc in writers:
+        proc.start()
+    for proc in writers:
+        proc.join(timeout=300)
+    stop.write_text("")
+    reader.join(timeout=120)
+    assert [proc.exitcode for proc in writers] + [reader.exitcode] == [0, 0, 0]
+
+    seen = json.loads(out.read_text())
+    assert seen and "WRONG" not in seen
+    for status in describe_days(folder):
+        if status.committed:
+            assert status.data in (VERSIONS["a"][status.day], VERSIONS["b"][status.day])
+            assert hashlib.sha256(status.data).hexdigest() == status.sha256
+        else:
+            assert status.state == UNCOMMITTED
+    write_day_files(folder, {day: [] for day in WRITER_DAYS}, run_id="rebuild",
+                    written_at=WRITTEN_AT)
+    assert {s.state for s in describe_days(folder)} == {COMMITTED}

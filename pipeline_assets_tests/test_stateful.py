@@ -48,7 +48,7 @@ from hypothesis.stateful import (
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.crash import POINTS, SimulatedCrash, file_step_hook
+from pipeline_assets.core.crash import POINTS, SimulatedCrash
 from pipeline_assets.core.daily_files import (
     DAY_FILE_RE,
     MANIFEST_RE,
@@ -364,7 +364,7 @@ class PipelineHistories(RuleBasedStateMachine):
             with crashing_at(point) if point else nullcontext():
                 written = write_day_files(
                     self.folder, by_day, run_id=run_id, written_at=NOW,
-                    watermark=watermark_text, on_step=file_step_hook())
+                    watermark=watermark_text)
         except SimulatedCrash:
             assert point is not None, "crashed with no crash point set"
             STATS[f"crash {point}"] += 1
@@ -646,7 +646,6 @@ def test_step_retry_dying_twice_after_its_manifest_keeps_days_committed(tmp_path
              "updated_at": "2026-03-02T03:00:00-05:00"}]
     for _attempt in range(2):  # the run, then its step retry: both die after the manifest
         with crashing_at("files_after_manifest"), pytest.raises(SimulatedCrash):
-            write_day_files(folder, {"2026-03-02": rows}, run_id="run-1", written_at=NOW,
-                            on_step=file_step_hook())
+            write_day_files(folder, {"2026-03-02": rows}, run_id="run-1", written_at=NOW)
     assert day_status(folder, "2026-03-02").state == "committed"
     assert read_committed_day(folder, "2026-03-02") == rows

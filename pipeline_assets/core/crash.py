@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
 from pathlib import Path
 
 POINTS = (
@@ -45,28 +44,3 @@ def crash_point(name: str) -> None:
         raise SimulatedCrash(f"simulated crash at {name}")
     os.kill(os.getpid(), signal.SIGKILL)
 
-
-def file_step_hook() -> Callable[[str], None]:
-    """An ``on_step`` hook for :func:`daily_files.write_day_files` that names its steps."""
-    seen = {"day_file": 0, "pointer": 0}
-
-    def hook(step: str) -> None:
-        kind = step.split(":", 1)[0]
-        if kind == "day_file":
-            if seen["day_file"]:
-                crash_point("files_between_days")
-            seen["day_file"] += 1
-        elif kind == "day_file_rename":
-            crash_point("day_file_before_rename")
-        elif kind == "manifest":
-            crash_point("files_before_manifest")
-        elif kind == "manifest_rename":
-            crash_point("manifest_before_rename")
-        elif kind == "pointer":
-            if not seen["pointer"]:
-                crash_point("files_after_manifest")
-            seen["pointer"] += 1
-        elif kind == "done":
-            crash_point("files_after_pointers")
-
-    return hook

@@ -1,7 +1,8 @@
 """Day files vs the warehouse: each committed file must hold the warehouse's paid orders.
 
-The statuses come from :func:`~pipeline_assets.core.daily_files.describe_days` (under a
-shared lock, so a writer is waited for instead of being called torn); the expected rows
+The statuses come from :func:`~pipeline_assets.core.daily_files.settled_statuses` (a
+writer is waited for instead of being called torn: under the shared lock on local disk,
+by polling the head, briefly, on an object store); the expected rows
 from :func:`~pipeline_assets.core.paid.paid_orders_by_day`, one range query per span of
 at most :data:`FILE_BATCH_DAYS` days, so memory stays bounded on a year of files.
 """
@@ -19,14 +20,17 @@ from sqlalchemy.engine import Engine
 from ..daily_files import (
     COMMITTED,
     DayStatus,
-    describe_days,
-    folder_lock,
+    Store,
     serialize_day,
+    settled_statuses,
     sha256_hex,
 )
 from ..paid import paid_orders_by_day
 
 FILE_BATCH_DAYS = 31  # days per paid_orders_by_day query when comparing files
+# object stores: how long a day is re-checked while the head says a run is writing (a
+# run killed mid-write leaves it so until the next run: verify does not wait long)
+WRITER_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,10 @@ def _batches(days: Sequence[str], span: int = FILE_BATCH_DAYS) -> Iterator[list[
         yield batch
 
 
-def check_files(folder: str | Path, warehouse: Engine | None, tz: tzinfo, days: Sequence[str],
-                warehouse_paid: dict[str, int]) -> list[FileCheck]:
+def check_files(folder: str | Path | Store, warehouse: Engine | None, tz: tzinfo,
+                days: Sequence[str], warehouse_paid: dict[str, int]) -> list[FileCheck]:
     """Status of each day file in ``days``, and for committed ones: rows == warehouse rows?"""
-    with folder_lock(folder, shared=True):  # wait for a writer instead of calling it torn
-        statuses = describe_days(folder, days)
+    statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
     committed = [s for s in statuses if s.state == COMMITTED]
     expected: dict[str, list[dict]] = {}
     if warehouse is not None:

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..commands import repair_commands
-from ..daily_files import COMMITTED, UNCOMMITTED, known_days
+from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db import guard, has_table, orders, require_distinct
 from ..rows import InvalidRowError
 from ..source import DEFAULT_CHUNK, inspect_source, read_window
@@ -34,7 +34,7 @@ def _has_orders_table(engine: Engine) -> bool:
     return has_table(engine, "orders", "WAREHOUSE_DATABASE_URL")
 
 
-def verify(source: Engine, warehouse: Engine, folder: str | Path, *, tz: tzinfo,
+def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz: tzinfo,
            today: date | None = None, partitions_start: date | None = None,
            days_from: date | None = None, days_to: date | None = None,
            require_all: bool = False, chunk_size: int = DEFAULT_CHUNK) -> VerifyResult:
@@ -60,6 +60,7 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path, *, tz: tzinfo,
         return ((partitions_start is None or day >= partitions_start.isoformat())
                 and (today is None or day < today.isoformat()))
 
+    folder = open_store(folder)  # a local folder or an object-store URL
     on_disk = set(known_days(folder))
     warehouse_paid = {d: c.warehouse_paid for d, c in days.items()}
     files = check_files(folder, wh, tz, sorted(d for d in on_disk if in_scope(d)),

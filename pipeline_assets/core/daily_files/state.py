@@ -1,0 +1,254 @@
+"""Commit state and readers: which days are committed, and their rows.
+
+A day is *committed* when the newest manifest that lists it matches the file (sha256 of
+the bytes). Readers never scan the manifests: the day's pointer names the newest
+manifest for it, so a lookup reads four small files whatever the number of manifests
+(a year of runs every few minutes is >100,000 of them); the head adds the one manifest
+of a run that stopped between its manifest and its pointers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+from ..commands import rebuild_command
+from ..errors import PipelineError
+from .layout import (
+    COMMITTED,
+    DAY_FILE_RE,
+    HEAD,
+    MANIFEST_RE,
+    NOT_BUILT,
+    POINTER_DIR,
+    UNCOMMITTED,
+    check_day,
+    day_name,
+    pointer_name,
+)
+from .serialize import json_object, sha256_hex
+from .store import Store, open_store
+
+# On an object store (no lock to wait on) a reader that finds a day uncommitted while
+# the head says a run is writing polls the head this long before it reports the day.
+WRITER_WAIT_SECONDS = 20.0
+_POLL_SECONDS = 0.2
+
+
+class UncommittedDayError(PipelineError):
+    """One or more days that are not committed: missing, edited, or never finished."""
+
+    def __init__(self, reasons: Mapping[str, str]):
+        self.reasons = dict(sorted(reasons.items()))
+        self.days = tuple(self.reasons)
+        parts = [f"paid_orders day {day} is not committed: {why}."
+                 for day, why in self.reasons.items()]
+        commands = "; ".join(rebuild_command(day) for day in self.days)
+        them = "it" if len(self.days) == 1 else "them"
+        super().__init__(" ".join(parts) + f" Rebuild {them}: {commands}")
+
+
+@dataclass(frozen=True)
+class DayStatus:
+    """Where one day stands: ``committed``, ``uncommitted`` (with why) or ``not built``."""
+
+    day: str
+    state: str
+    reason: str = ""
+    manifest: str | None = None
+    sequence: int | None = None
+    rows: int | None = None
+    sha256: str | None = None
+    data: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def committed(self) -> bool:
+        return self.state == COMMITTED
+
+    @property
+    def repair_command(self) -> str:
+        return rebuild_command(self.day)
+
+
+# --- the small JSON files -----------------------------------------------------------------
+
+
+def read_json_object(store: Store, name: str) -> dict | None:
+    """The JSON object stored as ``name``; None when missing; ValueError when not an object."""
+    data = store.read(name)
+    return None if data is None else json_object(name, data)
+
+
+def listed(manifest: dict) -> list:
+    days = manifest.get("days_written")
+    return days if isinstance(days, list) else []
+
+
+def manifest_entry(store: Store, name: str, day: str) -> tuple[dict, dict]:
+    """The manifest ``name`` and its entry for ``day``; ValueError saying what is wrong."""
+    if not isinstance(name, str) or not MANIFEST_RE.fullmatch(name):
+        raise ValueError(f"{name!r} is not a manifest file name")
+    manifest = read_json_object(store, name)
+    if manifest is None:
+        raise ValueError(f"manifest {name} is missing")
+    files = manifest.get("files")
+    entry = files.get(day) if isinstance(files, dict) else None
+    if (not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)
+            or not isinstance(manifest.get("sequence"), int)
+            or day not in listed(manifest)):
+        raise ValueError(f"manifest {name} does not list the day with a sha256 and sequence")
+    return manifest, entry
+
+
+def read_head(store: Store) -> dict | None:
+    """``_committed/_head.json`` when it is readable and has a sequence, else None."""
+    try:
+        head = read_json_object(store, HEAD)
+    except ValueError:
+        return None
+    if head is None or not isinstance(head.get("sequence"), int):
+        return None
+    return head
+
+
+# --- committed days -----------------------------------------------------------------------
+
+
+def _day_status(store: Store, day: str) -> DayStatus:
+    data = store.read(day_name(day))
+
+    # The newest manifest listing the day: the one its pointer names, unless the last
+    # run stopped between its manifest and its pointers and that manifest lists it too.
+    problem = None
+    manifest_name = sequence = entry = None
+    try:
+        pointer = read_json_object(store, pointer_name(day))
+    except ValueError as exc:
+        pointer, problem = None, f"its pointer {POINTER_DIR}/{day}.json is unreadable ({exc})"
+    if pointer is not None:
+        try:
+            manifest, entry = manifest_entry(store, pointer.get("manifest"), day)
+            manifest_name, sequence = pointer["manifest"], manifest["sequence"]
+            if sequence != pointer.get("sequence") or entry["sha256"] != pointer.get("sha256"):
+                raise ValueError(f"manifest {manifest_name} disagrees with the pointer")
+        except ValueError as exc:
+            # e.g. a retry of the same run rewrote that manifest with a newer sequence and
+            # died before its pointers: the unfinished run's head below may still vouch
+            entry, problem = None, f"its pointer names a manifest that cannot vouch for it ({exc})"
+            manifest_name = sequence = None
+    head = read_head(store)
+    if head is not None and head.get("state") != "done" and \
+            (sequence is None or head["sequence"] > sequence):
+        try:
+            manifest, head_entry = manifest_entry(store, head.get("manifest"), day)
+            if manifest["sequence"] == head["sequence"]:
+                manifest_name, sequence, entry = head["manifest"], head["sequence"], head_entry
+                problem = None
+        except ValueError:
+            pass  # the unfinished run did not list this day, or crashed before its manifest
+
+    if entry is None:
+        if problem is None and data is None:
+            return DayStatus(day, NOT_BUILT, "it was never built (no file, no manifest lists it)")
+        reason = problem or "the file exists but no manifest lists it (a run stopped early)"
+        return DayStatus(day, UNCOMMITTED, reason)
+    if data is None:
+        return DayStatus(day, UNCOMMITTED, f"the file is missing, though {manifest_name} lists it",
+                         manifest=manifest_name, sequence=sequence)
+    actual = sha256_hex(data)
+    if actual != entry["sha256"]:
+        return DayStatus(
+            day, UNCOMMITTED,
+            f"the file's sha256 {actual[:12]}… differs from {entry['sha256'][:12]}… recorded in "
+            f"{manifest_name} (edited by hand, or a run stopped while rewriting it)",
+            manifest=manifest_name, sequence=sequence, sha256=actual)
+    return DayStatus(day, COMMITTED, manifest=manifest_name, sequence=sequence,
+                     rows=entry.get("rows"), sha256=actual, data=data)
+
+
+def day_status(folder: str | os.PathLike | Store, day: str) -> DayStatus:
+    """Check one day against the newest manifest listing it; never scans all manifests."""
+    check_day(day)
+    return _day_status(open_store(folder), day)
+
+
+def known_days(folder: str | os.PathLike | Store) -> list[str]:
+    """Every day with a file or a pointer in ``folder``, sorted."""
+    store = open_store(folder)
+    days = set()
+    for sub in ("", POINTER_DIR):
+        days.update(m.group(1) for m in map(DAY_FILE_RE.fullmatch, store.names(sub)) if m)
+    return sorted(days)
+
+
+def describe_days(folder: str | os.PathLike | Store, days: Iterable[str] | None = None,
+                  ) -> list[DayStatus]:
+    """The status of ``days`` (default: every day found in the folder), for ``verify``."""
+    store = open_store(folder)
+    wanted = known_days(store) if days is None else sorted(set(days))
+    return [day_status(store, day) for day in wanted]
+
+
+def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
+                     wait_for_writer: bool | float = True,
+                     clock: Callable[[], float] = time.monotonic) -> list[DayStatus]:
+    """:func:`describe_days`, but a run writing right now is waited for, not reported.
+
+    On local disk: under the shared lock. On an object store, where there is none: when a
+    day is not committed and the head says a run is writing, poll the head until that
+    run finishes (or :data:`WRITER_WAIT_SECONDS`, or ``wait_for_writer`` seconds, pass:
+    a run killed mid-write leaves its head "writing" until the next writer), then look
+    again.
+    """
+    store = open_store(folder)
+    wanted = sorted({check_day(day) for day in days})
+    with store.lock(shared=True) if wait_for_writer else nullcontext():
+        statuses = [_day_status(store, day) for day in wanted]
+    if not wait_for_writer or store.locks or all(s.committed for s in statuses):
+        return statuses
+    head = read_head(store)
+    wait = WRITER_WAIT_SECONDS if wait_for_writer is True else float(wait_for_writer)
+    deadline = clock() + wait
+    while head is not None and head.get("state") == "writing" and clock() < deadline:
+        time.sleep(_POLL_SECONDS)
+        now = read_head(store)
+        if now != head:
+            break
+    else:
+        if head is None or head.get("state") != "writing":
+            return statuses
+    return [s if s.committed else _day_status(store, s.day) for s in statuses]
+
+
+def _parse_day_bytes(day: str, data: bytes) -> list[dict]:
+    try:
+        rows = json.loads(data)
+    except ValueError:
+        raise UncommittedDayError({day: "the file is not valid JSON"}) from None
+    if not isinstance(rows, list):
+        raise UncommittedDayError({day: "the file does not hold a JSON array"})
+    return rows
+
+
+def read_committed_days(folder: str | os.PathLike | Store, days: Iterable[str], *,
+                        wait_for_writer: bool | float = True) -> dict[str, list[dict]]:
+    """Rows of each of ``days``, committed ones only; else one error naming every bad day.
+
+    With ``wait_for_writer`` a run that is writing right now is waited for instead of
+    being reported as uncommitted (see :func:`settled_statuses`).
+    """
+    statuses = settled_statuses(folder, days, wait_for_writer=wait_for_writer)
+    bad = {s.day: s.reason for s in statuses if not s.committed}
+    if bad:
+        raise UncommittedDayError(bad)
+    return {s.day: _parse_day_bytes(s.day, s.data) for s in statuses}
+
+
+def read_committed_day(folder: str | os.PathLike | Store, day: str, *,
+                       wait_for_writer: bool | float = True) -> list[dict]:
+    """Rows of one committed day, or :class:`UncommittedDayError` naming it and the fix."""
+    return read_committed_days(folder, [day], wait_for_writer=wait_for_writer)[day]

@@ -1,0 +1,199 @@
+"""The writer: one run's day files, then its manifest, then the pointers and the head."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..crash import crash_point
+from .layout import (
+    DAY_FILE_RE,
+    HEAD,
+    MANIFEST_RE,
+    DayFilesError,
+    check_day,
+    check_run_id,
+    day_name,
+    manifest_name,
+    pointer_name,
+)
+from .serialize import dumps, serialize_day, sha256_hex
+from .state import listed, read_head, read_json_object
+from .store import Store, open_store
+
+
+@dataclass(frozen=True)
+class DayFilesBatch:
+    """What the ``paid_orders`` asset hands to the IO manager: rows per day, the watermark,
+    and when it was built."""
+
+    days: Mapping[str, Sequence[Mapping]]
+    watermark: str | None = None
+    written_at: str | None = None  # from the caller's clock; the manifest records it
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    """What one write left in the folder: the manifest and, per day, rows and sha256."""
+
+    run_id: str
+    sequence: int
+    manifest_path: os.PathLike
+    days_written: tuple[str, ...]
+    rows: Mapping[str, int]
+    sha256: Mapping[str, str]
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+
+def _pointer_bytes(day: str, manifest: str, run_id: str, sequence: int, entry: dict) -> bytes:
+    return dumps({"day": day, "manifest": manifest, "run_id": run_id,
+                  "sequence": sequence, "sha256": entry["sha256"], "rows": entry["rows"]})
+
+
+def _update_pointers(store: Store, manifest: dict, name: str, *, crash: bool = False) -> None:
+    if crash:
+        crash_point("files_after_manifest")
+    for day in manifest["days_written"]:
+        try:
+            current = read_json_object(store, pointer_name(day))
+        except ValueError:
+            current = None
+        if current is not None and isinstance(current.get("sequence"), int) \
+                and current["sequence"] >= manifest["sequence"]:
+            continue  # already as new; pointers only move forward
+        store.write(pointer_name(day), _pointer_bytes(day, name, manifest["run_id"],
+                                                      manifest["sequence"],
+                                                      manifest["files"][day]))
+
+
+def _scan_manifests(store: Store) -> Iterator[tuple[str, dict]]:
+    for name in store.names():
+        if MANIFEST_RE.fullmatch(name):
+            try:
+                manifest = read_json_object(store, name)
+            except (ValueError, OSError):
+                continue
+            if manifest and isinstance(manifest.get("sequence"), int) \
+                    and isinstance(manifest.get("files"), dict):
+                yield name, manifest
+
+
+def _rebuild_pointers_locked(store: Store) -> int:
+    newest: dict[str, tuple[int, str, dict]] = {}
+    top = 0
+    for name, manifest in _scan_manifests(store):
+        top = max(top, manifest["sequence"])
+        for day, entry in manifest["files"].items():
+            if DAY_FILE_RE.fullmatch(f"{day}.json") and isinstance(entry, dict) \
+                    and day in listed(manifest) \
+                    and (day not in newest or newest[day][0] < manifest["sequence"]):
+                newest[day] = (manifest["sequence"], name, manifest)
+    store.prepare()
+    for day, (sequence, name, manifest) in sorted(newest.items()):
+        store.write(pointer_name(day), _pointer_bytes(
+            day, name, manifest.get("run_id", ""), sequence, manifest["files"][day]))
+    store.write(HEAD, dumps({"manifest": None, "sequence": top, "state": "done"}))
+    return top
+
+
+def rebuild_pointers(folder: str | os.PathLike | Store) -> int:
+    """Repair: rebuild every pointer from a scan of all manifests (slow; writes, under lock).
+
+    Returns the highest manifest sequence found. Runs by itself when a writer finds
+    manifests but no ``_committed/_head.json`` (the pointer folder was deleted).
+    """
+    store = open_store(folder)
+    with store.lock():
+        store.clear_temps()
+        return _rebuild_pointers_locked(store)
+
+
+def _start_run_locked(store: Store) -> int:
+    """Finish a crashed run's pointers and return the last sequence used."""
+    head = read_head(store)
+    if head is None:
+        if any(MANIFEST_RE.fullmatch(name) for name in store.names()):
+            return _rebuild_pointers_locked(store)
+        return 0
+    if head.get("state") != "done" and head.get("manifest"):
+        try:
+            manifest = read_json_object(store, head["manifest"])
+        except ValueError:
+            manifest = None  # a torn manifest cannot exist (atomic), but never trust it
+        if manifest is not None and manifest.get("sequence") == head["sequence"]:
+            _update_pointers(store, manifest, head["manifest"])
+    return head["sequence"]
+
+
+def write_day_files(
+    folder: str | os.PathLike | Store,
+    days: Mapping[str, Sequence[Mapping]],
+    *,
+    run_id: str,
+    written_at: str | datetime,
+    watermark: str | datetime | None = None,
+) -> WrittenRun:
+    """Write one run: each day file whole, then the manifest, then the pointers, the head.
+
+    Everything is serialized and checked before the first byte is written, so bad rows
+    never touch the folder. The named crash points of :mod:`..crash` sit between the
+    steps (``files_between_days``, ``files_before_manifest``, ``files_after_manifest``,
+    ``files_after_pointers``) and inside each file write (``*_before_rename``).
+    """
+    store = open_store(folder)
+    check_run_id(run_id)
+    if not days:
+        raise DayFilesError(f"run {run_id} has no days to write")
+    if isinstance(written_at, datetime):
+        written_at = written_at.isoformat()
+    if isinstance(watermark, datetime):
+        watermark = watermark.isoformat()
+    if watermark is not None and not isinstance(watermark, str):
+        raise DayFilesError(f"watermark {watermark!r} must be ISO-8601 text or None")
+    try:
+        datetime.fromisoformat(written_at)
+    except (TypeError, ValueError):
+        raise DayFilesError(f"written_at {written_at!r} must be an ISO-8601 timestamp") from None
+
+    rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
+    blobs = {day: serialize_day(day, rows) for day, rows in rows_by_day.items()}
+    # serialize_day refused duplicates, so the row count is the input's length.
+    files = {day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
+             for day, data in blobs.items()}
+    manifest_file = manifest_name(run_id)
+
+    store.prepare()
+    with store.lock():
+        store.clear_temps()
+        sequence = _start_run_locked(store) + 1
+        # Reserve the sequence before any day file changes, so a crash never reuses it.
+        store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence,
+                                 "state": "writing"}))
+        for i, (day, data) in enumerate(blobs.items()):
+            if i:
+                crash_point("files_between_days")
+            store.write(day_name(day), data, crash_at="day_file_before_rename")
+        manifest = {
+            "run_id": run_id,
+            "sequence": sequence,
+            "days_written": list(blobs),
+            "watermark": watermark,
+            "written_at": written_at,
+            "files": files,
+        }
+        crash_point("files_before_manifest")
+        store.write(manifest_file, dumps(manifest), crash_at="manifest_before_rename")
+        _update_pointers(store, manifest, manifest_file, crash=True)
+        crash_point("files_after_pointers")
+        store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence,
+                                 "state": "done"}))
+    return WrittenRun(run_id=run_id, sequence=sequence,
+                      manifest_path=store.path(manifest_file),
+                      days_written=tuple(blobs), rows={d: f["rows"] for d, f in files.items()},
+                      sha256={d: f["sha256"] for d, f in files.items()})
+
