@@ -2,6 +2,13 @@
 
     .venv/bin/python benchmarks/bench_backfill.py [--days 365] [--paid-per-day 1000]
         [--repeat 1] [--no-cli] [--workdir DIR] [--quick]
+        [--store local|s3] [--paid-orders-url s3://bucket/prefix]
+
+``--store s3`` writes the day files to a bucket instead of a local folder: the bucket of
+``--paid-orders-url`` (credentials and endpoint from the AWS_* variables, as in
+production) or, without it, a bucket on an S3-compatible server the benchmark starts on
+127.0.0.1 (moto's standalone server, from the dev extra). The baseline is then plain
+whole-object PUTs of the same payloads.
 
 It builds a warehouse of about ``days × paid-per-day`` paid orders (the demo generator,
 70% of its orders paid, into a SQLite source, loaded with ``load_orders``), days from
@@ -42,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.daily_files import (  # noqa: E402
+    open_store,
     read_committed_days,
     serialize_day,
     write_day_files,
@@ -138,7 +146,8 @@ def dagster_breakdown(instance, run_id: str) -> list[tuple[str, float]]:
     return out
 
 
-def run_dagster(data_dir: Path, first: str, last: str) -> tuple[float, float, list]:
+def run_dagster(data_dir: Path, first: str, last: str, url: str | None = None,
+                ) -> tuple[float, float, list]:
     """(definitions seconds, run seconds, breakdown) of one in-process range backfill."""
     from dagster import DagsterInstance
 
@@ -146,7 +155,7 @@ def run_dagster(data_dir: Path, first: str, last: str) -> tuple[float, float, li
     from pipeline_assets.settings import from_env
 
     started = time.perf_counter()
-    settings = from_env(_pipeline_env(data_dir))
+    settings = from_env(_pipeline_env(data_dir, url))
     job = build_definitions(settings).resolve_job_def("daily_files_job")
     built = time.perf_counter() - started
     with DagsterInstance.ephemeral() as instance:
@@ -161,17 +170,21 @@ def run_dagster(data_dir: Path, first: str, last: str) -> tuple[float, float, li
         return built, ran, dagster_breakdown(instance, result.run_id)
 
 
-def _pipeline_env(data_dir: Path) -> dict[str, str]:
-    return {"PIPELINE_DATA_DIR": str(data_dir), "PARTITIONS_START_DATE": FIRST_DAY.isoformat(),
-            "PIPELINE_TIMEZONE": "UTC", "PIPELINE_AUTOMATION": "off"}
+def _pipeline_env(data_dir: Path, url: str | None = None) -> dict[str, str]:
+    env = {"PIPELINE_DATA_DIR": str(data_dir), "PARTITIONS_START_DATE": FIRST_DAY.isoformat(),
+           "PIPELINE_TIMEZONE": "UTC", "PIPELINE_AUTOMATION": "off"}
+    if url:
+        env["PAID_ORDERS_URL"] = url
+    return env
 
 
-def run_cli(workdir: Path, data_dir: Path, first: str, last: str) -> tuple[float, float]:
+def run_cli(workdir: Path, data_dir: Path, first: str, last: str, url: str | None = None,
+            ) -> tuple[float, float]:
     """(materialize seconds, import-only seconds) of the real CLI in a subprocess."""
     home = workdir / "dagster_home"
     home.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = dict(os.environ, DAGSTER_HOME=str(home), **_pipeline_env(data_dir))
+    env = dict(os.environ, DAGSTER_HOME=str(home), **_pipeline_env(data_dir, url))
     dagster = Path(sys.executable).with_name("dagster")
     command = [str(dagster if dagster.exists() else shutil.which("dagster") or "dagster"),
                "asset", "materialize", "-m", "pipeline_assets.definitions",
@@ -188,6 +201,16 @@ def run_cli(workdir: Path, data_dir: Path, first: str, last: str) -> tuple[float
     return ran, imported
 
 
+def start_s3_server(workdir: Path):
+    """A moto S3 server on 127.0.0.1 and a new bucket on it; its AWS_* variables set here."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from pipeline_assets_tests.stores import S3Server
+
+    server = S3Server(workdir / "moto_server.log")
+    os.environ.update(server.env)  # for s3fs here and the dagster CLI subprocess
+    return server, f"s3://{server.bucket()}/paid_orders"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=365, help="days in the range (%(default)s)")
@@ -200,6 +223,11 @@ def main(argv=None) -> int:
                         help="10 days of 50 paid orders, no CLI: a smoke run")
     parser.add_argument("--workdir", type=Path,
                         help="write here and keep it (default: a temporary folder, removed)")
+    parser.add_argument("--store", choices=("local", "s3"), default="local",
+                        help="where the day files go (%(default)s)")
+    parser.add_argument("--paid-orders-url",
+                        help="with --store s3: an existing s3://bucket/prefix (default: a "
+                             "bucket on a moto server started here)")
     args = parser.parse_args(argv)
     days, per_day, with_cli = args.days, args.paid_per_day, not args.no_cli
     if args.quick:
@@ -211,8 +239,14 @@ def main(argv=None) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="bench_backfill_"))
     data_dir = workdir / "data"
     data_dir.mkdir()
+    server, url = None, None
+    if args.store == "s3":
+        url = (args.paid_orders_url or "").rstrip("/")
+        if not url:
+            server, url = start_s3_server(workdir)
     print(f"bench_backfill: {days} days, ~{per_day:,} paid orders a day, workdir {workdir}, "
-          f"python {sys.version.split()[0]}, {os.cpu_count()} cpu", flush=True)
+          f"store {url or 'local folder'}, python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cpu", flush=True)
     total = time.perf_counter()
     try:
         started = time.perf_counter()
@@ -235,6 +269,8 @@ def main(argv=None) -> int:
                                            ("plain", "plain_fsync_folder", "core"))
         plain_dir.mkdir()
         folder_dir.mkdir()
+        if url:  # every run writes to its own prefix of the bucket
+            core_dir = f"{url}/core"
 
         def plain(folder: Path, fsync_folder: bool):
             def write():
@@ -255,9 +291,20 @@ def main(argv=None) -> int:
             read = read_committed_days(core_dir, day_list)
             store_daily_revenue(warehouse, {day: day_totals(r) for day, r in read.items()})
 
-        baseline = "plain atomic writes (baseline)"
-        rows[baseline] = timed(plain(plain_dir, False), args.repeat)
-        rows["plain atomic writes + folder fsync"] = timed(plain(folder_dir, True), args.repeat)
+        if url:
+            bucket = open_store(f"{url}/plain")
+
+            def plain_puts():
+                for day in day_list:
+                    bucket.write(f"{day}.json", json.dumps(by_day[day]).encode())
+
+            baseline = "plain whole-object PUTs (baseline)"
+            rows[baseline] = timed(plain_puts, args.repeat)
+        else:
+            baseline = "plain atomic writes (baseline)"
+            rows[baseline] = timed(plain(plain_dir, False), args.repeat)
+            rows["plain atomic writes + folder fsync"] = timed(plain(folder_dir, True),
+                                                               args.repeat)
         rows["serialize_day only (no I/O)"] = timed(
             lambda: [serialize_day(day, by_day[day]) for day in day_list], args.repeat)
         rows["write_day_files (files, manifest, pointers)"] = timed(core_write, args.repeat)
@@ -271,7 +318,7 @@ def main(argv=None) -> int:
 
         best = None
         for _ in range(args.repeat):
-            run = run_dagster(data_dir, first, last)
+            run = run_dagster(data_dir, first, last, url and f"{url}/dagster")
             best = run if best is None or run[1] < best[1] else best
         defs_seconds, run_seconds, breakdown = best
         rows["Dagster in process: build_definitions"] = defs_seconds
@@ -280,13 +327,14 @@ def main(argv=None) -> int:
             rows[f"  {name}"] = seconds
         rows["  outside the event log (job plan, instance)"] = run_seconds - sum(
             s for _, s in breakdown)
+        dagster_files = open_store(f"{url}/dagster" if url else data_dir / "paid_orders")
+        core_files = open_store(core_dir)
         for day in day_list:  # the same payloads, byte for byte
-            a = (data_dir / "paid_orders" / f"{day}.json").read_bytes()
-            if a != (core_dir / f"{day}.json").read_bytes():
+            if dagster_files.read(f"{day}.json") != core_files.read(f"{day}.json"):
                 raise SystemExit(f"{day}: Dagster's file differs from write_day_files'")
         if with_cli:
             print("running the backfill through the dagster CLI", flush=True)
-            cli, imported = run_cli(workdir, data_dir, first, last)
+            cli, imported = run_cli(workdir, data_dir, first, last, url and f"{url}/cli")
             rows["CLI: dagster asset materialize --partition-range"] = cli
             rows["CLI: python -c 'import pipeline_assets.definitions'"] = imported
 
@@ -300,6 +348,8 @@ def main(argv=None) -> int:
             print(f"{name:<54} | {seconds:>8.2f} | {seconds / floor:>6.1f}x | "
                   f"{seconds / days * 1000:>7.1f}")
     finally:
+        if server is not None:
+            server.stop()
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     print(f"\ntotal {time.perf_counter() - total:.0f}s")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from upath import UPath
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
@@ -31,27 +32,54 @@ from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
 
 from .conftest import NOW
+from .stores import all_files, temp_files
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, db_urls):
+def _workdir(tmp_path: Path, db_urls: dict, paid_orders_url: str | None = None):
     (tmp_path / "home").mkdir()
     (tmp_path / "data").mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
            "PIPELINE_DATA_DIR": str(tmp_path / "data"),
            "SOURCE_DATABASE_URL": db_urls["source"],
            "WAREHOUSE_DATABASE_URL": db_urls["warehouse"]}
-    for key in ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_FILE"):
+    for key in ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_FILE",
+                "PAID_ORDERS_URL"):
         env.pop(key, None)
+    if paid_orders_url:
+        env["PAID_ORDERS_URL"] = paid_orders_url
     source = make_engine(db_urls["source"], role="source")
     warehouse = make_engine(db_urls["warehouse"], role="warehouse")
     demo.init(source)
     yield tmp_path, env, source, warehouse
     source.dispose()
     warehouse.dispose()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, db_urls):
+    yield from _workdir(tmp_path, db_urls)
+
+
+@pytest.fixture(params=["local-sqlite",
+                        pytest.param("local-postgresql", marks=pytest.mark.postgres),
+                        pytest.param("s3-sqlite", marks=pytest.mark.s3)])
+def files_workdir(request, tmp_path: Path):
+    """``workdir`` plus the folder of the day files: local (SQLite or PostgreSQL databases)
+    or a bucket on the test S3 server (PAID_ORDERS_URL)."""
+    store, backend = request.param.split("-")
+    if backend == "sqlite":
+        urls = {"source": f"sqlite:///{tmp_path / 'app.db'}",
+                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+    else:
+        dbs = request.getfixturevalue("postgres")
+        urls = {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
+    url = request.getfixturevalue("bucket") + "/paid_orders" if store == "s3" else None
+    for tmp_path_, env, source, warehouse in _workdir(tmp_path, urls, url):
+        folder = UPath(url) if url else built(tmp_path_)
+        yield tmp_path_, env, source, warehouse, folder
 
 
 def dagster(env, cwd, *args) -> subprocess.CompletedProcess:
@@ -106,15 +134,14 @@ RANGE_ARGS = ("--select", "paid_orders,daily_revenue", "--partition-range",
 DAYS = ["2026-01-20", "2026-01-21", "2026-01-22", "2026-01-23", "2026-01-24", "2026-01-25"]
 
 
-def test_a_partition_range_from_the_command_line_is_one_run(workdir):
-    tmp_path, env, source, warehouse = workdir
+def test_a_partition_range_from_the_command_line_is_one_run(files_workdir):
+    tmp_path, env, source, warehouse, folder = files_workdir
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
     assert dagster(env, tmp_path, "--select", "orders").returncode == 0
     mark = wm.current(warehouse)
 
     done = dagster(env, tmp_path, *RANGE_ARGS)
     assert done.returncode == 0, done.stderr[-2000:]
-    folder = built(tmp_path)
     assert sorted(p.stem for p in folder.glob("2026-*.json")) == DAYS
     (manifest,) = [json.loads(p.read_text()) for p in folder.glob("_manifest_*.json")]
     assert manifest["days_written"] == DAYS
@@ -130,11 +157,12 @@ def load_and_build(source, warehouse, folder: Path, run_id: str) -> None:
                     written_at=NOW, watermark=wm.current(warehouse))
 
 
-# What a SIGKILL at each file point leaves (core/daily_files.py's docstring, the reader
+# What a SIGKILL at each file point leaves (core/daily_files/'s docstring, the reader
 # protocol's "What a crash leaves behind"), for the two days the range changes: the 21st
 # gets a new amount, the 23rd a new order. "old": still committed at the previous version;
 # "uncommitted": new bytes that no manifest vouches for; "new": committed at the new
-# version. And whether the killed writer's temp file is left for the next write to clear.
+# version. And whether the killed writer's temp file is left for the next write to clear
+# (on local disk; an object store never has one).
 KILLED_AT = {
     "day_file_before_rename": ("old", True),  # the first day file's temp, not yet renamed
     "files_between_days": ("old", False),  # only the 20th (identical bytes) replaced
@@ -153,25 +181,27 @@ def test_every_file_crash_point_is_killed_for_real():
 
 
 @pytest.mark.parametrize("point", sorted(KILLED_AT))
-def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, point):
-    tmp_path, env, source, warehouse = workdir
-    load_and_build(source, warehouse, built(tmp_path), "setup")  # committed once
+def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(files_workdir, point):
+    """SIGKILL at each crash point of the file write, on local disk and on the bucket."""
+    tmp_path, env, source, warehouse, folder = files_workdir
+    load_and_build(source, warehouse, folder, "setup")  # committed once
     demo.set_order(source, 106, status="paid", amount="99.00", updated_at="2026-01-21", tz=UTC)
     demo.set_order(source, 187, status="paid", amount="1.00", updated_at="2026-01-23", tz=UTC)
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
 
     killed = dagster({**env, "PIPELINE_CRASH_AT": point}, tmp_path, *RANGE_ARGS)
     assert killed.returncode != 0
-    folder = built(tmp_path)
     for path in folder.glob("2026-*.json"):
         json.loads(path.read_bytes())  # every day file parses: old or new, never half
-    statuses = {s.day: s for s in describe_days(folder, DAYS)}
+    statuses = {s.day: s for s in describe_days(str(folder), DAYS)}
     version, temp_left = KILLED_AT[point]
+    on_bucket = isinstance(folder, UPath)
     for day, versions in CHANGED.items():  # never both new and committed before the manifest
         if version == "uncommitted":
             assert not statuses[day].committed, day
             with pytest.raises(UncommittedDayError, match=day):
-                read_committed_day(folder, day)
+                # a killed writer's head says "writing": on the bucket, do not wait for it
+                read_committed_day(folder, day, wait_for_writer=0.5)
         else:
             assert [(r["amount"], r["order_id"]) for r in read_committed_day(folder, day)] \
                 == versions[version], day
@@ -181,10 +211,8 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, 
     elif changed.committed:
         assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "18.20"  # old version
     assert statuses["2026-01-22"].committed  # unchanged bytes stay committed
-    leftovers = [p.name for p in folder.rglob("*.partial")]
-    assert bool(leftovers) == temp_left, leftovers
-    if point.endswith("before_rename"):
-        assert leftovers  # the killed writer's temp file is there...
+    leftovers = temp_files(folder)
+    assert bool(leftovers) == (temp_left and not on_bucket), leftovers
     report = verify(source, warehouse, folder, tz=UTC)
     if not changed.committed:  # verify reports the uncommitted day, with its repair
         assert report.exit_code == 1 and "2026-01-21" in report.failing_days
@@ -197,8 +225,40 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(workdir, 
 
     rerun = dagster(env, tmp_path, *RANGE_ARGS)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    assert [p.name for p in folder.rglob("*.partial")] == []  # ...and the rerun cleared it
-    assert all(s.committed for s in describe_days(folder, DAYS))
+    assert temp_files(folder) == []  # ...and the rerun cleared it
+    assert all(s.committed for s in describe_days(str(folder), DAYS))
     assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "99.00"
     assert [r["order_id"] for r in read_committed_day(folder, "2026-01-23")] == [187]
     assert verify(source, warehouse, folder, tz=UTC).exit_code == 0
+
+
+@pytest.mark.s3
+def test_a_range_backfill_to_the_bucket_reads_back_byte_for_byte(tmp_path, bucket):
+    """The real ``dagster asset materialize --partition-range`` with PAID_ORDERS_URL on the
+    bucket: one run, one manifest, and every object equal, byte for byte, to the file the
+    same backfill writes to a local folder; the rows are the warehouse's paid orders."""
+    urls = {"source": f"sqlite:///{tmp_path / 'app.db'}",
+            "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+    url = f"{bucket}/paid_orders"
+    for _, env, source, warehouse in _workdir(tmp_path, urls, url):
+        demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24",
+                       tz=UTC)
+        assert dagster(env, tmp_path, "--select", "orders").returncode == 0
+        done = dagster(env, tmp_path, *RANGE_ARGS)
+        assert done.returncode == 0, done.stderr[-2000:]
+        local = {k: v for k, v in env.items() if k != "PAID_ORDERS_URL"}
+        assert dagster(local, tmp_path, *RANGE_ARGS).returncode == 0
+
+        on_bucket, on_disk = all_files(UPath(url)), all_files(built(tmp_path))
+        days = [f"{day}.json" for day in DAYS]
+        assert sorted(n for n in on_bucket if n.startswith("2026-")) == days
+        assert {n: on_bucket[n] for n in days} == {n: on_disk[n] for n in days}
+        [manifest] = [json.loads(v) for n, v in on_bucket.items() if n.startswith("_manifest_")]
+        assert manifest["days_written"] == DAYS
+        with warehouse.connect() as conn:
+            paid = conn.execute(sa.text(
+                "SELECT order_id, updated_at FROM orders WHERE status = 'paid'")).all()
+        for day in DAYS:
+            want = sorted(oid for oid, at in paid if str(at).startswith(day))
+            assert [r["order_id"] for r in json.loads(on_bucket[f"{day}.json"])] == want
+            assert read_committed_day(url, day) == json.loads(on_bucket[f"{day}.json"])

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from upath import UPath
 
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo
@@ -101,16 +102,21 @@ def test_loads_come_before_the_rebuilds_that_read_them():
 class Pipeline:
     """The demo source, the warehouse and the day files of one test, driven through core."""
 
-    def __init__(self, data: Path, source_url: str, warehouse_url: str, tz=UTC):
-        self.data, self.folder, self.tz = data, data / "paid_orders", tz
+    def __init__(self, data: Path, source_url: str, warehouse_url: str, tz=UTC, folder=None):
+        # the day files: <data>/paid_orders by default, or a bucket (PAID_ORDERS_URL)
+        self.data, self.tz = data, tz
+        self.folder = data / "paid_orders" if folder is None else folder
         self.source_url, self.warehouse_url = source_url, warehouse_url
         self.source = make_engine(source_url, role="source")
         self.warehouse = make_engine(warehouse_url, role="warehouse")
         self.runs = 0
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {"PIPELINE_DATA_DIR": str(self.data), "SOURCE_DATABASE_URL": self.source_url,
-                "WAREHOUSE_DATABASE_URL": self.warehouse_url, **extra}
+        env = {"PIPELINE_DATA_DIR": str(self.data), "SOURCE_DATABASE_URL": self.source_url,
+               "WAREHOUSE_DATABASE_URL": self.warehouse_url, **extra}
+        if self.folder != self.data / "paid_orders":
+            env["PAID_ORDERS_URL"] = str(self.folder)
+        return env
 
     def load(self):
         return load_orders(self.source, self.warehouse, tz=self.tz, lookback_days=2, now=NOW)
@@ -132,11 +138,16 @@ class Pipeline:
         self.warehouse.dispose()
 
 
-@pytest.fixture
-def pipeline(tmp_path: Path):
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def pipeline(request, tmp_path: Path):
+    """The demo pipeline with its day files in a local folder, or in a bucket."""
     data = tmp_path / "data"
     data.mkdir()
-    p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}")
+    folder = None
+    if request.param == "s3":
+        folder = UPath(request.getfixturevalue("bucket") + "/paid_orders")
+    p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}",
+                 folder=folder)
     demo.init(p.source)
     yield p
     p.close()

@@ -77,9 +77,27 @@ class DayStatus:
 # --- the small JSON files -----------------------------------------------------------------
 
 
-def read_json_object(store: Store, name: str) -> dict | None:
+class Snapshot:
+    """The files one check reads, each read once: many days share a manifest and the head,
+    and on an object store the day files and pointers are fetched at once."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.cache: dict[str, bytes | None] = {}
+
+    def prefetch(self, names: Iterable[str]) -> None:
+        missing = [name for name in names if name not in self.cache]
+        self.cache.update(self.store.read_many(missing))
+
+    def read(self, name: str) -> bytes | None:
+        if name not in self.cache:
+            self.cache[name] = self.store.read(name)
+        return self.cache[name]
+
+
+def read_json_object(files: Store | Snapshot, name: str) -> dict | None:
     """The JSON object stored as ``name``; None when missing; ValueError when not an object."""
-    data = store.read(name)
+    data = files.read(name)
     return None if data is None else json_object(name, data)
 
 
@@ -88,7 +106,7 @@ def listed(manifest: dict) -> list:
     return days if isinstance(days, list) else []
 
 
-def manifest_entry(store: Store, name: str, day: str) -> tuple[dict, dict]:
+def manifest_entry(store: Store | Snapshot, name: str, day: str) -> tuple[dict, dict]:
     """The manifest ``name`` and its entry for ``day``; ValueError saying what is wrong."""
     if not isinstance(name, str) or not MANIFEST_RE.fullmatch(name):
         raise ValueError(f"{name!r} is not a manifest file name")
@@ -104,7 +122,7 @@ def manifest_entry(store: Store, name: str, day: str) -> tuple[dict, dict]:
     return manifest, entry
 
 
-def read_head(store: Store) -> dict | None:
+def read_head(store: Store | Snapshot) -> dict | None:
     """``_committed/_head.json`` when it is readable and has a sequence, else None."""
     try:
         head = read_json_object(store, HEAD)
@@ -118,7 +136,7 @@ def read_head(store: Store) -> dict | None:
 # --- committed days -----------------------------------------------------------------------
 
 
-def _day_status(store: Store, day: str) -> DayStatus:
+def _day_status(store: Snapshot, day: str) -> DayStatus:
     data = store.read(day_name(day))
 
     # The newest manifest listing the day: the one its pointer names, unless the last
@@ -173,7 +191,7 @@ def _day_status(store: Store, day: str) -> DayStatus:
 def day_status(folder: str | os.PathLike | Store, day: str) -> DayStatus:
     """Check one day against the newest manifest listing it; never scans all manifests."""
     check_day(day)
-    return _day_status(open_store(folder), day)
+    return _day_status(Snapshot(open_store(folder)), day)
 
 
 def known_days(folder: str | os.PathLike | Store) -> list[str]:
@@ -189,8 +207,13 @@ def describe_days(folder: str | os.PathLike | Store, days: Iterable[str] | None 
                   ) -> list[DayStatus]:
     """The status of ``days`` (default: every day found in the folder), for ``verify``."""
     store = open_store(folder)
-    wanted = known_days(store) if days is None else sorted(set(days))
-    return [day_status(store, day) for day in wanted]
+    wanted = known_days(store) if days is None else sorted({check_day(day) for day in days})
+    return _statuses(Snapshot(store), wanted)
+
+
+def _statuses(files: Snapshot, days: list[str]) -> list[DayStatus]:
+    files.prefetch([day_name(day) for day in days] + [pointer_name(day) for day in days])
+    return [_day_status(files, day) for day in days]
 
 
 def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
@@ -207,7 +230,7 @@ def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
     store = open_store(folder)
     wanted = sorted({check_day(day) for day in days})
     with store.lock(shared=True) if wait_for_writer else nullcontext():
-        statuses = [_day_status(store, day) for day in wanted]
+        statuses = _statuses(Snapshot(store), wanted)
     if not wait_for_writer or store.locks or all(s.committed for s in statuses):
         return statuses
     head = read_head(store)
@@ -221,7 +244,8 @@ def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
     else:
         if head is None or head.get("state") != "writing":
             return statuses
-    return [s if s.committed else _day_status(store, s.day) for s in statuses]
+    again = iter(_statuses(Snapshot(store), [s.day for s in statuses if not s.committed]))
+    return [s if s.committed else next(again) for s in statuses]
 
 
 def _parse_day_bytes(day: str, data: bytes) -> list[dict]:

@@ -79,6 +79,15 @@ class Store(ABC):
         """Replace ``name`` by ``data`` all at once; ``crash_at`` names the crash point
         just before the new bytes become visible."""
 
+    def read_many(self, names: list[str]) -> dict[str, bytes | None]:
+        """:meth:`read` of each of ``names`` (at once, where the store can)."""
+        return {name: self.read(name) for name in names}
+
+    def write_many(self, items: dict[str, bytes], *, crash_at: str | None = None) -> None:
+        """:meth:`write` of each item, in any order (at once, where the store can)."""
+        for name, data in items.items():
+            self.write(name, data, crash_at=crash_at)
+
     @abstractmethod
     def names(self, sub: str = "") -> list[str]:
         """The names of the entries directly in the folder (or in its ``sub`` folder)."""
@@ -236,6 +245,36 @@ class ObjectStore(Store):
             self.fs.pipe_file(self._key(name), data)
         except Exception as exc:
             raise self._error("write", name, exc) from None
+
+    def read_many(self, names: list[str]) -> dict[str, bytes | None]:
+        if len(names) < 2 or not getattr(self.fs, "async_impl", False):
+            return super().read_many(names)
+        keys = {self._key(name): name for name in names}
+        try:  # concurrent GETs; a missing object comes back as its FileNotFoundError
+            got = self.fs.cat(list(keys), on_error="return")
+        except Exception as exc:
+            raise self._error("read", f"{len(names)} files", exc) from None
+        out: dict[str, bytes | None] = {}
+        for key, name in keys.items():
+            value = got.get(key, FileNotFoundError(key))
+            if isinstance(value, FileNotFoundError):
+                out[name] = None
+            elif isinstance(value, Exception):
+                raise self._error("read", name, value)
+            else:
+                out[name] = value
+        return out
+
+    def write_many(self, items: dict[str, bytes], *, crash_at: str | None = None) -> None:
+        if len(items) < 2 or not getattr(self.fs, "async_impl", False):
+            return super().write_many(items, crash_at=crash_at)
+        if crash_at:
+            crash_point(crash_at)
+        try:  # concurrent PUTs; returns when every one of them has completed
+            self.fs.pipe({self._key(name): data for name, data in items.items()})
+        except Exception as exc:
+            raise self._error("write", f"{len(items)} files", exc) from None
+        return None
 
     def names(self, sub: str = "") -> list[str]:
         try:

@@ -20,7 +20,7 @@ from .layout import (
     pointer_name,
 )
 from .serialize import dumps, serialize_day, sha256_hex
-from .state import listed, read_head, read_json_object
+from .state import Snapshot, listed, read_head, read_json_object
 from .store import Store, open_store
 
 
@@ -58,17 +58,20 @@ def _pointer_bytes(day: str, manifest: str, run_id: str, sequence: int, entry: d
 def _update_pointers(store: Store, manifest: dict, name: str, *, crash: bool = False) -> None:
     if crash:
         crash_point("files_after_manifest")
+    files = Snapshot(store)
+    files.prefetch([pointer_name(day) for day in manifest["days_written"]])
+    updates = {}
     for day in manifest["days_written"]:
         try:
-            current = read_json_object(store, pointer_name(day))
+            current = read_json_object(files, pointer_name(day))
         except ValueError:
             current = None
         if current is not None and isinstance(current.get("sequence"), int) \
                 and current["sequence"] >= manifest["sequence"]:
             continue  # already as new; pointers only move forward
-        store.write(pointer_name(day), _pointer_bytes(day, name, manifest["run_id"],
-                                                      manifest["sequence"],
-                                                      manifest["files"][day]))
+        updates[pointer_name(day)] = _pointer_bytes(day, name, manifest["run_id"],
+                                                    manifest["sequence"], manifest["files"][day])
+    store.write_many(updates)
 
 
 def _scan_manifests(store: Store) -> Iterator[tuple[str, dict]]:
@@ -94,9 +97,9 @@ def _rebuild_pointers_locked(store: Store) -> int:
                     and (day not in newest or newest[day][0] < manifest["sequence"]):
                 newest[day] = (manifest["sequence"], name, manifest)
     store.prepare()
-    for day, (sequence, name, manifest) in sorted(newest.items()):
-        store.write(pointer_name(day), _pointer_bytes(
-            day, name, manifest.get("run_id", ""), sequence, manifest["files"][day]))
+    store.write_many({pointer_name(day): _pointer_bytes(
+        day, name, manifest.get("run_id", ""), sequence, manifest["files"][day])
+        for day, (sequence, name, manifest) in sorted(newest.items())})
     store.write(HEAD, dumps({"manifest": None, "sequence": top, "state": "done"}))
     return top
 
@@ -174,10 +177,13 @@ def write_day_files(
         # Reserve the sequence before any day file changes, so a crash never reuses it.
         store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence,
                                  "state": "writing"}))
-        for i, (day, data) in enumerate(blobs.items()):
-            if i:
-                crash_point("files_between_days")
-            store.write(day_name(day), data, crash_at="day_file_before_rename")
+        (first, data), *rest = blobs.items()
+        store.write(day_name(first), data, crash_at="day_file_before_rename")
+        if rest:
+            crash_point("files_between_days")
+            # the order of the day files does not matter, only that all precede the manifest
+            store.write_many({day_name(day): data for day, data in rest},
+                             crash_at="day_file_before_rename")
         manifest = {
             "run_id": run_id,
             "sequence": sequence,
