@@ -1,0 +1,297 @@
+"""Beyond one machine, for real, on this machine.
+
+1. A real ``dagster dev`` (webserver + daemon) with the instance of ``deploy/dagster.yaml``
+   as shipped: run, event-log and schedule storage on PostgreSQL (a throw-away
+   database, ``DAGSTER_POSTGRES_URL``), the run queue, the pool limit, run monitoring and
+   retries. The source and the warehouse are PostgreSQL databases too, and the day files
+   live in a bucket on the S3-compatible server the tests start (``PAID_ORDERS_URL``).
+   The sensors load the source and rebuild the days it touched; a range backfill is
+   launched over GraphQL; then files, manifests and the warehouse are checked against
+   the source, computed here from the source rows (not by the code under test).
+2. The multiprocess executor (each step its own process, what runs launched by the
+   daemon use) gives the same day files and warehouse as in-process execution, for the
+   daily job and a range backfill: nothing lives in process memory between steps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dagster import DagsterInstance
+
+from pipeline_assets.core import demo
+from pipeline_assets.core.daily_files import (
+    MANIFEST_RE,
+    DayFilesError,
+    UncommittedDayError,
+    describe_days,
+    open_store,
+    read_committed_day,
+)
+from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.sensing import read_watermark
+from pipeline_assets.core.times import UTC, to_instant
+from pipeline_assets.core.verify import verify
+from pipeline_assets.definitions import build_definitions
+from pipeline_assets.settings import from_env
+
+from .stores import SECRET, all_files
+from .test_dagster_dev import (
+    LAUNCH_BACKFILL,
+    RUNS_QUERY,
+    DevServer,
+    free_port,
+    idle,
+    location_loaded,
+    run_errors,
+    runs,
+    stop,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3]
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)]
+# the source: orders 105 (paid on the 20th) and 106 (paid on the 21st), so the first load
+# touches two consecutive days and the refresh sensor rebuilds them in one run (runs
+# wait for the pool one after the other; each starts its step processes: keep them few)
+TOUCHED = ["2026-01-20", "2026-01-21"]
+
+
+def psycopg2_url(url: str) -> str:
+    """The same database for dagster-postgres, which needs psycopg2 (a bare postgresql://
+    means psycopg 3 to SQLAlchemy 2.1, and dagster-postgres's NOTIFY fails under it)."""
+    return sa.engine.make_url(url).set(drivername="postgresql+psycopg2").render_as_string(
+        hide_password=False)
+
+
+def source_rows(source) -> list[tuple]:
+    """The source's orders as the warehouse stores them (id, status, amount text)."""
+    with source.connect() as conn:
+        rows = conn.execute(sa.text("SELECT order_id, status, amount, updated_at FROM orders"))
+        return sorted((r[0], r[1], str(r[2]), str(r[3])) for r in rows)
+
+
+def paid_by_day(rows: list[tuple]) -> dict[str, list[tuple[int, str]]]:
+    """The oracle: per UTC day, the paid orders' (id, amount), from the source rows (the
+    demo's timestamps are UTC dates or timestamps, so the day is their first ten chars)."""
+    out = defaultdict(list)
+    for order_id, status, amount, updated_at in rows:
+        if status == "paid":
+            out[updated_at[:10]].append((order_id, amount))
+    return {day: sorted(ids) for day, ids in out.items()}
+
+
+def committed(url: str, day: str) -> list[dict] | None:
+    try:
+        return read_committed_day(url, day, wait_for_writer=False)
+    except (UncommittedDayError, DayFilesError):
+        return None
+
+
+@pytest.fixture
+def deployed(tmp_path: Path, postgres, bucket):
+    home, data = tmp_path / "home", tmp_path / "data"
+    home.mkdir()
+    data.mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")  # as shipped
+    (tmp_path / "workspace.yaml").write_text((ROOT / "workspace.yaml").read_text())
+    urls = {"source": postgres.url("source"), "warehouse": postgres.url("warehouse"),
+            "instance": postgres.url("instance")}
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
+                                  "PAID_ORDERS", "DAGSTER_"))}
+    env |= {"DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(data),
+            "SOURCE_DATABASE_URL": urls["source"], "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+            "PAID_ORDERS_URL": f"{bucket}/paid_orders",
+            "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
+    source = make_engine(urls["source"], role="source")
+    demo.init(source)
+    with source.begin() as conn:
+        conn.execute(sa.text("DELETE FROM orders WHERE order_id NOT IN (105, 106)"))
+    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-20", tz=UTC)
+    source.dispose()
+
+    port = free_port()
+    log = tmp_path / "dagster-dev.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port),
+             "-w", "workspace.yaml"],
+            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    server = DevServer(proc, f"http://127.0.0.1:{port}/graphql", env, home, data, log)
+    server.urls = urls
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+LOGS = """
+query ($runId: ID!) { logsForRun(runId: $runId) { __typename
+    ... on EventConnection { events { __typename ... on MessageEvent { message } } } } }
+"""
+
+
+def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevServer):
+    server = deployed
+    url = server.env["PAID_ORDERS_URL"]
+    source = make_engine(server.urls["source"], role="source")
+    warehouse = make_engine(server.urls["warehouse"], role="warehouse")
+    instance_db = sa.create_engine(server.env["DAGSTER_POSTGRES_URL"])
+    try:
+        server.wait("code location loaded over GraphQL", lambda: location_loaded(server), 120,
+                    no_failed_runs=False)
+        # the sensors: the first load, then its days rebuilt in the bucket
+        server.wait("first automatic load (watermark 2026-01-21)",
+                    lambda: read_watermark(warehouse) == to_instant("2026-01-21", UTC), 600)
+        server.wait("the first load's days rebuilt in the bucket by the refresh sensor",
+                    lambda: all(committed(url, d) is not None for d in TOUCHED), 600)
+
+        # a range backfill of the whole of January, over GraphQL: one run
+        launched = server.graphql(LAUNCH_BACKFILL, {"params": {
+            "assetSelection": [{"path": ["paid_orders"]}, {"path": ["daily_revenue"]}],
+            "partitionNames": JANUARY,
+        }})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+
+        def backfill_runs_done() -> bool:
+            found = server.graphql(RUNS_QUERY, {"filter": {"tags": [
+                {"key": "dagster/backfill", "value": launched["backfillId"]}]}})
+            results = found["runsOrError"]["results"]
+            statuses = [r["status"] for r in results]
+            assert "FAILURE" not in statuses, run_errors(server, [r["runId"] for r in results])
+            return bool(statuses) and set(statuses) == {"SUCCESS"}
+
+        server.wait("the backfill's run done", backfill_runs_done, 600, every=1)
+        server.wait("no run in progress", lambda: idle(server), 300)
+
+        # files: every day of January committed in the bucket, equal to the source's
+        expected = paid_by_day(source_rows(source))
+        for day in JANUARY:
+            rows = committed(url, day)
+            assert rows is not None, day
+            assert [(r["order_id"], r["amount"]) for r in rows] == expected.get(day, []), day
+        # manifests: the backfill wrote exactly one, listing every day; each pointer's
+        # manifest records the sha256 of the object's bytes
+        objects = all_files(open_store(url).path())
+        manifests = {name: json.loads(data) for name, data in objects.items()
+                     if MANIFEST_RE.fullmatch(name)}
+        listing_all = [m for m in manifests.values() if m["days_written"] == JANUARY]
+        assert len(listing_all) == 1
+        for status in describe_days(url, JANUARY):
+            assert status.committed, status
+            sha = hashlib.sha256(objects[f"{status.day}.json"]).hexdigest()
+            assert manifests[status.manifest]["files"][status.day]["sha256"] == sha
+        assert not any(name.endswith(".partial") for name in objects)
+        # the warehouse equals the source, and verify agrees with the bucket
+        with warehouse.connect() as conn:
+            stored = conn.execute(sa.text("SELECT order_id, status, amount FROM orders"))
+            assert sorted((r[0], r[1], str(r[2])) for r in stored) == \
+                [r[:3] for r in source_rows(source)]
+        assert verify(source, warehouse, url, tz=UTC).ok
+
+        # the instance: every run is in PostgreSQL, each step ran in its own process
+        all_runs = runs(server)
+        assert all_runs and {r["status"] for r in all_runs} == {"SUCCESS"}
+        with instance_db.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM runs")).scalar() == len(all_runs)
+            leaked = conn.execute(sa.text("SELECT count(*) FROM event_logs WHERE event LIKE :s"),
+                                  {"s": f"%{SECRET}%"}).scalar()
+        assert leaked == 0  # the store's secret never reached an event
+        for run in all_runs:
+            events = server.graphql(LOGS, {"runId": run["runId"]})["logsForRun"]["events"]
+            messages = [e.get("message") or "" for e in events]
+            assert any("multiprocess executor" in m for m in messages), run["jobName"]
+        assert SECRET not in server.log.read_text(errors="replace")
+    finally:
+        source.dispose()
+        warehouse.dispose()
+        instance_db.dispose()
+
+
+# --- the multiprocess executor gives what in-process execution gives -----------------------
+
+
+def _world(root: Path, paid_orders_url: str | None = None) -> dict[str, str]:
+    """A demo source with a late and a moved order, and a SQLite warehouse, under ``root``."""
+    data = root / "data"
+    data.mkdir(parents=True)
+    env = {"PIPELINE_DATA_DIR": str(data), "PIPELINE_AUTOMATION": "off"}
+    if paid_orders_url:
+        env["PAID_ORDERS_URL"] = paid_orders_url
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    demo.init(source)
+    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
+    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
+    source.dispose()
+    return env
+
+
+def _warehouse_tables(data: Path) -> dict[str, list[tuple]]:
+    engine = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
+    try:
+        with engine.connect() as conn:
+            return {query: [tuple(r) for r in conn.execute(sa.text(query))] for query in (
+                "SELECT * FROM orders ORDER BY order_id",
+                "SELECT * FROM daily_revenue ORDER BY day",
+                "SELECT name, value FROM pipeline_watermark ORDER BY name")}
+    finally:
+        engine.dispose()
+
+
+RANGE_TAGS = {"dagster/asset_partition_range_start": "2026-01-01",
+              "dagster/asset_partition_range_end": "2026-01-26"}
+
+
+def test_the_multiprocess_executor_gives_the_same_files_and_warehouse(tmp_path, bucket):
+    """The daily job (load, then the day's file and total) and a range backfill, run once
+    in process and once with each step in its own process (the real ``dagster job
+    execute``, files in the bucket): the same bytes in every day file, the same
+    warehouse tables."""
+    in_process = _world(tmp_path / "in_process")
+    defs = build_definitions(from_env(in_process))
+    with DagsterInstance.ephemeral() as instance:
+        assert defs.resolve_job_def("daily_job").execute_in_process(
+            instance=instance, partition_key="2026-01-25").success
+        assert defs.resolve_job_def("daily_files_job").execute_in_process(
+            instance=instance, tags=RANGE_TAGS).success
+
+    url = f"{bucket}/paid_orders"
+    separate = _world(tmp_path / "separate", url)
+    (tmp_path / "home").mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
+                                  "PAID_ORDERS"))}
+    env |= separate | {"DAGSTER_HOME": str(tmp_path / "home")}
+    for job, tags in (("daily_job", {"dagster/partition": "2026-01-25"}),
+                      ("daily_files_job", RANGE_TAGS)):
+        done = subprocess.run(
+            [str(BIN / "dagster"), "job", "execute", "-m", "pipeline_assets.definitions",
+             "-j", job, "--tags", json.dumps(tags)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "Executing steps using multiprocess executor" in done.stderr
+        assert 'Launching subprocess for "paid_orders"' in done.stderr
+
+    local = all_files(tmp_path / "in_process" / "data" / "paid_orders")
+    remote = all_files(open_store(url).path())
+    days = sorted(name for name in local if name.startswith("2026-"))
+    assert len(days) == 26
+    assert sorted(name for name in remote if name.startswith("2026-")) == days
+    assert {name: remote[name] for name in days} == {name: local[name] for name in days}
+    assert _warehouse_tables(tmp_path / "separate" / "data") == \
+        _warehouse_tables(tmp_path / "in_process" / "data")
