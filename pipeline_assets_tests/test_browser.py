@@ -14,7 +14,10 @@ and asserts what a user must see, after dismissing Dagster's welcome pop-up:
    ``paid_orders_refresh_sensor`` switched on;
 4. a partition range of ``paid_orders`` + ``daily_revenue`` chosen in the *Materialize*
    dialog and launched as a backfill completes as exactly one successful run, whose days
-   get one manifest.
+   get one manifest;
+5. the README's demo lines, typed as printed: 105 paid ``yesterday 20:00`` moves the
+   watermark to that stamp, 186 at ``-2d`` reaches its day's file by itself while the
+   watermark stays, and ``pipeline-assets verify`` says all agree.
 
 With ``PIPELINE_SCREENSHOTS_DIR`` set (``make screenshots`` sets it to docs/images) it
 also saves the pages it looked at as PNGs there; a normal run writes nothing.
@@ -41,6 +44,7 @@ from .test_dagster_dev import (
     ROOT,
     RUNS_QUERY,
     DevServer,
+    committed_ids,
     free_port,
     idle,
     location_loaded,
@@ -340,3 +344,45 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
               60)
     page.shot("backfill")
     print(json.dumps({"backfill": backfill["id"], "days": chosen}))
+
+    # 5. the README's demo lines, typed as printed, tell the story on today's dates
+    readme_story(server)
+
+
+def cli(server: DevServer, *argv: str) -> str:
+    done = subprocess.run([str(BIN / "pipeline-assets"), *argv], env=server.env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (argv, done.stdout, done.stderr)
+    return done.stdout
+
+
+def readme_story(server: DevServer) -> None:
+    """105 paid "yesterday 20:00" moves the watermark; 186 at -2d is caught by the
+    lookback, the watermark stays, and exactly their days are rebuilt; verify agrees."""
+    from pipeline_assets.core.db import make_engine
+    from pipeline_assets.core.sensing import read_watermark
+    from pipeline_assets.core.times import UTC, to_instant
+
+    warehouse = make_engine(f"sqlite:///{server.data / 'warehouse.db'}", role="warehouse")
+    try:
+        before = read_watermark(warehouse)
+        out = cli(server, "demo", "set", "105", "--status", "paid", "--amount", "22.00",
+                  "--updated-at", "yesterday 20:00")
+        stamp_105 = out.split()[-1]  # "order 105 updated: paid 22.00 <the resolved stamp>"
+        assert stamp_105.endswith("T20:00:00") and to_instant(stamp_105, UTC) > before
+        server.wait("the watermark at 105's stamp", lambda: read_watermark(warehouse)
+                    == to_instant(stamp_105, UTC), 180, every=1)
+        out = cli(server, "demo", "set", "186", "--status", "paid", "--amount", "30.00",
+                  "--updated-at", "-2d")
+        stamp_186 = out.split()[-1]
+        day_105, day_186 = stamp_105[:10], stamp_186
+        server.wait("order 186 in its day's committed file",
+                    lambda: 186 in (committed_ids(server.data, day_186) or []), 180, every=1)
+        server.wait("nothing running", lambda: idle(server), 120)
+        assert read_watermark(warehouse) == to_instant(stamp_105, UTC)  # never moved back
+        assert 105 in committed_ids(server.data, day_105)
+        shown = json.loads(cli(server, "watermark", "show"))["watermark"]
+        assert shown == to_instant(stamp_105, UTC).isoformat()
+        assert "OK: source, warehouse and committed day files agree" in cli(server, "verify")
+    finally:
+        warehouse.dispose()
