@@ -337,7 +337,7 @@ def test_dagster_dev_backfill_and_sensors(dev_server: DevServer, record_property
 
         server.wait("the first load's days rebuilt by the refresh sensor",
                     lambda: all(committed_ids(server.data, d) is not None
-                                for d in FIRST_LOAD_DAYS), 120)
+                                for d in FIRST_LOAD_DAYS), 300)
         server.wait("the backfill's run done", backfill_runs_done, 120, every=1)
         server.wait("no run in progress", lambda: idle(server), 60)
 
