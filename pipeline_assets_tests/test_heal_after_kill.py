@@ -164,6 +164,13 @@ def workers(instance: DagsterInstance, server: DevServer, runs) -> list[tuple]:
     return [w for w in found if killable(server, w[0])]
 
 
+def pick(rng: random.Random, found: list[tuple]) -> tuple:
+    """A run worker or a step worker, each kind as likely (a step lives much shorter)."""
+    kinds = sorted({w[1].split()[0] for w in found})
+    kind = rng.choice(kinds)
+    return rng.choice([w for w in found if w[1].startswith(kind)])
+
+
 def kill(worker: tuple, kills: list) -> None:
     try:
         os.kill(worker[0], signal.SIGKILL)
@@ -254,7 +261,7 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
             candidates = workers(instance, server,
                                  instance.get_run_records(RunsFilter(statuses=LIVE)))
             if candidates:
-                kill(rng.choice(candidates), kills)
+                kill(pick(rng, candidates), kills)
                 next_kill = time.monotonic() + rng.uniform(3, 8)
         out, err = app.communicate(timeout=30)
         assert app.returncode == 0, err
@@ -264,7 +271,10 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
 
         # every load from now on is killed, until one that was created after the app
         # stopped (so it reads every write, and no later change will show) has died too:
-        # the trap of a cursor that advances on request
+        # the trap of a cursor that advances on request. Half the time its step worker
+        # is what dies, once the step has started (if it starts within 5 s)
+        first_seen: dict[str, tuple[float, bool]] = {}  # run id -> (seen at, kill a step)
+
         def kill_loads() -> bool:
             loads = instance.get_run_records(RunsFilter(job_name="orders_job",
                                                         statuses=LIVE))
@@ -272,7 +282,13 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
                 found = workers(instance, server, [record])
                 if not found:
                     continue
-                kill(rng.choice(found), kills)
+                run_id = record.dagster_run.run_id
+                seen, step = first_seen.setdefault(run_id,
+                                                   (time.monotonic(), rng.random() < 0.5))
+                steps = [w for w in found if w[1].startswith("step")]
+                if step and not steps and time.monotonic() - seen < 5:
+                    continue
+                kill(rng.choice(steps or found), kills)
                 if record.create_timestamp >= stopped_at + timedelta(seconds=1):
                     return True
             return False
