@@ -141,26 +141,32 @@ def killable(server: DevServer, pid: int | None) -> bool:
     return state != "Z" and bool(command) and not any(s in command for s in SERVERS)
 
 
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
 def workers(instance: DagsterInstance, server: DevServer, runs) -> list[tuple]:
     """(pid, role, run id, job) of the workers of ``runs``: the run worker is the process
-    that reported RUN_START, a step worker the one that reported a STEP_START whose step
-    has not ended."""
+    that reported RUN_START; the step workers are its child processes that run a step
+    (from their start, not only once the step has reported STEP_START)."""
     found = []
     for record in runs:
         run = record.dagster_run
-        started, ended = {}, set()
-        for entry in instance.all_logs(run.run_id, of_type={
-                DagsterEventType.RUN_START, DagsterEventType.STEP_START,
-                DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}):
-            event = entry.dagster_event
-            if event.event_type == DagsterEventType.RUN_START:
-                found.append((event.pid, "run worker", run.run_id, run.job_name))
-            elif event.event_type == DagsterEventType.STEP_START:
-                started[event.step_key] = event.pid
-            else:
-                ended.add(event.step_key)
-        found += [(pid, f"step worker {step}", run.run_id, run.job_name)
-                  for step, pid in started.items() if step not in ended]
+        for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.RUN_START):
+            pid = entry.dagster_event.pid
+            found.append((pid, "run worker", run.run_id, run.job_name))
+            found += [(child, "step worker", run.run_id, run.job_name)
+                      for child in children(pid) if "spawn_main" in cmdline(child)]
     return [w for w in found if killable(server, w[0])]
 
 
@@ -271,9 +277,10 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
 
         # every load from now on is killed, until one that was created after the app
         # stopped (so it reads every write, and no later change will show) has died too:
-        # the trap of a cursor that advances on request. Half the time its step worker
-        # is what dies, once the step has started (if it starts within 5 s)
-        first_seen: dict[str, tuple[float, bool]] = {}  # run id -> (seen at, kill a step)
+        # the trap of a cursor that advances on request. Half the time the whole run dies
+        # (a preempted pod: run worker and step workers at once), half the time only its
+        # step worker (an OOM kill), once it has one (if it gets one within 5 s)
+        first_seen: dict[str, tuple[float, bool]] = {}  # run id -> (seen at, whole run)
 
         def kill_loads() -> bool:
             loads = instance.get_run_records(RunsFilter(job_name="orders_job",
@@ -283,12 +290,16 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
                 if not found:
                     continue
                 run_id = record.dagster_run.run_id
-                seen, step = first_seen.setdefault(run_id,
-                                                   (time.monotonic(), rng.random() < 0.5))
-                steps = [w for w in found if w[1].startswith("step")]
-                if step and not steps and time.monotonic() - seen < 5:
+                seen, whole = first_seen.setdefault(run_id,
+                                                    (time.monotonic(), rng.random() < 0.5))
+                steps = [w for w in found if w[1] == "step worker"]
+                if whole:
+                    for worker in found:
+                        kill(worker, kills)
+                elif steps or time.monotonic() - seen >= 5:
+                    kill(rng.choice(steps or found), kills)
+                else:
                     continue
-                kill(rng.choice(steps or found), kills)
                 if record.create_timestamp >= stopped_at + timedelta(seconds=1):
                     return True
             return False
