@@ -3,7 +3,8 @@
 An app process (``app_writer.py``) writes new, updated, day-moving and late orders while
 the test SIGKILLs, at random, the run workers and step workers of the instance's runs —
 what a preempted pod or an OOM kill does. After the app stops, every load is killed
-(the whole run, or its step worker) until one that reads all the writes has died too. Then, with nothing done by hand, the test polls until
+(the whole run, or its step worker) until one that reads all the writes has died too.
+Then, with nothing done by hand, the test polls until
 
 - the warehouse ``orders`` equal the source's (plain SQL on both, compared as values),
 - every day file holds exactly that day's paid orders of the source (computed here,

@@ -256,8 +256,8 @@ def test_run_or_wait_from_the_pending_request(result, decision, run, attempt, pe
         assert tick.cursor.last_key == PENDING.last_key
 
 
-@pytest.mark.parametrize("failures, delay", [(0, 0), (1, 0), (3, 0), (4, 60), (5, 120),
-                                             (7, 480), (8, 900), (30, 900)])
+@pytest.mark.parametrize("failures, delay", [(0, 0), (1, 0), (3, 0), (5, 0), (6, 30),
+                                             (7, 60), (10, 480), (11, 600), (30, 600)])
 def test_work_that_keeps_failing_is_requested_again_ever_more_slowly(failures, delay):
     """A killed run is requested again at once; a bad row or a full disk that fails every
     attempt the same way must not launch a run every tick forever."""
@@ -267,10 +267,10 @@ def test_work_that_keeps_failing_is_requested_again_ever_more_slowly(failures, d
 @pytest.mark.parametrize(
     "attempt, now, decision, run",
     [
-        (3, T0 + 10, SAME, True),  # three in a row: still at once
-        (4, T0 + 10, SAME, False),  # the fourth failure: wait a minute after it ended...
-        (4, T0 + 66, SAME, True),  # ...then again
-        (4, T0 + 10, CHANGED, True),  # the source changed (the row fixed?): at once
+        (5, T0 + 10, SAME, True),  # five in a row: still at once
+        (6, T0 + 10, SAME, False),  # the sixth failure: wait 30 s after it ended...
+        (6, T0 + 36, SAME, True),  # ...then again
+        (6, T0 + 10, CHANGED, True),  # the source changed (the row fixed?): at once
     ],
 )
 def test_a_load_failing_again_and_again_backs_off(attempt, now, decision, run):
@@ -285,11 +285,11 @@ def test_a_load_failing_again_and_again_backs_off(attempt, now, decision, run):
 def test_a_rebuild_failing_again_and_again_backs_off():
     cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
     failed = {R1[0]: sensing.Outcome("failed", "run r1 failed", ended_at=T0 + 5)}
-    cursor = replace(cursor, failures={"2026-01-24": (3, T0), "2026-01-25": (3, T0)})
+    cursor = replace(cursor, failures={"2026-01-24": (5, T0), "2026-01-25": (5, T0)})
     tick = sensing.refresh_tick(cursor, [], failed, T0 + 10)
-    assert tick.requests == [] and tick.cursor.failures["2026-01-24"] == (4, T0 + 5)
+    assert tick.requests == [] and tick.cursor.failures["2026-01-24"] == (6, T0 + 5)
     assert "backing off" in " ".join(tick.notes)
-    later = sensing.refresh_tick(tick.cursor, [], {}, T0 + 66)
+    later = sensing.refresh_tick(tick.cursor, [], {}, T0 + 36)
     assert [(r.first, r.last) for r in later.requests] == [("2026-01-24", "2026-01-25")]
     done = sensing.refresh_tick(later.cursor, [], {
         later.requests[0].key: sensing.Outcome("succeeded", "ok")}, T0 + 80)

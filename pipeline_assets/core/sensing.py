@@ -143,11 +143,11 @@ def request_outcome(runs: Iterable[RunView], *, requested_at: float, now: float,
 
 def retry_delay(failures: int) -> float:
     """Seconds to wait before requesting again work whose requests failed ``failures``
-    times in a row: at once for the first three (a killed run), then backing off from a
-    minute to 15 minutes (a bad row or a full disk fails every attempt the same way)."""
-    if failures <= 3:
+    times in a row: at once for the first five (killed runs), then backing off from half a
+    minute to 10 minutes (a bad row or a full disk fails every attempt the same way)."""
+    if failures <= 5:
         return 0.0
-    return min(60.0 * 2 ** (failures - 4), 900.0)
+    return min(30.0 * 2 ** (failures - 6), 600.0)
 
 
 # --- new_orders_sensor: the observation -----------------------------------------------
