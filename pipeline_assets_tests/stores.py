@@ -81,12 +81,14 @@ class S3Server:
 def all_files(folder) -> dict[str, bytes]:
     """Every file under ``folder`` (a Path or an s3 UPath), relative name → bytes."""
     if isinstance(folder, UPath):
+        # no listings cache: another process may have written since the last listing
+        fs = UPath(str(folder), use_listings_cache=False).fs
         base = folder.path.rstrip("/")
         try:
-            keys = folder.fs.find(base, refresh=True)
+            keys = fs.find(base)
         except FileNotFoundError:
             return {}
-        return {key[len(base) + 1:]: folder.fs.cat_file(key) for key in keys}
+        return {key[len(base) + 1:]: fs.cat_file(key) for key in keys}
     folder = Path(folder)
     if not folder.exists():
         return {}

@@ -601,3 +601,16 @@ def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bu
     write_day_files(folder, {day: [] for day in WRITER_DAYS}, run_id="rebuild",
                     written_at=WRITTEN_AT)
     assert {s.state for s in describe_days(folder)} == {COMMITTED}
+
+
+def test_a_reader_that_listed_the_bucket_still_sees_what_another_writer_put_after(bucket):
+    """s3fs can answer a read from a cached listing of the prefix; the store turns that
+    cache off, or a day written by another process after a listing would read as missing."""
+    folder = f"{bucket}/paid_orders"
+    store = df.open_store(folder)
+    write_day_files(store, {DAY: [row(1)]}, run_id="first", written_at=WRITTEN_AT)
+    assert df.known_days(store) == [DAY]  # a listing, by this store's filesystem
+    other = UPath(folder, anon=False)  # another filesystem instance: another writer
+    write_day_files(other, {"2026-01-26": [row(2)]}, run_id="second", written_at=WRITTEN_AT)
+    assert day_status(store, "2026-01-26").committed
+    assert df.known_days(store) == [DAY, "2026-01-26"]

@@ -217,6 +217,10 @@ class ObjectStore(Store):
     locks = False
 
     def __init__(self, root: UPath):
+        # No listings cache: s3fs answers a read from a cached listing of the prefix, so
+        # an object another process wrote after that listing would read as missing.
+        if root.storage_options.get("use_listings_cache") is not False:
+            root = UPath(str(root), **{**root.storage_options, "use_listings_cache": False})
         self.root = root
         self.fs = root.fs
         self.base = str(PurePosixPath(root.path)).rstrip("/")
