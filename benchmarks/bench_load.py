@@ -54,7 +54,7 @@ import sqlalchemy as sa  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.db import make_engine, orders, redact  # noqa: E402
-from pipeline_assets.core.load import _UPSERT, load_orders  # noqa: E402
+from pipeline_assets.core.load import load_orders  # noqa: E402
 from pipeline_assets.core.source import DEFAULT_CHUNK  # noqa: E402
 from pipeline_assets.core.times import UTC, canonical, from_canonical, to_instant  # noqa: E402
 
@@ -229,6 +229,12 @@ def stored_rows(url: str) -> list[tuple]:
 
 # --- the bulk paths ------------------------------------------------------------------------
 
+# The row path's statement (executemany of one upsert per row): the bulk floor to beat.
+_UPSERT = (
+    "INSERT INTO orders (order_id, status, amount, updated_at) VALUES ({p}, {p}, {p}, {p}) "
+    "ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, "
+    "amount = excluded.amount, updated_at = excluded.updated_at"
+)
 _INSERT = "INSERT INTO orders (order_id, status, amount, updated_at) VALUES ({p}, {p}, {p}, {p})"
 
 

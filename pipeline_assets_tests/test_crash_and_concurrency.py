@@ -39,8 +39,8 @@ from .conftest import NOW
 from .model import canonical, instant_of, stored_row
 
 BIN = Path(sys.executable).parent
-LOAD_POINTS = ["load_after_read", "load_after_watermark", "load_before_commit",
-               "load_after_commit"]
+LOAD_POINTS = ["load_after_stage", "load_after_read", "load_after_merge",
+               "load_after_watermark", "load_before_commit", "load_after_commit"]
 
 
 def source_rows(urls: dict) -> list[tuple]:

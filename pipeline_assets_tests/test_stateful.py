@@ -79,7 +79,8 @@ CRASH_VARS = ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_F
 
 # What a crash at each point leaves behind (raise mode: the process survives, so
 # `finally` blocks run). Loads: committed or not. Files: which steps of the write landed.
-LOAD_COMMITTED = {"load_after_read": False, "load_after_watermark": False,
+LOAD_COMMITTED = {"load_after_stage": False, "load_after_read": False,
+                  "load_after_merge": False, "load_after_watermark": False,
                   "load_before_commit": False, "load_after_commit": True}
 FILES_LANDED = {  # point → (day files replaced: "none" | "first" | "all", manifest written)
     "day_file_before_rename": ("none", False),

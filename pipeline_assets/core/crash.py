@@ -13,7 +13,9 @@ import signal
 from pathlib import Path
 
 POINTS = (
-    "load_after_read",  # every row read and diffed, before the upsert is committed
+    "load_after_stage",  # every row read, validated and staged; nothing compared yet
+    "load_after_read",  # every row staged and compared with the warehouse, not merged
+    "load_after_merge",  # the stage merged into orders; watermark and ledger not yet
     "load_after_watermark",  # rows and watermark written, ledger not yet, still open
     "load_before_commit",  # rows, ledger and watermark written, transaction still open
     "load_after_commit",  # committed, but the run has not heard of it (lost ack)

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, tzinfo
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from . import watermark as wm
+from .columnar import INSTANT, day_text, digest_rows, newest_per_order, normalize, within
 from .crash import crash_point
 from .db import (
-    DatabaseError,
     batches,
     ensure_schema,
     guard,
@@ -29,8 +32,8 @@ from .db import (
     writing,
 )
 from .errors import PipelineError
-from .rows import Order, digest_text, from_stored
-from .source import DEFAULT_CHUNK, inspect_source, read_window
+from .source import SCAN_BATCH, SourceTable, inspect_source, scan_window
+from .staging import Changes, Stage
 from .times import canonical
 
 FUTURE_TOLERANCE = timedelta(hours=1)
@@ -65,6 +68,7 @@ class LoadResult:
     max_lateness: timedelta | None = None  # how far the latest of them was behind it
     future_rows: int = 0  # rows stamped after now + tolerance: loaded, watermark not moved
     future_order_ids: tuple[int, ...] = ()  # the first 20 of them
+    duplicate_rows: int = 0  # older copies of an order in the source, not loaded
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -80,23 +84,46 @@ class LoadResult:
 
 @dataclass
 class _Tally:
+    """What the scan saw, batch by batch, before any comparison with the warehouse."""
+
     rows_read: int = 0
-    inserted: int = 0
-    updated: int = 0
-    unchanged: int = 0
+    duplicates: int = 0  # older copies of an order in the same batch, dropped
     newest: datetime | None = None  # newest updated_at read, future rows excepted
-    days: set[date] = field(default_factory=set)
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
     late_before: datetime | None = None  # changed rows older than this arrived late
-    late_rows: int = 0
-    max_lateness: timedelta | None = None
     future_limit: datetime | None = None  # rows newer than this do not move the watermark
     future_rows: int = 0
     future_ids: list[int] = field(default_factory=list)
+    # as if every row read were a change (true when the warehouse held no orders):
+    all_days: set[int] = field(default_factory=set)  # days since 1970-01-01
+    all_late: int = 0
+    all_oldest_late: datetime | None = None
 
-    @property
-    def changed(self) -> int:
-        return self.inserted + self.updated
+    def count(self, rows: pa.Table) -> None:
+        """Tally one normalized, deduplicated batch (sorted by order_id)."""
+        self.rows_read += rows.num_rows
+        digest_rows(self.digest, rows)
+        instant = rows["instant"]
+        if self.future_limit is not None:
+            future = pc.greater(instant, pa.scalar(self.future_limit, INSTANT))
+            hits = pc.sum(future).as_py() or 0
+            if hits:
+                self.future_rows += hits
+                ids = rows["order_id"].filter(future).slice(0, 20 - len(self.future_ids))
+                self.future_ids.extend(ids.to_pylist())
+                instant = instant.filter(pc.invert(future))
+        newest = pc.max(instant).as_py()
+        if newest is not None and (self.newest is None or newest > self.newest):
+            self.newest = newest
+        self.all_days.update(pc.unique(rows["day"]).to_pylist())
+        if self.late_before is not None:
+            late = pc.less(rows["instant"], pa.scalar(self.late_before, INSTANT))
+            hits = pc.sum(late).as_py() or 0
+            if hits:
+                self.all_late += hits
+                oldest = pc.min(rows["instant"].filter(late)).as_py()
+                if self.all_oldest_late is None or oldest < self.all_oldest_late:
+                    self.all_oldest_late = oldest
 
 
 def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest: str) -> str:
@@ -110,7 +137,7 @@ def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest
 
 def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
                 now: datetime, start: datetime | None = None, end: datetime | None = None,
-                chunk_size: int = DEFAULT_CHUNK, dry_run: bool = False,
+                chunk_size: int = SCAN_BATCH, dry_run: bool = False,
                 future_tolerance: timedelta = FUTURE_TOLERANCE,
                 announced_batch: str | None | object = _NOTHING) -> LoadResult:
     """Read the window, upsert it, record the batch and advance the watermark, atomically.
@@ -140,12 +167,15 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
         prepare_warehouse(warehouse)
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"):
         with (warehouse if dry_run else writing(warehouse)).connect() as conn:
+            stage = Stage(conn)
             trans = conn.begin()
             try:
+                # 1. window: lock, read the watermark, decide what to read
                 if dry_run:
                     ensure_schema(conn)  # rolled back below: a dry run writes nothing
                 else:
                     wm.lock(conn, kind)
+                _tune(conn)
                 before = wm.read(conn)
                 if kind == "incremental":
                     start = wm.window_start(before, lookback_days)
@@ -153,9 +183,22 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 if kind == "incremental":
                     tally.late_before = before
                     tally.future_limit = now + future_tolerance
-                for chunk in read_window(source, src, tz, start, end, chunk_size):
-                    _apply(conn, chunk, tally, tz, write=not dry_run)
+                was_empty = conn.execute(sa.select(orders.c.order_id).limit(1)).first() is None
+                # 2. scan + 3. stage: validated batches into the temporary table
+                stage.create()
+                for rows, older_copies in scan_orders(source, src, tz, start, end,
+                                                      chunk_size):
+                    tally.duplicates += older_copies
+                    tally.count(rows)
+                    stage.add(rows)
+                crash_point("load_after_stage")
+                changes = _measure(stage, tally, tz, was_empty)
                 crash_point("load_after_read")
+                # 4. merge: one upsert of the changed rows
+                if not dry_run:
+                    stage.merge(into_empty=was_empty)
+                    crash_point("load_after_merge")
+                # 5. commit: watermark, ledger, one commit (a dry run rolls back)
                 batch_id = batch_id_for(kind, start, end, tally.digest.hexdigest())
                 after = wm.advance(before, tally.newest) if kind == "incremental" else before
                 seen = conn.execute(
@@ -173,12 +216,12 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                             batch_id=batch_id, kind=kind,
                             window_start=start and canonical(start),
                             window_end=end and canonical(end),
-                            rows_read=tally.rows_read, inserted=tally.inserted,
-                            updated=tally.updated, unchanged=tally.unchanged,
+                            rows_read=tally.rows_read, inserted=changes.inserted,
+                            updated=changes.updated, unchanged=changes.unchanged,
                             watermark_before=before and canonical(before),
                             watermark_after=after and canonical(after),
                             committed_at=canonical(now),
-                            days_touched=json.dumps(sorted(d.isoformat() for d in tally.days)),
+                            days_touched=json.dumps(sorted(changes.days)),
                         ))
                     crash_point("load_before_commit")
                     trans.commit()
@@ -187,58 +230,63 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 if trans.is_active:
                     trans.rollback()
                 raise
+            finally:
+                stage.close()
+    changed = changes.inserted + changes.updated
     return LoadResult(
-        batch_id=batch_id, kind=kind, skipped=seen and tally.changed == 0,
+        batch_id=batch_id, kind=kind, skipped=seen and changed == 0,
         window_start=start, window_end=end, watermark_before=before, watermark_after=after,
-        rows_read=tally.rows_read, inserted=tally.inserted, updated=tally.updated,
-        unchanged=tally.unchanged,
-        days_touched=tuple(sorted({d.isoformat() for d in tally.days} | unannounced)),
+        rows_read=tally.rows_read, inserted=changes.inserted, updated=changes.updated,
+        unchanged=changes.unchanged,
+        days_touched=tuple(sorted(changes.days | unannounced)),
         newest_read=tally.newest, dry_run=dry_run,
-        late_rows=tally.late_rows, max_lateness=tally.max_lateness,
+        late_rows=changes.late_rows,
+        max_lateness=(before - changes.oldest_late) if changes.oldest_late else None,
         future_rows=tally.future_rows, future_order_ids=tuple(tally.future_ids),
+        duplicate_rows=tally.duplicates,
     )
 
 
-def _apply(conn: sa.Connection, chunk: list[Order], tally: _Tally, tz: tzinfo, *,
-           write: bool) -> None:
-    """Diff one chunk against the warehouse, count it, and upsert what changed."""
-    o = orders.c
-    previous = {
-        row[0]: row for row in conn.execute(
-            sa.select(o.order_id, o.status, o.amount, o.updated_at)
-            .where(o.order_id.in_([order.order_id for order in chunk]))
-        )
-    }
-    changed = []
-    for order in chunk:
-        stored = order.stored
-        tally.digest.update(digest_text(stored) + b"\n")
-        tally.rows_read += 1
-        if tally.future_limit is not None and order.updated_at > tally.future_limit:
-            tally.future_rows += 1
-            if len(tally.future_ids) < 20:
-                tally.future_ids.append(order.order_id)
-        elif tally.newest is None or order.updated_at > tally.newest:
-            tally.newest = order.updated_at
-        old = previous.get(order.order_id)
-        if old is None:
-            tally.inserted += 1
-        elif tuple(old) == stored:
-            tally.unchanged += 1
+def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
+                end: datetime | None, batch_rows: int = SCAN_BATCH
+                ) -> Iterator[tuple[pa.Table, int]]:
+    """The window's orders, validated and normalized, one row per order, in key order,
+    with the number of older copies dropped (a source without a primary key).
+
+    The source is read in ``order_id`` order, so every copy of an order is in the same
+    scanned batch or the next: the last key of each batch waits for the next one before
+    :func:`~.columnar.newest_per_order` picks its newest copy.
+    """
+    held = None
+    for raw in scan_window(source, src, tz, start, end, batch_rows):
+        rows = within(normalize(raw, tz), start, end)
+        if held is not None:
+            rows = pa.concat_tables([held, rows])
+        if rows.num_rows == 0:
             continue
-        else:
-            tally.updated += 1
-            was = from_stored(tuple(old))
-            if was.is_paid:  # its old day's file must lose or change it
-                tally.days.add(was.day(tz))
-        tally.days.add(order.day(tz))
-        changed.append(stored)
-        if tally.late_before is not None and order.updated_at < tally.late_before:
-            tally.late_rows += 1
-            lateness = tally.late_before - order.updated_at
-            tally.max_lateness = max(tally.max_lateness or lateness, lateness)
-    if write and changed:
-        upsert(conn, changed)
+        last = pc.max(rows["order_id"])
+        is_last = pc.equal(rows["order_id"], last)
+        held = rows.filter(is_last)
+        ready = rows.filter(pc.invert(is_last))
+        if ready.num_rows:
+            yield newest_per_order(ready)
+    if held is not None and held.num_rows:
+        yield newest_per_order(held)
+
+
+def _measure(stage: Stage, tally: _Tally, tz: tzinfo, was_empty: bool) -> Changes:
+    """What the merge will change; nothing to compare when the warehouse held no orders."""
+    if not was_empty:
+        return stage.measure(tz, late_before=tally.late_before)
+    return Changes(inserted=tally.rows_read, days={day_text(n) for n in tally.all_days},
+                   late_rows=tally.all_late, oldest_late=tally.all_oldest_late)
+
+
+def _tune(conn: sa.Connection) -> None:
+    """A bigger SQLite page cache for the load's connection: the updated_at index of a
+    large table is updated in random order, and each miss is a page read."""
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("PRAGMA cache_size = -65536")  # 64 MiB
 
 
 def _days_committed_after(conn: sa.Connection, announced: str | None, current: str) -> set[str]:
@@ -254,25 +302,3 @@ def _days_committed_after(conn: sa.Connection, announced: str | None, current: s
     for (text,) in conn.execute(query):
         days.update(json.loads(text))
     return days
-
-
-_UPSERT = (
-    "INSERT INTO orders (order_id, status, amount, updated_at) VALUES ({p}, {p}, {p}, {p}) "
-    "ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, "
-    "amount = excluded.amount, updated_at = excluded.updated_at"
-)
-
-
-def upsert(conn: sa.Connection, rows: list[tuple]) -> None:
-    """Insert-or-update by ``order_id``, sorted by key, through the driver's executemany.
-
-    SQLAlchemy keeps the connection and the dialect; the bulk statement goes straight to
-    the driver because per-row parameter processing cost more than the upsert itself
-    (see benchmarks/). Both SQLite and PostgreSQL speak ``ON CONFLICT … DO UPDATE``.
-    """
-    marker = {"sqlite": "?", "postgresql": "%s"}.get(conn.dialect.name)
-    if marker is None:
-        raise DatabaseError(f"the warehouse dialect {conn.dialect.name!r} is not supported; "
-                            "use SQLite or PostgreSQL")
-    rows.sort(key=lambda row: row[0])
-    conn.exec_driver_sql(_UPSERT.format(p=marker), rows)

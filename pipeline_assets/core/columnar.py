@@ -1,0 +1,297 @@
+"""The rules of :mod:`.rows` applied to a whole Arrow batch at once.
+
+A scanned batch (``order_id``, ``status``, ``amount``, ``updated_at`` as the source holds
+them) becomes a :data:`NORMAL` table: the row as the warehouse stores it (exact amount
+text, canonical UTC timestamp), its instant and its day in the pipeline's zone.
+
+The common forms take a vectorized fast path (``pyarrow.compute``): integer keys, plain
+decimal amounts (``40.00``, ``-5.5``, ``0``), ISO-8601 dates and timestamps with or
+without ``Z``/``±HH:MM``, native date and timestamp columns. Every row the fast path does
+not vouch for (a ``+`` sign, ``1e3``, a comma, a DST-gap wall clock, a missing value ...)
+goes through :func:`.rows.validate`, the exact parser, one row at a time: same result,
+same error naming the order, the column and the value. The fast path only ever accepts
+what the exact parser accepts and produces the same text, day and instant; the tests
+compare both on every form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .rows import InvalidRowError, validate
+from .times import UTC, day_of
+
+INSTANT = pa.timestamp("us", tz="UTC")
+NORMAL = pa.schema([
+    ("order_id", pa.int64()),
+    ("status", pa.string()),
+    ("amount", pa.string()),  # exact decimal text, as format_amount writes it
+    ("updated_at", pa.string()),  # canonical UTC text
+    ("instant", INSTANT),
+    ("day", pa.int32()),  # the day in the pipeline's zone, as days since 1970-01-01
+])
+EPOCH = date(1970, 1, 1)
+STORED = ("order_id", "status", "amount", "updated_at")  # the warehouse row, in order
+
+_KEY = r"^-?[0-9]+$"
+# Plain positional decimals that format_amount(parse_amount(x)) writes back unchanged.
+_AMOUNT = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"
+_DATE = r"[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_TIME = r"[T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?"
+_BARE_DATE = f"^{_DATE}$"
+_NAIVE = f"^{_DATE}{_TIME}$"
+_AWARE = f"^{_DATE}{_TIME}(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+_EARLIEST = pa.scalar(datetime(1000, 1, 1, tzinfo=timezone.utc), INSTANT)
+# Arrow's zone rules agree with Python's zoneinfo between these instants (past 2037 it
+# stops applying daylight saving time, where zoneinfo extends the rule); outside them a
+# zone other than UTC is left to the exact parser.
+_ZONE_RULES_FROM = datetime(1970, 1, 2, tzinfo=timezone.utc)
+_ZONE_RULES_UNTIL = datetime(2037, 1, 1, tzinfo=timezone.utc)
+
+
+def zone_name(tz: tzinfo) -> str | None:
+    """The IANA name Arrow needs for ``tz``; None for a zone Arrow cannot be given."""
+    if tz is timezone.utc:
+        return "UTC"
+    if isinstance(tz, ZoneInfo) and tz.key:
+        return tz.key
+    return None
+
+
+def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo) -> pa.Table:
+    """Validate and normalize every row of ``raw``; raises :class:`InvalidRowError`.
+
+    Rows keep their order within each of the two paths; callers sort afterwards.
+    """
+    n = raw.num_rows
+    zone = zone_name(tz)
+    if n == 0:
+        return NORMAL.empty_table()
+    try:
+        fast = _fast(raw, zone) if zone is not None else None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        fast = None  # something the kernels refuse: let the exact parser name it
+    if fast is None:
+        return _exact(raw, tz)
+    table, ok = fast
+    if pc.all(ok).as_py():
+        return table
+    good = table.filter(ok)
+    rest = _exact(raw.filter(pc.invert(ok)), tz)
+    return pa.concat_tables([good, rest])
+
+
+def _fast(raw, zone: str) -> tuple[pa.Table, pa.Array]:
+    ids = raw.column("order_id")
+    if pa.types.is_integer(ids.type):
+        ok = pc.is_valid(ids)
+        ids = pc.cast(pc.fill_null(ids, 0), pa.int64())
+    elif pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
+        text = pc.utf8_trim_whitespace(ids)
+        ok = pc.fill_null(pc.match_substring_regex(text, _KEY), False)
+        ids = pc.cast(pc.if_else(ok, text, "0"), pa.int64())
+    else:
+        raise pa.ArrowTypeError(f"order_id of type {ids.type}")
+
+    status = raw.column("status")
+    if not (pa.types.is_string(status.type) or pa.types.is_large_string(status.type)):
+        raise pa.ArrowTypeError("status is not text")
+    status = pc.cast(status, pa.string())
+    ok = pc.and_(ok, pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(status), ""), False))
+
+    amount = raw.column("amount")
+    if not (pa.types.is_string(amount.type) or pa.types.is_large_string(amount.type)):
+        raise pa.ArrowTypeError("amount is not text")
+    amount = pc.utf8_trim_whitespace(pc.cast(amount, pa.string()))
+    ok = pc.and_(ok, pc.fill_null(pc.match_substring_regex(amount, _AMOUNT), False))
+
+    instant, ok_time = _instants(raw.column("updated_at"), zone)
+    ok = pc.and_(ok, ok_time)
+    instant = pc.if_else(ok, instant, _EARLIEST)  # rows not ok are dropped; keep kernels quiet
+    ok = pc.and_(ok, pc.greater_equal(instant, _EARLIEST))  # %Y pads to 4 digits only
+    if zone != "UTC":
+        ok = pc.and_(ok, _zone_rules_hold(instant))
+    table = pa.table({
+        "order_id": ids,
+        "status": pc.fill_null(status, ""),
+        "amount": pc.fill_null(amount, ""),
+        "updated_at": canonical_text(instant),
+        "instant": instant,
+        "day": day_numbers(instant, zone),
+    }, schema=NORMAL)
+    return table, ok
+
+
+def _instants(column, zone: str) -> tuple[pa.Array, pa.Array]:
+    """(instant, ok) for an ``updated_at`` column of any type the readers produce."""
+    kind = column.type
+    if pa.types.is_timestamp(kind) and kind.tz is not None:
+        ok = pc.is_valid(column)
+        return pc.cast(pc.cast(column, pa.timestamp("us", tz=kind.tz)), INSTANT), ok
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        naive = pc.cast(column, pa.timestamp("us"))
+        instant, ok = _localize(naive, zone)
+        return instant, pc.and_(ok, pc.is_valid(column))
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise pa.ArrowTypeError(f"updated_at of type {kind}")
+    text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
+    aware = pc.fill_null(pc.match_substring_regex(text, _AWARE), False)
+    naive_ok = pc.fill_null(pc.or_(pc.match_substring_regex(text, _NAIVE),
+                                   pc.match_substring_regex(text, _BARE_DATE)), False)
+    # Arrow's ISO-8601 cast checks the calendar (2026-02-30 fails): then the whole batch
+    # goes to the exact parser, which names the row.
+    from_aware = pc.cast(pc.if_else(aware, text, "2000-01-01T00:00:00Z"), INSTANT)
+    local, ok_local = _localize(
+        pc.cast(pc.if_else(naive_ok, text, "2000-01-01"), pa.timestamp("us")), zone)
+    instant = pc.if_else(aware, from_aware, local)
+    return instant, pc.or_(aware, pc.and_(naive_ok, ok_local))
+
+
+def canonical_text(instant: pa.Array) -> pa.Array:
+    """:func:`.times.canonical` of every instant: ``2026-01-25T03:00:00.000000+00:00``.
+
+    Built from Arrow's date and time-of-day casts (``strftime`` is ~50x slower).
+    """
+    wall = pc.cast(instant, pa.timestamp("us"))  # the UTC wall clock
+    day = pc.cast(pc.cast(wall, pa.date32()), pa.string())
+    clock = pc.cast(pc.cast(wall, pa.time64("us")), pa.string())  # HH:MM:SS.ffffff
+    return pc.binary_join_element_wise(pc.binary_join_element_wise(day, clock, "T"),
+                                       "+00:00", "")
+
+
+def day_numbers(instant: pa.Array, zone: str) -> pa.Array:
+    """The day of every instant in ``zone``, as days since 1970-01-01."""
+    if zone == "UTC":
+        wall = pc.cast(instant, pa.timestamp("us"))
+    else:
+        wall = pc.local_timestamp(pc.cast(instant, pa.timestamp("us", tz=zone)))
+    return pc.cast(pc.cast(wall, pa.date32()), pa.int32())
+
+
+def day_text(number: int) -> str:
+    return (EPOCH + timedelta(days=number)).isoformat()
+
+
+def _zone_rules_hold(instant) -> pa.Array:
+    return pc.and_(pc.greater_equal(instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)),
+                   pc.less(instant, pa.scalar(_ZONE_RULES_UNTIL, INSTANT)))
+
+
+def _localize(naive: pa.Array, zone: str) -> tuple[pa.Array, pa.Array]:
+    """Wall clocks in ``zone`` → instants, as ``datetime.replace(tzinfo=zone)`` reads them.
+
+    A repeated wall clock (DST ends) is its first occurrence, as Python's ``fold=0``; a
+    wall clock that does not exist (DST starts) is not vouched for (the exact parser
+    reads it), which the round trip back to local time detects.
+    """
+    if zone == "UTC":
+        return pc.cast(pc.cast(naive, pa.timestamp("us", tz="UTC")), INSTANT), \
+            pc.is_valid(naive)
+    local = pc.assume_timezone(naive, timezone=zone, ambiguous="earliest",
+                               nonexistent="earliest")
+    back = pc.local_timestamp(local)
+    return pc.cast(local, INSTANT), pc.fill_null(pc.equal(back, naive), False)
+
+
+def _exact(raw, tz: tzinfo) -> pa.Table:
+    """The exact parser, row by row: the same rules and messages as the row path had."""
+    cols = {name: raw.column(name).to_pylist() for name in STORED}
+    out = {name: [] for name in NORMAL.names}
+    for order_id, status, amount, updated_at in zip(
+            cols["order_id"], cols["status"], cols["amount"], cols["updated_at"], strict=True):
+        order = validate(order_id, status, amount, updated_at, tz)
+        for name, value in zip(STORED, order.stored, strict=True):
+            out[name].append(value)
+        out["instant"].append(order.updated_at)
+        out["day"].append((day_of(order.updated_at, tz) - EPOCH).days)
+    return pa.table(out, schema=NORMAL)
+
+
+def within(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.Table:
+    """Only the rows with ``start <= instant < end`` (either side open)."""
+    mask = None
+    if start is not None:
+        mask = pc.greater_equal(table["instant"], pa.scalar(start.astimezone(UTC), INSTANT))
+    if end is not None:
+        upper = pc.less(table["instant"], pa.scalar(end.astimezone(UTC), INSTANT))
+        mask = upper if mask is None else pc.and_(mask, upper)
+    return table if mask is None else table.filter(mask)
+
+
+def newest_per_order(table: pa.Table) -> tuple[pa.Table, int]:
+    """One row per order: the newest ``updated_at`` wins; returns (rows, copies dropped).
+
+    Two copies with the same instant and different values cannot be ordered: the batch
+    is refused, naming the order. Identical copies are one row. The result is sorted by
+    ``order_id``.
+    """
+    table = table.sort_by([("order_id", "ascending"), ("instant", "ascending")])
+    n = table.num_rows
+    if n < 2:
+        return table, 0
+    table = table.combine_chunks()
+    ids = table["order_id"].chunk(0)
+    same_next = pc.equal(ids.slice(0, n - 1), ids.slice(1))
+    if not pc.any(same_next).as_py():
+        return table, 0
+    def pairs(name):
+        column = table[name].chunk(0)
+        return column.slice(0, n - 1), column.slice(1)
+
+    tied = pc.and_(same_next, pc.equal(*pairs("instant")))
+    differ = pc.or_(pc.not_equal(*pairs("status")), pc.not_equal(*pairs("amount")))
+    clash = pc.and_(tied, differ)
+    if pc.any(clash).as_py():
+        at = pc.index(clash, True).as_py()
+        row = table.slice(at, 2).to_pylist()
+        raise InvalidRowError(
+            row[0]["order_id"], "updated_at", row[0]["updated_at"],
+            "the source holds two rows of this order with this updated_at and different "
+            f"values ({row[0]['status']} {row[0]['amount']} and {row[1]['status']} "
+            f"{row[1]['amount']}), so neither can win; keep one")
+    keep = pc.invert(pa.concat_arrays([same_next, pa.array([False])]))
+    kept = table.filter(keep)
+    return kept, n - kept.num_rows
+
+
+def digest_rows(digest: hashlib._Hash, table: pa.Table) -> None:
+    """Feed the stored rows to the batch digest: ``id␟status␟amount␟updated_at\\n`` each.
+
+    The same bytes the row path hashed, so a batch keeps its id across the change.
+    """
+    if table.num_rows == 0:
+        return
+    lines = pc.binary_join_element_wise(
+        pc.cast(table["order_id"], pa.string()), table["status"], table["amount"],
+        pc.binary_join_element_wise(table["updated_at"], "\n", ""), "\x1f")
+    for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]):
+        if len(chunk) == 0:
+            continue
+        offsets = memoryview(chunk.buffers()[1]).cast("i")  # int32 offsets of a string array
+        digest.update(memoryview(chunk.buffers()[2])[offsets[chunk.offset]:
+                                                     offsets[chunk.offset + len(chunk)]])
+
+
+def days_of(updated_at: list[str], tz: tzinfo) -> set[str]:
+    """The days (in ``tz``) of canonical UTC texts, as the warehouse stores them."""
+    if not updated_at:
+        return set()
+    zone = zone_name(tz)
+    if zone is None:
+        return {day_of(datetime.fromisoformat(text), tz).isoformat() for text in updated_at}
+    instants = pc.cast(pa.array(updated_at, pa.string()), INSTANT)
+    exact = set()
+    if zone != "UTC":
+        hold = _zone_rules_hold(instants)
+        if not pc.all(hold).as_py():
+            exact = {day_of(moment, tz).isoformat()
+                     for moment in instants.filter(pc.invert(hold)).to_pylist()}
+            instants = instants.filter(hold)
+    days = pc.unique(day_numbers(instants, zone)).to_pylist()
+    return {day_text(n) for n in days} | exact
+
