@@ -13,9 +13,16 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
+import adbc_driver_manager
+import adbc_driver_sqlite.dbapi as adbc_sqlite
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+
+try:  # the postgres extra; imported here so that a load does not pay for it
+    import adbc_driver_postgresql.dbapi as adbc_postgresql
+except ImportError:  # pragma: no cover - SQLite only
+    adbc_postgresql = None
 
 from .commands import DEMO_INIT
 from .db import DatabaseError, connect_error, guard, redact
@@ -164,8 +171,6 @@ def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
 def _adbc_connect(engine: Engine):
     url = engine.url
     if engine.dialect.name == "sqlite":
-        import adbc_driver_sqlite.dbapi as adbc
-
         database = url.database or ""
         if database in ("", ":memory:"):
             raise DatabaseError(
@@ -174,14 +179,15 @@ def _adbc_connect(engine: Engine):
         if database.startswith("file:"):
             params = [f"{k}={v}" for k, v in url.query.items() if k != "uri"]
             database += ("&" if "?" in database else "?") + "&".join(params) if params else ""
-        conn = adbc.connect(database)
+        conn = adbc_sqlite.connect(database)
         with closing(conn.cursor()) as cur:  # wait for a writing app, as the engine does
             cur.execute("PRAGMA busy_timeout = 60000")
         return conn
     if engine.dialect.name == "postgresql":
-        import adbc_driver_postgresql.dbapi as adbc
-
-        return adbc.connect(url.set(drivername="postgresql").render_as_string(
+        if adbc_postgresql is None:
+            raise DatabaseError("reading a PostgreSQL source needs the postgres extra: "
+                                "pip install 'pipeline_assets[postgres]'")
+        return adbc_postgresql.connect(url.set(drivername="postgresql").render_as_string(
             hide_password=False))
     raise DatabaseError(f"the source dialect {engine.dialect.name!r} is not supported; "
                         "use SQLite or PostgreSQL")
@@ -196,8 +202,6 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
     over binary ``COPY``), streamed: at most a few batches of ``batch_rows`` rows are in
     memory whatever the table size. Nothing is validated here (see :mod:`.columnar`).
     """
-    import adbc_driver_manager
-
     sql = scan_sql(src, engine.dialect.name, tz, start, end)
     try:
         with closing(_adbc_connect(engine)) as conn, closing(conn.cursor()) as cur:
