@@ -34,8 +34,16 @@ test: install
 lint: install
 	$(BIN)/ruff check pipeline_assets pipeline_assets_tests benchmarks
 
+# Every benchmark at full size (about half an hour on 2 cores), PostgreSQL too when
+# BENCH_POSTGRES is reachable, and the peer benchmark with the `bench` extra (dlt).
+BENCH_POSTGRES ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 bench: install
-	$(BIN)/python benchmarks/bench_load.py
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python benchmarks/bench_load.py --postgres-if-reachable '$(BENCH_POSTGRES)'
+	$(BIN)/python benchmarks/bench_run_cost.py
+	$(BIN)/python benchmarks/bench_peer.py
+	$(BIN)/python benchmarks/bench_backfill.py
+	$(BIN)/python benchmarks/bench_sensor_tick.py
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

@@ -448,6 +448,9 @@ def main(argv=None) -> int:
     parser.add_argument("--postgres", metavar="ADMIN_URL",
                         help="also run against PostgreSQL, in throw-away databases made "
                         "through this URL")
+    parser.add_argument("--postgres-if-reachable", metavar="ADMIN_URL",
+                        help="as --postgres, but only say so and go on when no server "
+                        "answers there")
     parser.add_argument("--pg-repeat", type=int, default=1,
                         help="best of this many runs per floor on PostgreSQL "
                         "(default: %(default)s)")
@@ -456,6 +459,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return child_main(args.child)
+    if args.postgres_if_reachable and not args.postgres:
+        try:
+            probe = sa.create_engine(args.postgres_if_reachable,
+                                     connect_args={"connect_timeout": 3})
+            with probe.connect():
+                pass
+            probe.dispose()
+            args.postgres = args.postgres_if_reachable
+        except Exception as exc:  # no server, no driver: the SQLite part still runs
+            print(f"PostgreSQL at {redact(args.postgres_if_reachable)} not reachable "
+                  f"({type(exc).__name__}): its part is skipped")
     n, small, repeat = (2_000, 500, 1) if args.quick else (args.orders, args.small,
                                                            args.repeat)
     if args.workdir:

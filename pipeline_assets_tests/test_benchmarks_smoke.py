@@ -8,6 +8,7 @@ and write under the folder they are given, not in the checkout.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -28,10 +29,12 @@ def test_every_benchmark_script_is_smoke_tested():
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_benchmark_runs_quick(script: str, tmp_path: Path):
+    if script == "bench_peer.py" and not os.environ.get("CI"):  # CI installs the extra
+        pytest.importorskip("dlt", reason="the peer benchmark needs the bench extra")
     workdir = tmp_path / "work"
-    proc = subprocess.run(
+    proc = subprocess.run(  # bench_run_cost runs five `dagster asset materialize`
         [sys.executable, str(BENCHMARKS / script), "--quick", "--workdir", str(workdir)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
