@@ -61,6 +61,22 @@ def test_the_fast_path_gives_what_the_exact_parser_gives(tz):
                                                          r["amount"]))
 
 
+@pytest.mark.parametrize("form", FORMS + ["2026-01-25T03", "2026-01-25T03Z",
+                                    "2026-01-25 03+01:00", "2026-01-25T03:00:00+05"])
+@pytest.mark.parametrize("tz", ZONES[:2], ids=["UTC", "NY"])
+def test_a_batch_of_one_form_reads_as_the_exact_parser_reads_it(form, tz):
+    raw = pa.table({"order_id": ["1", "2"], "status": ["paid"] * 2, "amount": ["1.00"] * 2,
+                    "updated_at": [form, form]})
+    try:
+        want = [expected(str(i), "paid", "1.00", form, tz) for i in (1, 2)]
+    except InvalidRowError as exc:
+        with pytest.raises(InvalidRowError) as err:
+            normalize(raw, tz)
+        assert str(err.value) == str(exc)
+        return
+    assert by_key(normalize(raw, tz)) == want
+
+
 def test_native_columns_take_the_fast_path_with_the_same_result():
     stamps = [datetime(2026, 3, 8, 2, 30), datetime(2026, 11, 1, 1, 30), datetime(2026, 1, 5)]
     raw = pa.table({"order_id": pa.array([1, 2, 3], pa.int32()),

@@ -139,6 +139,9 @@ def _instants(column, zone: str) -> tuple[pa.Array, pa.Array]:
         return instant, pc.and_(ok, pc.is_valid(column))
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         raise pa.ArrowTypeError(f"updated_at of type {kind}")
+    uniform = _uniform_text(pc.cast(column, pa.string()), zone)
+    if uniform is not None:
+        return uniform
     text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
     aware = pc.fill_null(pc.match_substring_regex(text, _AWARE), False)
     naive_ok = pc.fill_null(pc.or_(pc.match_substring_regex(text, _NAIVE),
@@ -180,6 +183,31 @@ def day_text(number: int) -> str:
 def _zone_rules_hold(instant) -> pa.Array:
     return pc.and_(pc.greater_equal(instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)),
                    pc.less(instant, pa.scalar(_ZONE_RULES_UNTIL, INSTANT)))
+
+
+def _uniform_text(text: pa.Array, zone: str) -> tuple[pa.Array, pa.Array] | None:
+    """The common case without classifying row by row: every value has an offset, or
+    none has; one ISO-8601 cast reads them all. None when that does not hold.
+
+    Of the texts Arrow's cast reads, only the hour-only forms (``2026-01-25T03``,
+    ``…T03Z``) are refused by the exact parser, which needs ``HH:MM``: a batch with a
+    timestamp lacking ``:`` after its hour is not uniform.
+    """
+    if text.null_count or len(text) == 0:
+        return None
+    raw = text.cast(pa.binary())
+    lengths = pc.binary_length(raw)
+    clock = pc.equal(pc.binary_slice(raw, 13, 14), b":")
+    if not pc.all(pc.or_(pc.equal(lengths, 10), clock)).as_py():
+        return None
+    try:
+        return pc.cast(text, INSTANT), pc.is_valid(text)
+    except pa.ArrowInvalid:
+        pass
+    try:
+        return _localize(pc.cast(text, pa.timestamp("us")), zone)
+    except pa.ArrowInvalid:
+        return None
 
 
 def _localize(naive: pa.Array, zone: str) -> tuple[pa.Array, pa.Array]:
