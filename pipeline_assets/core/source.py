@@ -14,15 +14,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
 import adbc_driver_manager
+import adbc_driver_postgresql.dbapi as adbc_postgresql
 import adbc_driver_sqlite.dbapi as adbc_sqlite
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-
-try:  # the postgres extra; imported here so that a load does not pay for it
-    import adbc_driver_postgresql.dbapi as adbc_postgresql
-except ImportError:  # pragma: no cover - SQLite only
-    adbc_postgresql = None
 
 from .commands import DEMO_INIT
 from .db import DatabaseError, connect_error, guard, redact
@@ -184,9 +180,6 @@ def _adbc_connect(engine: Engine):
             cur.execute("PRAGMA busy_timeout = 60000")
         return conn
     if engine.dialect.name == "postgresql":
-        if adbc_postgresql is None:
-            raise DatabaseError("reading a PostgreSQL source needs the postgres extra: "
-                                "pip install 'pipeline_assets[postgres]'")
         return adbc_postgresql.connect(url.set(drivername="postgresql").render_as_string(
             hide_password=False))
     raise DatabaseError(f"the source dialect {engine.dialect.name!r} is not supported; "

@@ -47,6 +47,13 @@ _MERGE = (
     "OR orders.updated_at <> excluded.updated_at"
 )
 
+# Into an empty table (the load holds the watermark lock, so no other load writes):
+# a plain insert, without a conflict check per row.
+_INSERT_ALL = (
+    "INSERT INTO orders (order_id, status, amount, updated_at) "
+    "SELECT order_id, status, amount, updated_at FROM {stage} ORDER BY order_id"
+)
+
 
 @dataclass
 class Changes:
@@ -150,7 +157,8 @@ class Stage:
         rebuild = into_empty and self.rows >= REINDEX_FROM
         if rebuild:
             index.drop(self.conn)
-        self.conn.exec_driver_sql(_MERGE.format(stage=self.name))
+        statement = _INSERT_ALL if into_empty else _MERGE
+        self.conn.exec_driver_sql(statement.format(stage=self.name))
         if rebuild:
             index.create(self.conn)
 
