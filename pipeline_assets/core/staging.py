@@ -37,6 +37,10 @@ REINDEX_FROM = 50_000
 _DIFFERS = ("(o.status <> s.status OR o.amount <> s.amount OR o.updated_at <> s.updated_at)")
 _CHANGED = f"(o.order_id IS NULL OR {_DIFFERS})"
 _JOIN = "{stage} s LEFT JOIN orders o ON o.order_id = s.order_id"
+# Only the staged rows that exist: the stage must stay the outer loop (SQLite would
+# otherwise scan all of orders and probe the stage; CROSS JOIN pins its join order).
+_INNER = {"sqlite": "{stage} s CROSS JOIN orders o ON o.order_id = s.order_id",
+          "postgresql": "{stage} s JOIN orders o ON o.order_id = s.order_id"}
 
 _MERGE = (
     "INSERT INTO orders (order_id, status, amount, updated_at) "
@@ -142,8 +146,9 @@ class Stage:
             return changes
         changes.days = {day_text(n) for n in self.conn.execute(sa.text(
             f"SELECT DISTINCT s.day FROM {join} WHERE {_CHANGED}")).scalars()}
+        inner = _INNER[self.dialect].format(stage=self.name)
         old = self.conn.execute(sa.text(
-            f"SELECT DISTINCT o.updated_at FROM {join} "
+            f"SELECT DISTINCT o.updated_at FROM {inner} "
             f"WHERE o.status = 'paid' AND {_DIFFERS}"))  # its old day's file must change
         for part in old.partitions(65_536):
             changes.days |= days_of([text for (text,) in part], tz)
