@@ -575,7 +575,8 @@ def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
             step("start", zone="America/New_York", lookback=2)
             for n, point in enumerate(LOAD_POINTS):  # each load has new rows to write
                 step("app_writes_order", order_id=107 + n, status="paid", amount=f"{n}.50",
-                     at=(4 + n, time(23, 59, 59, 999_999), ("utc", "naive", "date", "z")[n]))
+                     at=(4 + n, time(23, 59, 59, 999_999),
+                         ("utc", "naive", "date", "z", "local", "minus5")[n]))
                 step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
             step("app_writes_order", order_id=101, status="refunded", amount="40.00",
                  at=(0, time(0), "local"))
