@@ -351,7 +351,7 @@ def test_committed_check(paid_folder, scenario, state, manifest, data, reason):
         assert read_committed_day(folder, DAY) == json.loads(data)
     else:
         # a dead writer's head stays "writing": on the bucket a reader would first wait
-        # for it (test_a_reader_on_the_bucket_waits_for_a_writer_then_reports)
+        # for it (test_a_reader_that_meets_a_dead_writer_reads_the_next_writers_version)
         with pytest.raises(UncommittedDayError) as err:
             read_committed_day(folder, DAY, wait_for_writer=0.5)
         message = str(err.value)
@@ -532,14 +532,23 @@ def test_a_retried_run_that_dies_twice_before_its_pointers_still_commits(paid_fo
     assert [r["order_id"] for r in read_committed_day(folder, DAY)] == [2]
 
 
-def test_a_reader_that_meets_a_writing_head_reads_the_next_writers_version(paid_folder):
-    """A run died before its manifest, so the head says "writing": a reader waits for the
-    next writer instead of failing at once, and reads its complete version."""
+def test_a_reader_that_meets_a_dead_writer_reads_the_next_writers_version(paid_folder):
+    """A run died before its manifest. On local disk it released its lock when it died, so
+    a reader reports the day uncommitted at once, naming the rebuild, and reads the next
+    run's version after it. On the bucket the dead run's head still says "writing", so a
+    reader that starts then waits for the next writer and reads its complete version,
+    whenever its first look falls: before that writer, during it, or after."""
     folder = paid_folder
     good(folder)
     with crash_at("files_before_manifest"), pytest.raises(Crash):
         write(folder, {DAY: NEW}, run_id="run-2")
     assert day_status(folder, DAY).state == UNCOMMITTED
+    if df.open_store(folder).locks:
+        with pytest.raises(UncommittedDayError, match="Rebuild it: dagster asset materialize"):
+            read_committed_day(folder, DAY)
+        write(folder, {DAY: NEW}, run_id="run-3")
+        assert read_committed_day(folder, DAY) == NEW
+        return
     result = {}
     reader = threading.Thread(target=lambda: result.update(rows=read_committed_day(folder, DAY)))
     reader.start()

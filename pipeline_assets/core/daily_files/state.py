@@ -221,11 +221,12 @@ def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
                      clock: Callable[[], float] = time.monotonic) -> list[DayStatus]:
     """:func:`describe_days`, but a run writing right now is waited for, not reported.
 
-    On local disk: under the shared lock. On an object store, where there is none: when a
-    day is not committed and the head says a run is writing, poll the head until that
-    run finishes (or :data:`WRITER_WAIT_SECONDS`, or ``wait_for_writer`` seconds, pass:
-    a run killed mid-write leaves its head "writing" until the next writer), then look
-    again.
+    On local disk: under the shared lock (a run killed mid-write released it, so its
+    leftovers read as uncommitted at once). On an object store, where there is no lock:
+    when a day is not committed, poll the head while it says a run is writing, and look
+    again once no run is writing. A run killed mid-write leaves the head "writing" until
+    the next writer, so each writer seen is waited for at most :data:`WRITER_WAIT_SECONDS`
+    (or ``wait_for_writer`` seconds); a new writer taking over gets a fresh wait.
     """
     store = open_store(folder)
     wanted = sorted({check_day(day) for day in days})
@@ -233,17 +234,16 @@ def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
         statuses = _statuses(Snapshot(store), wanted)
     if not wait_for_writer or store.locks or all(s.committed for s in statuses):
         return statuses
-    head = read_head(store)
     wait = WRITER_WAIT_SECONDS if wait_for_writer is True else float(wait_for_writer)
-    deadline = clock() + wait
-    while head is not None and head.get("state") == "writing" and clock() < deadline:
+    waited_for, deadline = None, clock() + wait
+    while (head := read_head(store)) is not None and head.get("state") == "writing":
+        if head != waited_for:
+            waited_for, deadline = head, clock() + wait
+        elif clock() >= deadline:
+            break  # a writer that never finishes: report what is there now
         time.sleep(_POLL_SECONDS)
-        now = read_head(store)
-        if now != head:
-            break
-    else:
-        if head is None or head.get("state") != "writing":
-            return statuses
+    # No run is writing (or the one seen gave up): what is there now is settled. Look
+    # again, also when no writer was seen: one may have finished since the first look.
     again = iter(_statuses(Snapshot(store), [s.day for s in statuses if not s.committed]))
     return [s if s.committed else next(again) for s in statuses]
 
