@@ -169,6 +169,28 @@ def test_the_newest_copy_of_an_order_wins_whatever_the_physical_order(
         warehouse.dispose()
 
 
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 1000])
+def test_copies_split_across_scan_batches_with_keys_of_different_lengths(db_urls, chunk_size):
+    """The scan is in key order, numeric (9 before 10), so the copies of an order are
+    adjacent and the last key of a batch waits for the next: with keys of one and two
+    digits (text order would put 10 before 9) and batches that cut between two copies,
+    each order is still staged once, its newest copy."""
+    rows = [(10, "paid", "10.00", "2026-01-06"), (9, "paid", "9.00", "2026-01-05"),
+            (9, "paid", "9.50", "2026-01-06"), (11, "paid", "11.00", "2026-01-06"),
+            (100, "paid", "1.00", "2026-01-06"), (11, "paid", "11.50", "2026-01-07")]
+    source = keyless_source(db_urls["source"], rows)
+    warehouse = make_engine(db_urls["warehouse"], role="warehouse")
+    try:
+        result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
+                             chunk_size=chunk_size)
+        assert (result.rows_read, result.inserted, result.duplicate_rows) == (4, 4, 2)
+        assert [(r[0], r[2]) for r in stored(warehouse)] == [
+            (9, "9.50"), (10, "10.00"), (11, "11.50"), (100, "1.00")]
+    finally:
+        source.dispose()
+        warehouse.dispose()
+
+
 def test_two_copies_with_the_same_updated_at_and_different_values_refuse_the_batch(db_urls):
     rows = [(0, "paid", "1.00", "2026-01-04"), (1, "paid", "11.00", "2026-01-06"),
             (1, "refunded", "11.00", "2026-01-06T00:00:00Z"), (2, "paid", "3.00", "2026-01-06")]
@@ -187,3 +209,39 @@ def test_two_copies_with_the_same_updated_at_and_different_values_refuse_the_bat
     finally:
         source.dispose()
         warehouse.dispose()
+
+
+def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_path, monkeypatch):
+    """SQLite would scan the whole table in key order for "updated_at >= … ORDER BY
+    order_id"; a small window (an incremental run's lookback) is read through the
+    updated_at index instead. Both plans give the same rows in the same order, and the
+    index plan is chosen only for a window under SMALL_WINDOW rows and with an index."""
+    from contextlib import closing
+
+    from pipeline_assets.core import demo, source
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    demo.init(engine)
+    demo.generate(engine, orders=3_000, days=30, seed=3)
+    src = source.inspect_source(engine)
+    start = datetime(2026, 1, 20, tzinfo=UTC)
+
+    def scan(lo):
+        return pa.Table.from_batches(list(source.scan_window(engine, src, UTC, lo, None)))
+
+    def small(lo):
+        with closing(source._adbc_connect(engine)) as conn, closing(conn.cursor()) as cur:
+            return source._small_sqlite_window(cur, src, UTC, lo, None)
+
+    assert small(start) and not small(None)
+    by_index = scan(start)
+    monkeypatch.setattr(source, "SMALL_WINDOW", 1)  # every window is "large": key order
+    assert not small(start)
+    assert scan(start).equals(by_index)
+    assert 0 < by_index.num_rows < 3_006
+    assert by_index["order_id"].to_pylist() == sorted(by_index["order_id"].to_pylist(), key=int)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP INDEX orders_updated_at_idx")
+    monkeypatch.setattr(source, "SMALL_WINDOW", 50_000)
+    assert not small(start)  # without the index a count would scan the table itself
+    assert scan(start).equals(by_index)
