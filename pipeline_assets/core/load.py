@@ -185,7 +185,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                     tally.future_limit = now + future_tolerance
                 was_empty = conn.execute(sa.select(orders.c.order_id).limit(1)).first() is None
                 # 2. scan + 3. stage: validated batches into the temporary table
-                stage.create()
+                stage.create(direct=was_empty and not dry_run)
                 for rows, older_copies in scan_orders(source, src, tz, start, end,
                                                       chunk_size):
                     tally.duplicates += older_copies
@@ -254,17 +254,20 @@ def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
     with the number of older copies dropped (a source without a primary key).
 
     The source is read in ``order_id`` order, so every copy of an order is in the same
-    scanned batch or the next: the last key of each batch waits for the next one before
+    scanned batch or the next: the rows of the key the batch ends with (its last row's,
+    whatever order the source's key type sorts in) wait for the next batch before
     :func:`~.columnar.newest_per_order` picks its newest copy.
     """
     held = None
     for raw in scan_window(source, src, tz, start, end, batch_rows):
+        if raw.num_rows == 0:
+            continue
         rows = within(normalize(raw, tz), start, end)
+        last = normalize(raw.slice(raw.num_rows - 1), tz)["order_id"][0]
         if held is not None:
             rows = pa.concat_tables([held, rows])
         if rows.num_rows == 0:
             continue
-        last = pc.max(rows["order_id"])
         is_last = pc.equal(rows["order_id"], last)
         held = rows.filter(is_last)
         ready = rows.filter(pc.invert(is_last))

@@ -5,12 +5,19 @@ any point leaves neither staged nor merged rows behind (a temporary table dies w
 transaction or connection).
 
 - :meth:`Stage.add` bulk-writes normalized Arrow batches into ``orders_stage``
-  (PostgreSQL: ``COPY … FROM STDIN``; SQLite: the driver's ``executemany``).
+  (PostgreSQL: ``COPY … FROM STDIN``; SQLite: the driver's ``executemany``). A SQLite
+  load into an empty ``orders`` writes the rows there directly instead (nothing to
+  compare with; see :meth:`Stage.create`).
 - :meth:`Stage.measure` compares the staged rows with ``orders`` in SQL, before the
-  merge: how many are new, changed, unchanged; the new day of every changed row and the
-  old day of every changed row that was paid; the late rows among the changed ones.
+  merge, in one pass: the rows that are new or differ go into a second temporary table,
+  ``orders_changed``, with the old status and ``updated_at`` of each; every count (new,
+  changed, unchanged), the new day of every changed row, the old day of every changed
+  row that was paid and the late rows among the changed ones are read from it. An
+  incremental run re-reads the lookback window, most of it unchanged: the join runs
+  once, everything after it touches only the changes.
 - :meth:`Stage.merge` is one ``INSERT … SELECT … ON CONFLICT (order_id) DO UPDATE …
-  WHERE`` the row really changed, so unchanged rows are not rewritten.
+  WHERE`` the row really changed, of the changed rows only (all staged rows into an
+  empty table), so unchanged rows are neither probed twice nor rewritten.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from .db import DatabaseError, orders
 from .times import canonical, from_canonical
 
 STAGE = "orders_stage"
+CHANGED = "orders_changed"
 COLUMNS = ("order_id", "status", "amount", "updated_at", "day")
 # A first load into an empty table builds the updated_at index once, after the rows,
 # when there are at least this many: one sort instead of a random insert per row.
@@ -36,15 +44,17 @@ REINDEX_FROM = 50_000
 
 _DIFFERS = ("(o.status <> s.status OR o.amount <> s.amount OR o.updated_at <> s.updated_at)")
 _CHANGED = f"(o.order_id IS NULL OR {_DIFFERS})"
-_JOIN = "{stage} s LEFT JOIN orders o ON o.order_id = s.order_id"
-# Only the staged rows that exist: the stage must stay the outer loop (SQLite would
-# otherwise scan all of orders and probe the stage; CROSS JOIN pins its join order).
-_INNER = {"sqlite": "{stage} s CROSS JOIN orders o ON o.order_id = s.order_id",
-          "postgresql": "{stage} s JOIN orders o ON o.order_id = s.order_id"}
+# The stage is the outer loop (a LEFT JOIN keeps it there on SQLite too): one probe of
+# orders' key per staged row.
+_COLLECT = (
+    "CREATE TEMP TABLE {changed} AS SELECT s.order_id, s.status, s.amount, s.updated_at, "
+    "s.day, o.order_id AS old_id, o.status AS old_status, o.updated_at AS old_updated_at "
+    "FROM {stage} s LEFT JOIN orders o ON o.order_id = s.order_id WHERE " + _CHANGED
+)
 
 _MERGE = (
     "INSERT INTO orders (order_id, status, amount, updated_at) "
-    "SELECT order_id, status, amount, updated_at FROM {stage} WHERE true ORDER BY order_id "
+    "SELECT order_id, status, amount, updated_at FROM {changed} WHERE true ORDER BY order_id "
     "ON CONFLICT (order_id) DO UPDATE SET status = excluded.status, "
     "amount = excluded.amount, updated_at = excluded.updated_at "
     "WHERE orders.status <> excluded.status OR orders.amount <> excluded.amount "
@@ -87,17 +97,33 @@ class Stage:
                                 "use SQLite or PostgreSQL")
         self.rows = 0
         self.name = f"temp.{STAGE}" if self.dialect == "sqlite" else STAGE
+        self.changed = f"temp.{CHANGED}" if self.dialect == "sqlite" else CHANGED
+        self.measured = False
+        self.direct = False
 
-    def create(self) -> None:
-        """Inside the load's transaction: a rollback takes the table with it."""
+    def create(self, *, direct: bool = False) -> None:
+        """Inside the load's transaction: a rollback takes the table with it.
+
+        ``direct`` (SQLite, a load into an empty ``orders``; never a dry run): the rows go
+        straight into ``orders``, its ``updated_at`` index dropped until :meth:`merge`
+        builds it once. SQLite's write lock is the load's for the whole transaction
+        anyway, and readers keep seeing the empty table until the commit; a temporary
+        copy would only be written and read once more.
+        """
+        self.direct = direct and self.dialect == "sqlite"
+        if self.direct:
+            next(iter(orders.indexes)).drop(self.conn)  # orders_updated_at_idx
+            return
         if self.dialect == "sqlite":
-            self.conn.exec_driver_sql(f"DROP TABLE IF EXISTS {self.name}")
+            for name in (self.name, self.changed):
+                self.conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
             # order_id is the rowid: rows arrive in key order and are appended
             self.conn.exec_driver_sql(
                 f"CREATE TEMP TABLE {STAGE} (order_id INTEGER PRIMARY KEY, status TEXT NOT "
                 "NULL, amount TEXT NOT NULL, updated_at TEXT NOT NULL, day INTEGER NOT NULL)")
         else:
-            self.conn.exec_driver_sql(f"DROP TABLE IF EXISTS pg_temp.{STAGE}")
+            for name in (STAGE, CHANGED):
+                self.conn.exec_driver_sql(f"DROP TABLE IF EXISTS pg_temp.{name}")
             self.conn.exec_driver_sql(
                 f"CREATE TEMP TABLE {STAGE} (order_id BIGINT NOT NULL, status TEXT NOT NULL, "
                 "amount TEXT NOT NULL, updated_at TEXT NOT NULL, day INTEGER NOT NULL) "
@@ -107,12 +133,18 @@ class Stage:
         """Append normalized rows (distinct keys, ascending, none staged before)."""
         if table.num_rows == 0:
             return
-        table = table.select(list(COLUMNS))
-        if self.dialect == "sqlite":
+        if self.direct:
+            columns = [table[name].to_pylist() for name in COLUMNS[:4]]
+            self.conn.connection.driver_connection.executemany(
+                "INSERT INTO orders (order_id, status, amount, updated_at) VALUES (?, ?, ?, ?)",
+                zip(*columns, strict=True))
+        elif self.dialect == "sqlite":
+            table = table.select(list(COLUMNS))
             columns = [table[name].to_pylist() for name in COLUMNS]
             self.conn.connection.driver_connection.executemany(
                 f"INSERT INTO {self.name} VALUES (?, ?, ?, ?, ?)", zip(*columns, strict=True))
         else:
+            table = table.select(list(COLUMNS))
             buffer = io.BytesIO()
             pacsv.write_csv(table, buffer, pacsv.WriteOptions(include_header=False))
             driver = self.conn.connection.driver_connection
@@ -122,54 +154,70 @@ class Stage:
         self.rows += table.num_rows
 
     def measure(self, tz: tzinfo, *, late_before: datetime | None) -> Changes:
-        """Compare the stage with ``orders`` (before the merge)."""
+        """Compare the stage with ``orders`` (before the merge): one join, then only the
+        changed rows."""
         changes = Changes()
         if self.rows == 0:
             return changes
         if self.dialect == "postgresql":
             self.conn.exec_driver_sql(f"ANALYZE {self.name}")
+        on_commit = " ON COMMIT DROP" if self.dialect == "postgresql" else ""
+        collect = _COLLECT.format(changed=CHANGED, stage=self.name)
+        if on_commit:  # PostgreSQL: CREATE TEMP TABLE name ON COMMIT DROP AS SELECT ...
+            collect = collect.replace(f"{CHANGED} AS SELECT", f"{CHANGED}{on_commit} AS SELECT")
+        self.conn.exec_driver_sql(collect)
+        self.measured = True
         late = canonical(late_before) if late_before is not None else None
-        join = _JOIN.format(stage=self.name)
         row = self.conn.execute(sa.text(
-            f"SELECT COUNT(o.order_id), "
-            f"SUM(CASE WHEN o.order_id IS NOT NULL AND {_DIFFERS} THEN 1 ELSE 0 END), "
-            f"SUM(CASE WHEN {_CHANGED} AND s.updated_at < :late THEN 1 ELSE 0 END), "
-            f"MIN(CASE WHEN {_CHANGED} AND s.updated_at < :late THEN s.updated_at END) "
-            f"FROM {join}"), {"late": late}).one()
-        existing, updated = int(row[0] or 0), int(row[1] or 0)
-        changes.inserted = self.rows - existing
+            f"SELECT COUNT(*), COUNT(old_id), "
+            f"SUM(CASE WHEN updated_at < :late THEN 1 ELSE 0 END), "
+            f"MIN(CASE WHEN updated_at < :late THEN updated_at END) "
+            f"FROM {self.changed}"), {"late": late}).one()
+        changed, updated = int(row[0] or 0), int(row[1] or 0)
+        existing = self.rows - (changed - updated)
+        changes.inserted = changed - updated
         changes.updated = updated
         changes.unchanged = existing - updated
         changes.late_rows = int(row[2] or 0)
         changes.oldest_late = from_canonical(row[3]) if row[3] else None
-        if changes.inserted + changes.updated == 0:
+        if changed == 0:
             return changes
         changes.days = {day_text(n) for n in self.conn.execute(sa.text(
-            f"SELECT DISTINCT s.day FROM {join} WHERE {_CHANGED}")).scalars()}
-        inner = _INNER[self.dialect].format(stage=self.name)
-        old = self.conn.execute(sa.text(
-            f"SELECT DISTINCT o.updated_at FROM {inner} "
-            f"WHERE o.status = 'paid' AND {_DIFFERS}"))  # its old day's file must change
+            f"SELECT DISTINCT day FROM {self.changed}")).scalars()}
+        old = self.conn.execute(sa.text(  # a paid row's old day file must change too
+            f"SELECT DISTINCT old_updated_at FROM {self.changed} WHERE old_status = 'paid'"))
         for part in old.partitions(65_536):
             changes.days |= days_of([text for (text,) in part], tz)
         return changes
 
     def merge(self, *, into_empty: bool) -> None:
-        """Upsert the stage into ``orders``: one statement, changed rows only."""
+        """Upsert into ``orders``: one statement, changed rows only.
+
+        Into an empty table every staged row is new (no measure needed); otherwise
+        :meth:`measure` has collected the changed rows and only they are merged.
+        """
+        if self.direct:  # the rows are in orders already: build the index once
+            next(iter(orders.indexes)).create(self.conn)
+            return
         if self.rows == 0:
             return
-        index = next(iter(orders.indexes))  # orders_updated_at_idx
-        rebuild = into_empty and self.rows >= REINDEX_FROM
-        if rebuild:
-            index.drop(self.conn)
-        statement = _INSERT_ALL if into_empty else _MERGE
-        self.conn.exec_driver_sql(statement.format(stage=self.name))
-        if rebuild:
-            index.create(self.conn)
+        if into_empty:
+            index = next(iter(orders.indexes))  # orders_updated_at_idx
+            rebuild = self.rows >= REINDEX_FROM
+            if rebuild:
+                index.drop(self.conn)
+            self.conn.exec_driver_sql(_INSERT_ALL.format(stage=self.name))
+            if rebuild:
+                index.create(self.conn)
+            return
+        if not self.measured:
+            raise RuntimeError("Stage.merge into a non-empty table needs Stage.measure first")
+        self.conn.exec_driver_sql(_MERGE.format(changed=self.changed))
 
     def close(self) -> None:
         """After the load's transaction: a committed SQLite stage is dropped here."""
         if self.dialect == "sqlite" and not self.conn.in_transaction():
             with suppress(sa.exc.DBAPIError):
-                self.conn.connection.driver_connection.execute(
-                    f"DROP TABLE IF EXISTS {self.name}")
+                for name in (self.name, self.changed):
+                    self.conn.connection.driver_connection.execute(
+                        f"DROP TABLE IF EXISTS {name}")
