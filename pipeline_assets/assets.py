@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import Optional
 
 from dagster import (
-    AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
@@ -25,7 +24,6 @@ from dagster import (
     MetadataValue,
     RetryPolicy,
     asset,
-    asset_check,
 )
 from pydantic import Field
 
@@ -130,6 +128,7 @@ def last_announced_batch(context: AssetExecutionContext) -> Optional[str]:  # no
 
 def build_orders_asset(settings: Settings, clock: Clock = utc_now):
     tz = settings.tz
+    horizon_days = settings.reconcile_days
 
     @asset(
         name="orders",
@@ -138,9 +137,22 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
         owners=[OWNER],
         kinds={"sql", "python"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
-        check_specs=[AssetCheckSpec(
-            LATENESS_CHECK, asset="orders",
-            description="Warns when rows arrive late by half the lookback window or more.")],
+        # Both checks run in the load's own step: a separate @asset_check would be a
+        # second step process per run, about half of a small run's cost again
+        # (docs/benchmarks.md); `pipeline-assets verify` checks without loading.
+        check_specs=[
+            AssetCheckSpec(
+                LATENESS_CHECK, asset="orders",
+                description="Warns when rows arrive late by half the lookback window or "
+                "more."),
+            AssetCheckSpec(
+                RECONCILE_CHECK, asset="orders",
+                description=f"Source and warehouse agree, day by day (count and row "
+                f"checksum), over the {horizon_days} days (RECONCILE_DAYS) ending at the "
+                "watermark, plus the days the batch touched: catches rows that arrived "
+                "later than the lookback window. Comparing no day while the warehouse "
+                "holds rows is a failure."),
+        ],
         description="Orders upserted by key from the app database: the rows changed since "
         "the watermark plus the lookback window, committed with their batch id.",
     )
@@ -172,10 +184,41 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
             )
         return MaterializeResult(
             metadata=load_metadata(result, watermark.lookback_days),
-            check_results=[lateness_check(result, watermark.lookback_days)],
+            check_results=[
+                lateness_check(result, watermark.lookback_days),
+                reconcile_check(source, watermark.warehouse, tz, horizon_days,
+                                list(result.days_touched)),
+            ],
         )
 
     return orders
+
+
+def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_days: int,
+                    days_touched: list[str]) -> AssetCheckResult:
+    """Source and warehouse agree day by day over the days ending at the watermark (no
+    clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``."""
+    try:
+        h, days, verdict = reconcile_horizon(
+            source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
+            days_touched=days_touched)
+    except VerifyError as exc:
+        return AssetCheckResult(check_name=RECONCILE_CHECK, passed=False,
+                                description=str(exc))
+    return AssetCheckResult(
+        check_name=RECONCILE_CHECK,
+        passed=verdict.passed,
+        description=verdict.description,
+        metadata={
+            "anchored_on": h.anchored_on,
+            "anchor": h.anchor.isoformat() if h.anchor else "none",
+            "window": f"{h.first}...{h.last}" if h.first else "none",
+            "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
+            "days_compared": verdict.days_compared,
+            "differing_days": MetadataValue.json(verdict.differing),
+            "repair": MetadataValue.json(verdict.repair),
+        },
+    )
 
 
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
@@ -261,51 +304,3 @@ def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
         return MaterializeResult()
 
     return paid_orders, daily_revenue
-
-
-def build_orders_checks(settings: Settings):
-    # no clock: the window is anchored on the data (core/horizon.py)
-    tz = settings.tz
-    horizon_days = settings.reconcile_days
-
-    @asset_check(
-        asset="orders",
-        name=RECONCILE_CHECK,
-        description=f"Source and warehouse agree, day by day (count and row checksum), over "
-        f"the {horizon_days} days (RECONCILE_DAYS) ending at the watermark, plus the days "
-        "the last batch touched: catches rows that arrived later than the lookback window. "
-        "Comparing no day while the warehouse holds rows is a failure.",
-    )
-    def orders_match_source(context: AssetCheckExecutionContext, source: SourceDatabase,
-                            warehouse: Warehouse) -> AssetCheckResult:
-        """Source and warehouse agree day by day over the days ending at the watermark."""
-        try:
-            h, days, verdict = reconcile_horizon(
-                source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
-                days_touched=last_days_touched(context.instance))
-        except VerifyError as exc:
-            return AssetCheckResult(passed=False, description=str(exc))
-        return AssetCheckResult(
-            passed=verdict.passed,
-            description=verdict.description,
-            metadata={
-                "anchored_on": h.anchored_on,
-                "anchor": h.anchor.isoformat() if h.anchor else "none",
-                "window": f"{h.first}...{h.last}" if h.first else "none",
-                "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
-                "days_compared": verdict.days_compared,
-                "differing_days": MetadataValue.json(verdict.differing),
-                "repair": MetadataValue.json(verdict.repair),
-            },
-        )
-
-    return [orders_match_source]
-
-
-def last_days_touched(instance) -> list:
-    """``days_touched`` of the latest materialization of ``orders`` (empty before any)."""
-    event = instance.get_latest_materialization_event(AssetKey("orders"))
-    if event is None or event.asset_materialization is None:
-        return []
-    touched = event.asset_materialization.metadata.get("days_touched")
-    return list(touched.value) if touched is not None else []

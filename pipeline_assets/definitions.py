@@ -5,7 +5,7 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
 
 from . import settings as settings_module
-from .assets import Clock, build_daily_assets, build_orders_asset, build_orders_checks
+from .assets import Clock, build_daily_assets, build_orders_asset
 from .automation import (
     build_daily_schedule,
     build_new_orders_sensor,
@@ -42,7 +42,6 @@ def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions
     )
     return Definitions(
         assets=[orders, paid_orders, daily_revenue],
-        asset_checks=build_orders_checks(settings),
         jobs=[orders_job, daily_files_job, daily_job],
         schedules=[build_daily_schedule(settings, daily_job)],
         sensors=[build_new_orders_sensor(settings, orders_job, clock),
