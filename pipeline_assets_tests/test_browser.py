@@ -39,24 +39,28 @@ from pathlib import Path
 
 import pytest
 
-from .test_dagster_dev import (
+from .devserver import (
     BIN,
+    CALLERS_SETTINGS,
     ROOT,
     RUNS_QUERY,
     DevServer,
+    clean_env,
     committed_ids,
     free_port,
     idle,
+    launch,
     location_loaded,
     manifests,
     run_errors,
-    stop,
+    running,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+# Debian's packages, found on PATH (never a downloaded browser)
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--window-size=1440,1000",
@@ -109,9 +113,9 @@ return arguments[0].map(name => {
 
 
 def _chromium_missing() -> str | None:
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            return f"{path} not found (apt-get install chromium chromium-driver)"
+    for name, path in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)):
+        if path is None:
+            return f"{name} is not on PATH (apt-get install chromium chromium-driver)"
     try:
         import selenium  # noqa: F401
     except ImportError:
@@ -147,24 +151,15 @@ def browser():
 def make_dev(tmp_path: Path):
     """``make dev PORT=…`` from the checkout, its home and data under tmp_path."""
     home, data = tmp_path / "home", tmp_path / "data"
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                  "LOOKBACK_DAYS", "PARTITIONS_START", "RECONCILE_DAYS",
-                                  "MAKEFLAGS", "MFLAGS"))}
-    env |= {"DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(data)}
+    env = clean_env(CALLERS_SETTINGS + ("LOOKBACK_DAYS", "PARTITIONS_START", "RECONCILE_DAYS",
+                                        "MAKEFLAGS", "MFLAGS"),
+                    DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data))
     port = free_port()
-    log = tmp_path / "make-dev.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            ["make", "--no-print-directory", "dev", f"PORT={port}", f"VENV={BIN.parent}"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    server = DevServer(proc, f"http://127.0.0.1:{port}/graphql", env, home, data, log)
-    try:
+    server = launch(["make", "--no-print-directory", "dev", f"PORT={port}",
+                     f"VENV={BIN.parent}"], ROOT, env, tmp_path / "make-dev.log", home, data,
+                    port)
+    with running(server):
         yield server
-    finally:
-        stop(server)
 
 
 class Page:

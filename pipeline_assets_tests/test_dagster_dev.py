@@ -16,284 +16,47 @@ Every wait polls with a deadline; none sleeps blindly.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from pipeline_assets.core import demo
-from pipeline_assets.core.daily_files import (
-    MANIFEST_RE,
-    DayFilesError,
-    UncommittedDayError,
-    read_committed_day,
-)
 from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC, parse_day, to_instant
 
+from .devserver import (
+    BACKFILL_STATUS,
+    BIN,
+    LAUNCH_BACKFILL,
+    RUNS_QUERY,
+    DevServer,
+    committed_ids,
+    idle,
+    location_loaded,
+    manifests,
+    run_errors,
+    running,
+    runs,
+    start_dagster_dev,
+)
+
 pytestmark = pytest.mark.e2e
-BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parent.parent
 FIRST_LOAD_DAYS = ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15", "2026-01-19",
                    "2026-01-21"]
-IN_PROGRESS = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
-
-
-class Timeout(AssertionError):
-    pass
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class DevServer:
-    proc: subprocess.Popen
-    url: str
-    env: dict
-    home: Path
-    data: Path
-    log: Path
-    started: float = field(default_factory=time.monotonic)
-    phases: dict = field(default_factory=dict)  # what was waited for -> seconds since start
-
-    def graphql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(self.url, data=body,
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=15) as response:
-            answer = json.loads(response.read())
-        if answer.get("errors"):
-            raise AssertionError(f"GraphQL errors: {answer['errors']}")
-        return answer["data"]
-
-    def log_tail(self, chars: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
-
-    def wait(self, what: str, probe: Callable[[], object], timeout: float,
-             every: float = 0.5, *, no_failed_runs: bool = True):
-        """Poll ``probe`` until it returns something truthy; fail after ``timeout`` s,
-        or at once when a run has failed (with its error)."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"dagster dev exited ({self.proc.returncode}) while "
-                                     f"waiting for {what}:\n{self.log_tail()}")
-            try:
-                if no_failed_runs:
-                    assert_no_failed_runs(self)
-                result = probe()
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                result, last = None, exc
-            if result:
-                self.phases[what] = time.monotonic() - self.started
-                return result
-            time.sleep(every)
-        raise Timeout(f"no {what} within {timeout:.0f} s (last: {last!r}); "
-                      f"dagster dev log:\n{self.log_tail()}")
-
-
-def _session_processes(sid: int) -> list[str]:
-    """Live (non-zombie) processes of session ``sid``, as 'pid cmdline'."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            state = stat.rsplit(")", 1)[1].split()[0]
-            if os.getsid(int(entry.name)) == sid and state != "Z":
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                found.append(f"{entry.name} {cmd[:120]}")
-        except (OSError, IndexError):
-            continue  # gone meanwhile, or not ours to read
-    return found
-
-
-def _processes_with_home(home: Path) -> list[str]:
-    """Processes (live) whose environment names this test's DAGSTER_HOME."""
-    marker = f"DAGSTER_HOME={home}\0".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker in (entry / "environ").read_bytes():
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state != "Z":
-                    found.append(entry.name)
-        except OSError:
-            continue
-    return found
-
-
-def stop(server: DevServer) -> None:
-    """SIGTERM to the whole group, SIGKILL to whatever is left, then check nothing is."""
-    pgid = server.proc.pid  # start_new_session: the leader's pid is the group's id
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        server.proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and _session_processes(pgid):
-        time.sleep(0.2)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    if server.proc.poll() is None:
-        server.proc.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_session_processes(pgid)
-                                           or _processes_with_home(server.home)):
-        time.sleep(0.2)
-    assert _session_processes(pgid) == [], "processes of dagster dev were left running"
-    assert _processes_with_home(server.home) == [], "processes with this DAGSTER_HOME remain"
 
 
 @pytest.fixture
 def dev_server(tmp_path: Path):
-    home, data = tmp_path / "home", tmp_path / "data"
-    home.mkdir()
-    data.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    (tmp_path / "workspace.yaml").write_text((ROOT / "workspace.yaml").read_text())
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE"))}
-    env |= {"DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(data),
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    (tmp_path / "data").mkdir()
+    source = make_engine(f"sqlite:///{tmp_path / 'data' / 'app.db'}", role="source")
     demo.init(source)
     source.dispose()
-
-    port = free_port()
-    log = tmp_path / "dagster-dev.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port),
-             "-w", "workspace.yaml"],
-            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    server = DevServer(proc, f"http://127.0.0.1:{port}/graphql", env, home, data, log)
-    try:
+    with running(start_dagster_dev(tmp_path)) as server:
         yield server
-    finally:
-        stopping = time.monotonic()
-        stop(server)
-        print(f"dagster dev stopped in {time.monotonic() - stopping:.1f} s")
-
-
-LOCATION_QUERY = """
-{ workspaceOrError { __typename
-    ... on Workspace { locationEntries { name loadStatus
-        locationOrLoadError { __typename ... on PythonError { message } } } }
-    ... on PythonError { message } } }
-"""
-
-RUNS_QUERY = """
-query ($filter: RunsFilter) { runsOrError(filter: $filter) { __typename
-    ... on Runs { results { runId status jobName tags { key value } } }
-    ... on PythonError { message } } }
-"""
-
-LAUNCH_BACKFILL = """
-mutation ($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on PythonError { message }
-    ... on PartitionKeysNotFoundError { message }
-    ... on InvalidSubsetError { message } } }
-"""
-
-BACKFILL_STATUS = """
-query ($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename
-    ... on PartitionBackfill { status }
-    ... on PythonError { message } } }
-"""
-
-
-RUN_ERRORS = """
-query ($runId: ID!) { logsForRun(runId: $runId) { __typename
-    ... on EventConnection { events { __typename
-        ... on MessageEvent { message level }
-        ... on ExecutionStepFailureEvent { error { message } } } } } }
-"""
-
-
-def run_errors(server: DevServer, run_ids: list[str]) -> str:
-    """The error messages of failed runs, for a failure message that says what happened."""
-    out = []
-    for run_id in run_ids:
-        logs = server.graphql(RUN_ERRORS, {"runId": run_id})["logsForRun"]
-        for event in logs.get("events", []):
-            if event.get("level") == "ERROR" or event.get("error"):
-                detail = (event.get("error") or {}).get("message", "")
-                out.append(f"{run_id[:8]} {event['__typename']}: {event.get('message')} "
-                           f"{detail}".strip())
-    return "\n".join(out)
-
-
-def location_loaded(server: DevServer) -> bool:
-    workspace = server.graphql(LOCATION_QUERY)["workspaceOrError"]
-    assert workspace["__typename"] == "Workspace", workspace
-    for entry in workspace["locationEntries"]:
-        loaded = entry["locationOrLoadError"]
-        if loaded and loaded["__typename"] == "PythonError":
-            raise AssertionError(f"the code location failed to load: {loaded['message']}")
-        if entry["name"] == "pipeline_assets" and entry["loadStatus"] == "LOADED" and loaded:
-            return True
-    return False
-
-
-def runs(server: DevServer, statuses: list[str] | None = None) -> list[dict]:
-    found = server.graphql(RUNS_QUERY, {"filter": {"statuses": statuses} if statuses else {}})
-    assert found["runsOrError"]["__typename"] == "Runs", found
-    return found["runsOrError"]["results"]
-
-
-def assert_no_failed_runs(server: DevServer) -> None:
-    failed = runs(server, ["FAILURE"])
-    assert not failed, (f"runs failed: {failed}\n"
-                        f"{run_errors(server, [r['runId'] for r in failed])}")
-
-
-def idle(server: DevServer) -> bool:
-    """No run queued or running."""
-    return not runs(server, IN_PROGRESS)
-
-
-def committed_ids(data: Path, day: str) -> list[int] | None:
-    try:
-        return [row["order_id"] for row in read_committed_day(data / "paid_orders", day)]
-    except (UncommittedDayError, DayFilesError, OSError):
-        return None
-
-
-def manifests(data: Path) -> dict[str, dict]:
-    folder = data / "paid_orders"
-    return {p.name: json.loads(p.read_text()) for p in folder.iterdir()
-            if MANIFEST_RE.fullmatch(p.name)} if folder.exists() else {}
 
 
 def test_dagster_dev_backfill_and_sensors(dev_server: DevServer, record_property):

@@ -18,9 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
@@ -45,22 +43,23 @@ from pipeline_assets.core.verify import verify
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 
-from .stores import SECRET, all_files
-from .test_dagster_dev import (
+from .devserver import (
+    BIN,
+    CALLERS_SETTINGS,
     LAUNCH_BACKFILL,
+    ROOT,
     RUNS_QUERY,
     DevServer,
-    free_port,
     idle,
     location_loaded,
     run_errors,
+    running,
     runs,
-    stop,
+    start_dagster_dev,
 )
+from .stores import SECRET, all_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3]
-BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parent.parent
 JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)]
 # the source: orders 105 (paid on the 20th) and 106 (paid on the 21st), so the first load
 # touches two consecutive days and the refresh sensor rebuilds them in one run (runs
@@ -101,43 +100,24 @@ def committed(url: str, day: str) -> list[dict] | None:
 
 @pytest.fixture
 def deployed(tmp_path: Path, postgres, bucket):
-    home, data = tmp_path / "home", tmp_path / "data"
-    home.mkdir()
-    data.mkdir()
-    shutil.copy(ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")  # as shipped
-    (tmp_path / "workspace.yaml").write_text((ROOT / "workspace.yaml").read_text())
     urls = {"source": postgres.url("source"), "warehouse": postgres.url("warehouse"),
             "instance": postgres.url("instance")}
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                  "PAID_ORDERS", "DAGSTER_"))}
-    env |= {"DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(data),
-            "SOURCE_DATABASE_URL": urls["source"], "WAREHOUSE_DATABASE_URL": urls["warehouse"],
-            "PAID_ORDERS_URL": f"{bucket}/paid_orders",
-            "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
     source = make_engine(urls["source"], role="source")
     demo.init(source)
     with source.begin() as conn:
         conn.execute(sa.text("DELETE FROM orders WHERE order_id NOT IN (105, 106)"))
     demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-20", tz=UTC)
     source.dispose()
-
-    port = free_port()
-    log = tmp_path / "dagster-dev.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port),
-             "-w", "workspace.yaml"],
-            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    server = DevServer(proc, f"http://127.0.0.1:{port}/graphql", env, home, data, log)
+    server = start_dagster_dev(
+        tmp_path, instance=(ROOT / "deploy" / "dagster.yaml").read_text(),  # as shipped
+        drop=CALLERS_SETTINGS + ("PAID_ORDERS", "DAGSTER_"),
+        settings={"SOURCE_DATABASE_URL": urls["source"],
+                  "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+                  "PAID_ORDERS_URL": f"{bucket}/paid_orders",
+                  "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"])})
     server.urls = urls
-    try:
+    with running(server):
         yield server
-    finally:
-        stop(server)
 
 
 LOGS = """

@@ -42,7 +42,7 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFil
 from pipeline_assets.core.daily_files import DayFilesError, UncommittedDayError, read_committed_day
 
 from . import app_writer
-from .test_dagster_dev import BIN, ROOT, DevServer, free_port, location_loaded, stop
+from .devserver import BIN, ROOT, DevServer, location_loaded, start_dagster_dev, stop
 
 pytestmark = pytest.mark.e2e
 UTC = timezone.utc
@@ -210,28 +210,6 @@ def setting(request, tmp_path):
     return backend, retries, urls
 
 
-def start_server(tmp_path: Path, env_extra: dict, retries: bool) -> DevServer:
-    home, data = tmp_path / "home", tmp_path / "data"
-    home.mkdir()
-    data.mkdir()
-    (home / "dagster.yaml").write_text(instance_yaml(retries))
-    (tmp_path / "workspace.yaml").write_text((ROOT / "workspace.yaml").read_text())
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE"))}
-    env |= {"DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(data),
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", **env_extra}
-    port = free_port()
-    log = tmp_path / "dagster-dev.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port),
-             "-w", "workspace.yaml"],
-            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    return DevServer(proc, f"http://127.0.0.1:{port}/graphql", env, home, data, log)
-
-
 def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_property):
     backend, retries, urls = setting
     rng = random.Random(SEED)
@@ -244,10 +222,10 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
     app_writer.create_table(source)
     app_writer.seed_orders(source, rng, sim_start - timedelta(days=2), 40)
 
-    server = start_server(tmp_path, {
+    server = start_dagster_dev(tmp_path, instance=instance_yaml(retries), settings={
         "SOURCE_DATABASE_URL": urls["source"], "WAREHOUSE_DATABASE_URL": urls["warehouse"],
         "PARTITIONS_START_DATE": first_day.isoformat(),
-    }, retries)
+    })
     instance = None
     try:
         server.wait("code location loaded", lambda: location_loaded(server), 120,
