@@ -5,9 +5,9 @@ any point leaves neither staged nor merged rows behind (a temporary table dies w
 transaction or connection).
 
 - :meth:`Stage.add` bulk-writes normalized Arrow batches into ``orders_stage``
-  (PostgreSQL: ``COPY … FROM STDIN``; SQLite: the driver's ``executemany``). A SQLite
-  load into an empty ``orders`` writes the rows there directly instead (nothing to
-  compare with; see :meth:`Stage.create`).
+  (PostgreSQL: ``COPY … FROM STDIN``; SQLite: the driver's ``executemany``). A load
+  into an empty ``orders`` writes the rows there directly instead (nothing to compare
+  with; see :meth:`Stage.create`).
 - :meth:`Stage.measure` compares the staged rows with ``orders`` in SQL, before the
   merge, in one pass: the rows that are new or differ go into a second temporary table,
   ``orders_changed``, with the old status and ``updated_at`` of each; every count (new,
@@ -104,13 +104,13 @@ class Stage:
     def create(self, *, direct: bool = False) -> None:
         """Inside the load's transaction: a rollback takes the table with it.
 
-        ``direct`` (SQLite, a load into an empty ``orders``; never a dry run): the rows go
-        straight into ``orders``, its ``updated_at`` index dropped until :meth:`merge`
-        builds it once. SQLite's write lock is the load's for the whole transaction
-        anyway, and readers keep seeing the empty table until the commit; a temporary
-        copy would only be written and read once more.
+        ``direct`` (a load into an empty ``orders``; never a dry run): the rows go straight
+        into ``orders``, its ``updated_at`` index dropped until :meth:`merge` builds it
+        once; a temporary copy would only be written and read once more. Readers see the
+        empty table until the commit (SQLite) or wait for it (PostgreSQL: dropping the
+        index locks the table, as building it at the end did before).
         """
-        self.direct = direct and self.dialect == "sqlite"
+        self.direct = direct
         if self.direct:
             next(iter(orders.indexes)).drop(self.conn)  # orders_updated_at_idx
             return
@@ -133,23 +133,19 @@ class Stage:
         """Append normalized rows (distinct keys, ascending, none staged before)."""
         if table.num_rows == 0:
             return
-        if self.direct:
-            columns = [table[name].to_pylist() for name in COLUMNS[:4]]
+        target, names = ("orders", COLUMNS[:4]) if self.direct else (self.name, COLUMNS)
+        table = table.select(list(names))
+        if self.dialect == "sqlite":
+            columns = [table[name].to_pylist() for name in names]
             self.conn.connection.driver_connection.executemany(
-                "INSERT INTO orders (order_id, status, amount, updated_at) VALUES (?, ?, ?, ?)",
-                zip(*columns, strict=True))
-        elif self.dialect == "sqlite":
-            table = table.select(list(COLUMNS))
-            columns = [table[name].to_pylist() for name in COLUMNS]
-            self.conn.connection.driver_connection.executemany(
-                f"INSERT INTO {self.name} VALUES (?, ?, ?, ?, ?)", zip(*columns, strict=True))
+                f"INSERT INTO {target} ({', '.join(names)}) "
+                f"VALUES ({', '.join('?' * len(names))})", zip(*columns, strict=True))
         else:
-            table = table.select(list(COLUMNS))
             buffer = io.BytesIO()
             pacsv.write_csv(table, buffer, pacsv.WriteOptions(include_header=False))
             driver = self.conn.connection.driver_connection
             with driver.cursor() as cur, cur.copy(
-                    f"COPY {self.name} ({', '.join(COLUMNS)}) FROM STDIN (FORMAT csv)") as copy:
+                    f"COPY {target} ({', '.join(names)}) FROM STDIN (FORMAT csv)") as copy:
                 copy.write(buffer.getbuffer())
         self.rows += table.num_rows
 
