@@ -13,8 +13,9 @@ In one run, on SQLite (and on PostgreSQL with ``--postgres ADMIN_URL``):
    (``base RSS``) and its peak (``VmHWM``) after it: the first load of N and of N/10 (the
    growth must not scale with N: the load streams), the second run with nothing changed,
    a run after 1,000 orders changed and one after 1 % changed, a dry run into an empty
-   warehouse, and 1,000 changed orders on the small table (the incremental cost must not
-   grow with the table).
+   warehouse, 1,000 changed orders on the small table, and 1,000 changed orders on a
+   copy of the big source's last four days alone (the same lookback window without the
+   history: the incremental cost must not grow with the table).
 3. The floors, over the very rows the first load stored, into an empty ``orders`` table
    with the warehouse's schema and index, one transaction, best of ``--repeat``: a raw
    driver upsert (``executemany`` of the row path's ``INSERT … ON CONFLICT``, chunks of
@@ -59,6 +60,7 @@ from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)  # after every generated order; fixed, never the clock
 LOOKBACK_DAYS = 2
+RECENT_DAYS = 4  # the lookback window and more, for the "without the history" case
 CHUNK = DEFAULT_CHUNK
 
 
@@ -211,6 +213,35 @@ def change_some(url: str, backend, count: int, seed: int = 2) -> int:
         return len(picked)
     finally:
         engine.dispose()
+
+
+def recent_copy(url: str, backend, days: int) -> tuple[str, int]:
+    """A new source holding only the rows of ``url`` from its last ``days`` days: the same
+    recent rows (so the same lookback window) without the history."""
+    engine = make_engine(url, role="source")
+    try:
+        with engine.connect() as conn:
+            newest = to_instant(conn.exec_driver_sql(
+                "SELECT max(updated_at) FROM orders").scalar(), UTC)
+            since = (newest - timedelta(days=days)).date().isoformat()
+            m = backend.marker
+            rows = [tuple(r) for r in conn.exec_driver_sql(
+                "SELECT order_id, status, amount, updated_at FROM orders "
+                f"WHERE updated_at >= {m} ORDER BY order_id", (since,))]
+    finally:
+        engine.dispose()
+    copy_url = backend.new_url("source_recent")
+    copy = make_engine(copy_url, role="source")
+    try:
+        demo.init(copy)
+        with copy.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM orders")
+            conn.exec_driver_sql(
+                f"INSERT INTO orders (order_id, status, amount, updated_at) "
+                f"VALUES ({m}, {m}, {m}, {m})", rows)
+    finally:
+        copy.dispose()
+    return copy_url, len(rows)
 
 
 def stored_rows(url: str) -> list[tuple]:
@@ -382,6 +413,8 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
     warehouse = backend.new_url("warehouse")
     loads.append((f"first load, {n:,}", run_child("first", source, warehouse)))
     rows = stored_rows(warehouse)
+    # the same recent rows as the big table, without its history: what history costs
+    source_recent, recent_n = recent_copy(source, backend, RECENT_DAYS)
     loads.append(("second run, nothing changed", run_child("noop", source, warehouse)))
     changed = change_some(source, backend, few, seed=2)
     loads.append((f"after {changed:,} rows changed", run_child("changed", source, warehouse)))
@@ -397,6 +430,11 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
     changed_small = change_some(source_small, backend, few, seed=2)
     loads.append((f"{small_n:,}-row table: after {changed_small:,} changed",
                   run_child("changed", source_small, small_wh)))
+    recent_wh = backend.new_url("warehouse_recent")
+    run_child("first", source_recent, recent_wh)
+    changed_recent = change_some(source_recent, backend, few, seed=2)
+    loads.append((f"{recent_n:,} recent rows only: after {changed_recent:,} changed",
+                  run_child("changed", source_recent, recent_wh)))
     print("load_orders done; measuring the floors", flush=True)
     results = floors(backend, rows, repeat)
     floor_name = "raw COPY" if backend.name == "postgresql" else "raw upsert (executemany)"
@@ -413,8 +451,10 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
     incr_small = by[loads[6][0]]["seconds"]
     growth = (first["peak_kib"] - first["base_rss_kib"]) / max(
         by[loads[5][0]]["peak_kib"] - by[loads[5][0]]["base_rss_kib"], 1)
+    incr_recent = by[loads[7][0]]["seconds"]
     wanted_rate = 200_000 if backend.name == "postgresql" else 400_000
     cost = incr / incr_small
+    history = incr / incr_recent
     targets = [
         (f"first load, {n:,} rows: rows/s inside the step", f">= {wanted_rate:,}",
          f"{rate:,.0f}", rate / wanted_rate, rate >= wanted_rate),
@@ -426,6 +466,8 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
          incr / 0.3, incr <= 0.3),
         (f"incremental cost, {n:,}-row table / {small_n:,}-row table", "<= 1.3x",
          f"{cost:.2f}x", cost / 1.3, cost <= 1.3),
+        (f"... {n:,}-row table / its last {RECENT_DAYS} days alone (same window)", "<= 1.3x",
+         f"{history:.2f}x", history / 1.3, history <= 1.3),
     ]
     if backend.name == "postgresql":
         ratio = first["seconds"] / results["raw COPY"]
