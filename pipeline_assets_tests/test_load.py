@@ -285,3 +285,37 @@ def test_rows_from_the_future_are_loaded_but_do_not_drag_the_watermark(engines):
     assert result.watermark_after == to_instant("2026-01-21", UTC)
     app_set(engines, 107, "paid", "5.00", "2026-01-22")  # still caught by the next run
     assert run(engines).inserted == 1
+
+
+def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
+    """New SQLite warehouses declare order_id INTEGER (the rowid: one B-tree); one created
+    before, with BIGINT (a separate key index), loads and updates the same rows."""
+    from pipeline_assets.core.db import make_engine
+
+    results = {}
+    for name, ddl in (("new", None), ("old", "BIGINT")):
+        source = make_engine(f"sqlite:///{tmp_path / f'{name}-app.db'}", role="source")
+        warehouse = make_engine(f"sqlite:///{tmp_path / f'{name}-wh.db'}", role="warehouse")
+        demo.init(source)
+        if ddl:
+            with warehouse.begin() as conn:
+                conn.exec_driver_sql(
+                    f"CREATE TABLE orders (order_id {ddl} NOT NULL, status TEXT NOT NULL, "
+                    "amount TEXT NOT NULL, updated_at VARCHAR(32) NOT NULL, "
+                    "PRIMARY KEY (order_id))")
+                conn.exec_driver_sql("CREATE INDEX orders_updated_at_idx ON orders (updated_at)")
+        engines = (source, warehouse)
+        first = run(engines)
+        app_set(engines, 105, "paid", "22.00", "2026-01-25")
+        second = run(engines)
+        with warehouse.connect() as conn:
+            keyed = conn.exec_driver_sql(
+                "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlite_autoindex_orders%'"
+            ).scalar()
+        results[name] = ((first.inserted, second.updated, second.days_touched),
+                         warehouse_rows(engines), keyed)
+        source.dispose()
+        warehouse.dispose()
+    assert results["new"][:2] == results["old"][:2]
+    assert results["new"][0] == (6, 1, ("2026-01-25",))
+    assert (results["new"][2], results["old"][2]) == (0, 1)  # rowid key vs a key index

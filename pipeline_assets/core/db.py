@@ -272,7 +272,11 @@ metadata = sa.MetaData()
 orders = sa.Table(
     "orders",
     metadata,
-    sa.Column("order_id", sa.BigInteger, primary_key=True, autoincrement=False),
+    # On SQLite, INTEGER (64-bit there too) makes the key the table's rowid: one B-tree
+    # instead of the table plus a key index, about half the cost of each insert and
+    # lookup. A warehouse created with BIGINT before keeps working as it is.
+    sa.Column("order_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+              primary_key=True, autoincrement=False),
     sa.Column("status", sa.Text, nullable=False),
     sa.Column("amount", sa.Text, nullable=False),  # exact decimal text, e.g. "40.00"
     sa.Column("updated_at", sa.String(32), nullable=False),  # canonical UTC, sorts as it compares
