@@ -175,7 +175,6 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                     ensure_schema(conn)  # rolled back below: a dry run writes nothing
                 else:
                     wm.lock(conn, kind)
-                _tune(conn)
                 before = wm.read(conn)
                 if kind == "incremental":
                     start = wm.window_start(before, lookback_days)
@@ -283,13 +282,6 @@ def _measure(stage: Stage, tally: _Tally, tz: tzinfo, was_empty: bool) -> Change
         return stage.measure(tz, late_before=tally.late_before)
     return Changes(inserted=tally.rows_read, days={day_text(n) for n in tally.all_days},
                    late_rows=tally.all_late, oldest_late=tally.all_oldest_late)
-
-
-def _tune(conn: sa.Connection) -> None:
-    """A bigger SQLite page cache for the load's connection: the updated_at index of a
-    large table is updated in random order, and each miss is a page read."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("PRAGMA cache_size = -65536")  # 64 MiB
 
 
 def _days_committed_after(conn: sa.Connection, announced: str | None, current: str) -> set[str]:
