@@ -7,7 +7,7 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 import warnings
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from dagster import (
     AssetCheckResult,
@@ -30,13 +30,16 @@ from pydantic import Field
 from .core.daily_files import DayFilesBatch, manifest_path
 from .core.db import redact
 from .core.errors import PipelineError
-from .core.horizon import reconcile_horizon
-from .core.load import FUTURE_TOLERANCE, LoadResult, load_orders
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
 from .core.times import to_instant, utc_now
-from .core.verify import VerifyError
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .core.load import LoadResult
+
+# The load (pyarrow, the ADBC drivers) and the reconciliation are imported where they
+# run, in the step's process: the process that only plans a run does not pay for them.
 
 LATENESS_CHECK = "lateness_within_lookback"
 OWNER = "team:data-engineering"  # shown in the UI; change to your team
@@ -66,7 +69,7 @@ class OrdersLoadConfig(Config):
     )
 
 
-def load_metadata(result: LoadResult, lookback_days: int) -> dict:
+def load_metadata(result: "LoadResult", lookback_days: int) -> dict:
     """Materialization metadata of the ``orders`` asset: the story of one batch."""
     def when(value):
         return value.isoformat() if value else "none"
@@ -94,7 +97,7 @@ def load_metadata(result: LoadResult, lookback_days: int) -> dict:
     }
 
 
-def lateness_check(result: LoadResult, lookback_days: int) -> AssetCheckResult:
+def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult:
     """Warn when rows arrive late by half the lookback window or more: widen it in time."""
     window = timedelta(days=lookback_days)
     worst = result.max_lateness
@@ -159,6 +162,8 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
     def orders(context: AssetExecutionContext, config: OrdersLoadConfig,
                source: SourceDatabase, watermark: WatermarkStore) -> MaterializeResult:
         """Orders upserted by key from the app database, incrementally."""
+        from .core.load import FUTURE_TOLERANCE, load_orders
+
         try:
             start = to_instant(config.start, tz) if config.start else None
             end = to_instant(config.end, tz) if config.end else None
@@ -198,6 +203,9 @@ def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_da
                     days_touched: list[str]) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
     clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``."""
+    from .core.horizon import reconcile_horizon
+    from .core.verify import VerifyError
+
     try:
         h, days, verdict = reconcile_horizon(
             source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,

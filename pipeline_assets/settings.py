@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from upath import UPath
-
 from .core.daily_files import is_url
 from .core.errors import PipelineError
 from .core.times import TimeValueError, parse_day, zone
@@ -62,7 +60,11 @@ class Settings:
     def paid_orders_dir(self):
         """The folder as a path: a ``Path`` on local disk, a ``UPath`` on an object store."""
         location = self.paid_orders_location
-        return UPath(location) if is_url(location) else Path(location)
+        if not is_url(location):
+            return Path(location)
+        from upath import UPath  # only for a URL: fsspec costs a tenth of a second to load
+
+        return UPath(location)
 
 
 def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:

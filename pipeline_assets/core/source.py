@@ -12,11 +12,8 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING
 
-import adbc_driver_manager
-import adbc_driver_postgresql.dbapi as adbc_postgresql
-import adbc_driver_sqlite.dbapi as adbc_sqlite
-import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -25,6 +22,11 @@ from .db import DatabaseError, connect_error, guard, redact
 from .rows import COLUMNS, Order, validate
 from .times import UTC
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# The ADBC drivers and pyarrow are imported where the scan runs: the sensors, which import
+# this module for the window's SQL, never load them.
 DEFAULT_CHUNK = 10_000
 SCAN_BATCH = 16_384  # rows per Arrow batch of the load's scan: ~45 MiB in flight at most
 # SQLite plans "WHERE updated_at >= … ORDER BY order_id" as a scan of the whole table in
@@ -206,15 +208,25 @@ def _adbc_connect(engine: Engine):
         if database.startswith("file:"):
             params = [f"{k}={v}" for k, v in url.query.items() if k != "uri"]
             database += ("&" if "?" in database else "?") + "&".join(params) if params else ""
+        import adbc_driver_sqlite.dbapi as adbc_sqlite
+
         conn = adbc_sqlite.connect(database)
         with closing(conn.cursor()) as cur:  # wait for a writing app, as the engine does
             cur.execute("PRAGMA busy_timeout = 60000")
         return conn
     if engine.dialect.name == "postgresql":
+        import adbc_driver_postgresql.dbapi as adbc_postgresql
+
         return adbc_postgresql.connect(url.set(drivername="postgresql").render_as_string(
             hide_password=False))
     raise DatabaseError(f"the source dialect {engine.dialect.name!r} is not supported; "
                         "use SQLite or PostgreSQL")
+
+
+def _adbc_error() -> type[Exception]:
+    import adbc_driver_manager
+
+    return adbc_driver_manager.Error
 
 
 def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
@@ -242,5 +254,5 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
             for batch in reader:
                 for offset in range(0, batch.num_rows, batch_rows):
                     yield batch.slice(offset, batch_rows)
-    except (adbc_driver_manager.Error, OSError) as exc:
+    except (_adbc_error(), OSError) as exc:
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None

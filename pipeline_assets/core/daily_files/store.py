@@ -25,16 +25,19 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager, nullcontext
 from pathlib import Path, PurePosixPath
-
-from upath import UPath
+from typing import TYPE_CHECKING
 
 from ..crash import crash_point
 from .layout import LOCK_NAME, POINTER_DIR, DayFilesError, is_temp_name, temp_name_for
+
+if TYPE_CHECKING:
+    from upath import UPath
 
 _LOCAL_PROTOCOLS = ("", "file", "local")
 # the variables whose values no message may show (the SDKs read them; we only redact them)
@@ -220,7 +223,7 @@ class ObjectStore(Store):
         # No listings cache: s3fs answers a read from a cached listing of the prefix, so
         # an object another process wrote after that listing would read as missing.
         if root.storage_options.get("use_listings_cache") is not False:
-            root = UPath(str(root), **{**root.storage_options, "use_listings_cache": False})
+            root = type(root)(str(root), **{**root.storage_options, "use_listings_cache": False})
         self.root = root
         self.fs = root.fs
         self.base = str(PurePosixPath(root.path)).rstrip("/")
@@ -311,12 +314,17 @@ def open_store(location: str | os.PathLike | Store) -> Store:
     """The store of a folder: a path (local disk), a ``file://`` URL, or any fsspec URL."""
     if isinstance(location, Store):
         return location
-    if isinstance(location, UPath):
+    # universal_pathlib and fsspec load only for a URL (a tenth of a second per process):
+    # a location cannot be a UPath unless upath was imported already
+    upath = sys.modules.get("upath")
+    if upath is not None and isinstance(location, upath.UPath):
         if location.protocol in _LOCAL_PROTOCOLS:
             return LocalStore(location.path)
         return ObjectStore(location)
     if isinstance(location, str) and is_url(location):
         try:
+            from upath import UPath
+
             root = UPath(location)
         except (ImportError, ValueError) as exc:
             raise DayFilesError(
