@@ -12,8 +12,8 @@ from sqlalchemy.engine import Engine
 from ..commands import repair_commands
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db import guard, has_table, orders, require_distinct
-from ..rows import InvalidRowError
-from ..source import DEFAULT_CHUNK, inspect_source, read_window
+from ..rows import PAID, InvalidRowError
+from ..source import DEFAULT_CHUNK, inspect_source
 from ..times import canonical, from_canonical
 from .files import check_files
 from .merge import DayCounts, VerifyError, add_source, add_warehouse, compare_orders
@@ -132,11 +132,19 @@ def reconcile_since(source: Engine, warehouse: Engine, tz: tzinfo, since: dateti
     def at(day: str) -> DayCounts:
         return days.setdefault(day, DayCounts(day))
 
+    # The source through the load's own columnar scan (validated and normalized in
+    # batches, one row per order as the load stores it); only the checksum is per row.
+    from ..columnar import day_text
+    from ..load import scan_orders
+
     try:
         src = inspect_source(source)
-        for chunk in read_window(source, src, tz, since, until, chunk_size):
-            for order in chunk:
-                add_source(at(order.day(tz).isoformat()), order.stored, order.is_paid)
+        for rows, _ in scan_orders(source, src, tz, since, until, chunk_size):
+            names = {n: day_text(n) for n in set(rows["day"].to_pylist())}
+            for n, *stored in zip(*(rows[c].to_pylist() for c in
+                                    ("day", "order_id", "status", "amount", "updated_at")),
+                                  strict=True):
+                add_source(at(names[n]), tuple(stored), stored[1] == PAID)
     except InvalidRowError as exc:
         raise VerifyError(f"cannot reconcile: {exc}") from None
     if _has_orders_table(warehouse):
