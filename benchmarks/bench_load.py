@@ -92,6 +92,8 @@ def child_main(kind: str) -> int:
     for engine in (source, warehouse):  # the driver's import and a pooled connection
         with engine.connect():
             pass
+    import adbc_driver_postgresql.dbapi  # noqa: F401  (imported where the scan runs)
+    import adbc_driver_sqlite.dbapi  # noqa: F401
     gc.collect()
     before = memory_kib()
     started = time.perf_counter()
