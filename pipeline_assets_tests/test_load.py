@@ -319,3 +319,41 @@ def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
     assert results["new"][:2] == results["old"][:2]
     assert results["new"][0] == (6, 1, ("2026-01-25",))
     assert (results["new"][2], results["old"][2]) == (0, 1)  # rowid key vs a key index
+
+
+def test_the_scan_read_ahead_keeps_order_errors_and_stops_cleanly():
+    """The load reads the next batches in a thread while it writes one (``ahead``): items
+    come in order, an error of the scan is raised after the items before it, and a
+    consumer that stops early (a failed write) stops the scan, whose generator is closed."""
+    import threading
+
+    from pipeline_assets.core.load import ahead
+
+    assert list(ahead(iter(range(50)))) == list(range(50))
+
+    def failing():
+        yield from range(3)
+        raise InvalidRowError(4, "amount", "1e3", "not a plain decimal")
+
+    seen = []
+    with pytest.raises(InvalidRowError, match="order 4"):
+        for item in ahead(failing()):
+            seen.append(item)
+    assert seen == [0, 1, 2]
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    for item in ahead(endless()):
+        if item == 5:
+            break
+    assert closed.is_set()
+    assert not [t for t in threading.enumerate() if t.name == "pipeline-assets-scan"]

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, tzinfo
+from queue import Empty, Full, Queue
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -185,11 +188,12 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 was_empty = conn.execute(sa.select(orders.c.order_id).limit(1)).first() is None
                 # 2. scan + 3. stage: validated batches into the temporary table
                 stage.create(direct=was_empty and not dry_run)
-                for rows, older_copies in scan_orders(source, src, tz, start, end,
-                                                      chunk_size):
-                    tally.duplicates += older_copies
-                    tally.count(rows)
-                    stage.add(rows)
+                with closing(ahead(scan_orders(source, src, tz, start, end,
+                                               chunk_size))) as scanned:
+                    for rows, older_copies in scanned:
+                        tally.duplicates += older_copies
+                        tally.count(rows)
+                        stage.add(rows)
                 crash_point("load_after_stage")
                 changes = _measure(stage, tally, tz, was_empty)
                 crash_point("load_after_read")
@@ -274,6 +278,58 @@ def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
             yield newest_per_order(ready)
     if held is not None and held.num_rows:
         yield newest_per_order(held)
+
+
+def ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """``items``, produced by a thread up to ``depth`` ahead of the consumer.
+
+    The scan (the source driver, Arrow's kernels) and the write (SQLite's or PostgreSQL's
+    driver) each spend most of their time outside the GIL, so reading the next batches
+    while this one is written overlaps them on a second core. Memory stays bounded (at
+    most ``depth`` batches wait); an error in the scan is raised here, in order; if the
+    consumer stops early, the producer is told to stop and is joined.
+    """
+    done = object()
+    queue: Queue = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        queue.put((item, None), timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put((done, None))
+        except BaseException as exc:  # handed to the consumer, raised there
+            queue.put((done, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:  # the scan's connection closes in the thread that used it
+                close()
+
+    worker = threading.Thread(target=produce, name="pipeline-assets-scan", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = queue.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # let a producer blocked on a full queue see the stop
+            try:
+                queue.get_nowait()
+            except Empty:
+                pass
+            worker.join(timeout=0.1)
 
 
 def _measure(stage: Stage, tally: _Tally, tz: tzinfo, was_empty: bool) -> Changes:
