@@ -188,12 +188,16 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 was_empty = conn.execute(sa.select(orders.c.order_id).limit(1)).first() is None
                 # 2. scan + 3. stage: validated batches into the temporary table
                 stage.create(direct=was_empty and not dry_run)
-                with closing(ahead(scan_orders(source, src, tz, start, end,
-                                               chunk_size))) as scanned:
-                    for rows, older_copies in scanned:
+                def scanned_and_prepared():  # runs in ahead()'s thread
+                    for rows, older_copies in scan_orders(source, src, tz, start, end,
+                                                          chunk_size):
                         tally.duplicates += older_copies
-                        tally.count(rows)
-                        stage.add(rows)
+                        tally.count(rows)  # the tally is read only after the scan ends
+                        yield stage.prepare(rows)
+
+                with closing(ahead(scanned_and_prepared())) as ready:
+                    for prepared in ready:
+                        stage.write(prepared)
                 crash_point("load_after_stage")
                 changes = _measure(stage, tally, tz, was_empty)
                 crash_point("load_after_read")

@@ -129,25 +129,40 @@ class Stage:
                 "amount TEXT NOT NULL, updated_at TEXT NOT NULL, day INTEGER NOT NULL) "
                 "ON COMMIT DROP")
 
-    def add(self, table: pa.Table) -> None:
-        """Append normalized rows (distinct keys, ascending, none staged before)."""
+    def prepare(self, table: pa.Table) -> tuple[int, object]:
+        """What :meth:`write` sends for ``table``: Python rows for SQLite's
+        ``executemany``, CSV bytes for PostgreSQL's ``COPY``. Touches no connection, so
+        the scan's thread does it while the previous batch is being written."""
+        names = COLUMNS[:4] if self.direct else COLUMNS
+        table = table.select(list(names))
         if table.num_rows == 0:
+            return 0, None
+        if self.dialect == "sqlite":
+            return table.num_rows, list(zip(*(table[name].to_pylist() for name in names),
+                                            strict=True))
+        buffer = io.BytesIO()
+        pacsv.write_csv(table, buffer, pacsv.WriteOptions(include_header=False))
+        return table.num_rows, buffer.getbuffer()
+
+    def write(self, prepared: tuple[int, object]) -> None:
+        """Append rows made by :meth:`prepare` (distinct keys, ascending, none before)."""
+        count, payload = prepared
+        if count == 0:
             return
         target, names = ("orders", COLUMNS[:4]) if self.direct else (self.name, COLUMNS)
-        table = table.select(list(names))
+        driver = self.conn.connection.driver_connection
         if self.dialect == "sqlite":
-            columns = [table[name].to_pylist() for name in names]
-            self.conn.connection.driver_connection.executemany(
-                f"INSERT INTO {target} ({', '.join(names)}) "
-                f"VALUES ({', '.join('?' * len(names))})", zip(*columns, strict=True))
+            driver.executemany(f"INSERT INTO {target} ({', '.join(names)}) "
+                               f"VALUES ({', '.join('?' * len(names))})", payload)
         else:
-            buffer = io.BytesIO()
-            pacsv.write_csv(table, buffer, pacsv.WriteOptions(include_header=False))
-            driver = self.conn.connection.driver_connection
             with driver.cursor() as cur, cur.copy(
                     f"COPY {target} ({', '.join(names)}) FROM STDIN (FORMAT csv)") as copy:
-                copy.write(buffer.getbuffer())
-        self.rows += table.num_rows
+                copy.write(payload)
+        self.rows += count
+
+    def add(self, table: pa.Table) -> None:
+        """Append normalized rows (distinct keys, ascending, none staged before)."""
+        self.write(self.prepare(table))
 
     def measure(self, tz: tzinfo, *, late_before: datetime | None) -> Changes:
         """Compare the stage with ``orders`` (before the merge): one join, then only the
