@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -154,8 +155,6 @@ def dagster_breakdown(instance, run_id: str) -> list[tuple[str, float]]:
 def run_dagster(data_dir: Path, first: str, last: str, url: str | None = None,
                 ) -> tuple[float, float, list]:
     """(definitions seconds, run seconds, breakdown) of one in-process range backfill."""
-    from dagster import DagsterInstance
-
     from pipeline_assets.definitions import build_definitions
     from pipeline_assets.settings import from_env
 
@@ -163,6 +162,16 @@ def run_dagster(data_dir: Path, first: str, last: str, url: str | None = None,
     settings = from_env(_pipeline_env(data_dir, url))
     job = build_definitions(settings).resolve_job_def("daily_files_job")
     built = time.perf_counter() - started
+    with range_run(job, first, last, "the in-process backfill") as (instance, result, ran):
+        return built, ran, dagster_breakdown(instance, result.run_id)
+
+
+@contextmanager
+def range_run(job, first: str, last: str, what: str):
+    """Run ``job`` in process over the days ``first``...``last`` on an ephemeral instance;
+    yield (instance, result, seconds) while the instance is open."""
+    from dagster import DagsterInstance
+
     with DagsterInstance.ephemeral() as instance:
         started = time.perf_counter()
         result = job.execute_in_process(instance=instance, run_config=QUIET, tags={
@@ -171,30 +180,22 @@ def run_dagster(data_dir: Path, first: str, last: str, url: str | None = None,
         })
         ran = time.perf_counter() - started
         if not result.success:
-            raise SystemExit("the in-process backfill failed")
-        return built, ran, dagster_breakdown(instance, result.run_id)
+            raise SystemExit(f"{what} failed")
+        yield instance, result, ran
 
 
 def run_trivial(first: str, last: str) -> float:
     """Seconds of Dagster's own in-process run of the same range: the same two-asset,
     single-run shape with nothing inside (``trivial_backfill_location.py``)."""
-    from dagster import AssetSelection, DagsterInstance, Definitions, define_asset_job
+    from dagster import AssetSelection, Definitions, define_asset_job
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import trivial_backfill_location as trivial
 
     job = Definitions(assets=trivial.defs.assets, jobs=[define_asset_job(
         "trivial_days_job", selection=AssetSelection.all())]).resolve_job_def("trivial_days_job")
-    with DagsterInstance.ephemeral() as instance:
-        started = time.perf_counter()
-        result = job.execute_in_process(instance=instance, run_config=QUIET, tags={
-            "dagster/asset_partition_range_start": first,
-            "dagster/asset_partition_range_end": last,
-        })
-        ran = time.perf_counter() - started
-    if not result.success:
-        raise SystemExit("the trivial in-process backfill failed")
-    return ran
+    with range_run(job, first, last, "the trivial in-process backfill") as (_, _, ran):
+        return ran
 
 
 def _pipeline_env(data_dir: Path, url: str | None = None) -> dict[str, str]:

@@ -146,6 +146,19 @@ def stored(warehouse) -> list[tuple]:
         return [tuple(r) for r in conn.execute(sa.select(orders).order_by(orders.c.order_id))]
 
 
+def load_keyless(db_urls, rows: list[tuple], chunk_size: int):
+    """A first load of ``rows`` from a source without a key: (result, stored rows)."""
+    source = keyless_source(db_urls["source"], rows)
+    warehouse = make_engine(db_urls["warehouse"], role="warehouse")
+    try:
+        result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
+                             chunk_size=chunk_size)
+        return result, stored(warehouse)
+    finally:
+        source.dispose()
+        warehouse.dispose()
+
+
 NEWER = (1, "paid", "11.00", "2026-01-06")
 OLDER = (1, "paid", "10.00", "2026-01-05")
 
@@ -156,17 +169,10 @@ OLDER = (1, "paid", "10.00", "2026-01-05")
 def test_the_newest_copy_of_an_order_wins_whatever_the_physical_order(
         db_urls, physical, chunk_size):
     rows = [(0, "paid", "1.00", "2026-01-04")] + physical + [(2, "paid", "2.00", "2026-01-05")]
-    source = keyless_source(db_urls["source"], rows)
-    warehouse = make_engine(db_urls["warehouse"], role="warehouse")
-    try:
-        result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                             chunk_size=chunk_size)
-        assert (result.rows_read, result.inserted, result.duplicate_rows) == (3, 3, 1)
-        assert stored(warehouse)[1] == (1, "paid", "11.00", "2026-01-06T00:00:00.000000+00:00")
-        assert "2026-01-05" in result.days_touched  # order 2's day; 1's old copy is not read
-    finally:
-        source.dispose()
-        warehouse.dispose()
+    result, rows_stored = load_keyless(db_urls, rows, chunk_size)
+    assert (result.rows_read, result.inserted, result.duplicate_rows) == (3, 3, 1)
+    assert rows_stored[1] == (1, "paid", "11.00", "2026-01-06T00:00:00.000000+00:00")
+    assert "2026-01-05" in result.days_touched  # order 2's day; 1's old copy is not read
 
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 1000])
@@ -178,17 +184,10 @@ def test_copies_split_across_scan_batches_with_keys_of_different_lengths(db_urls
     rows = [(10, "paid", "10.00", "2026-01-06"), (9, "paid", "9.00", "2026-01-05"),
             (9, "paid", "9.50", "2026-01-06"), (11, "paid", "11.00", "2026-01-06"),
             (100, "paid", "1.00", "2026-01-06"), (11, "paid", "11.50", "2026-01-07")]
-    source = keyless_source(db_urls["source"], rows)
-    warehouse = make_engine(db_urls["warehouse"], role="warehouse")
-    try:
-        result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                             chunk_size=chunk_size)
-        assert (result.rows_read, result.inserted, result.duplicate_rows) == (4, 4, 2)
-        assert [(r[0], r[2]) for r in stored(warehouse)] == [
-            (9, "9.50"), (10, "10.00"), (11, "11.50"), (100, "1.00")]
-    finally:
-        source.dispose()
-        warehouse.dispose()
+    result, rows_stored = load_keyless(db_urls, rows, chunk_size)
+    assert (result.rows_read, result.inserted, result.duplicate_rows) == (4, 4, 2)
+    assert [(r[0], r[2]) for r in rows_stored] == [
+        (9, "9.50"), (10, "10.00"), (11, "11.50"), (100, "1.00")]
 
 
 def test_two_copies_with_the_same_updated_at_and_different_values_refuse_the_batch(db_urls):
