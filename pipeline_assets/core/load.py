@@ -203,7 +203,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
                 crash_point("load_after_read")
                 # 4. merge: one upsert of the changed rows
                 if not dry_run:
-                    stage.merge(into_empty=was_empty)
+                    stage.merge()
                     crash_point("load_after_merge")
                 # 5. commit: watermark, ledger, one commit (a dry run rolls back)
                 batch_id = batch_id_for(kind, start, end, tally.digest.hexdigest())

@@ -166,6 +166,17 @@ def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
             else "CAST(updated_at AS TEXT) AS updated_at"
         columns = [key, "CAST(status AS TEXT) AS status", "CAST(amount AS TEXT) AS amount",
                    updated]
+    where = _window_filter(src, dialect, tz, start, end)
+    # orders.order_id: the column; a bare order_id names the text alias above, which
+    # sorts 10 before 9 (and, on SQLite, a whole-table sort instead of the key's index)
+    return (f"SELECT {', '.join(columns)} FROM orders{where}"
+            + (" ORDER BY +orders.order_id" if by_index and where
+               else " ORDER BY orders.order_id"))
+
+
+def _window_filter(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
+                   end: datetime | None) -> str:
+    """`` WHERE …`` on ``updated_at`` for the window, in the column's own type ("" for all)."""
     cast = {"timestamptz": "::timestamptz", "timestamp": "::timestamp",
             "date": "::date"}.get(src.updated_at_kind, "") if dialect == "postgresql" else ""
     where = []
@@ -173,23 +184,16 @@ def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
         where.append(f"updated_at >= {_literal(_sql_bound(src, start, tz, lower=True))}{cast}")
     if end is not None:
         where.append(f"updated_at < {_literal(_sql_bound(src, end, tz, lower=False))}{cast}")
-    sql = f"SELECT {', '.join(columns)} FROM orders"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    # orders.order_id: the column; a bare order_id names the text alias above, which
-    # sorts 10 before 9 (and, on SQLite, a whole-table sort instead of the key's index)
-    return sql + (" ORDER BY +orders.order_id" if by_index and where
-                  else " ORDER BY orders.order_id")
+    return " WHERE " + " AND ".join(where) if where else ""
 
 
 def _small_sqlite_window(cur, src: SourceTable, tz: tzinfo, start: datetime | None,
                          end: datetime | None) -> bool:
     """Whether an index serves the window's filter and it holds < :data:`SMALL_WINDOW` rows
     (counted through that index, at most that many: bounded whatever the table)."""
-    if start is None and end is None:
+    where = _window_filter(src, "sqlite", tz, start, end)
+    if not where:
         return False
-    sql = scan_sql(src, "sqlite", tz, start, end)
-    where = sql[sql.index(" WHERE "):sql.index(" ORDER BY ")]
     cur.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM orders{where}")
     if not any("INDEX" in str(row[-1]) for row in cur.fetchall()):
         return False  # no index on updated_at: the count would scan the table itself

@@ -4,10 +4,10 @@ Everything happens on the load's own connection, inside its one transaction: a c
 any point leaves neither staged nor merged rows behind (a temporary table dies with its
 transaction or connection).
 
-- :meth:`Stage.add` bulk-writes normalized Arrow batches into ``orders_stage``
-  (PostgreSQL: ``COPY … FROM STDIN``; SQLite: the driver's ``executemany``). A load
-  into an empty ``orders`` writes the rows there directly instead (nothing to compare
-  with; see :meth:`Stage.create`).
+- :meth:`Stage.prepare` and :meth:`Stage.write` bulk-write normalized Arrow batches
+  into ``orders_stage`` (PostgreSQL: ``COPY … FROM STDIN``; SQLite: the driver's
+  ``executemany``). A load into an empty ``orders`` writes the rows there directly
+  instead (nothing to compare with; see :meth:`Stage.create`).
 - :meth:`Stage.measure` compares the staged rows with ``orders`` in SQL, before the
   merge, in one pass: the rows that are new or differ go into a second temporary table,
   ``orders_changed``, with the old status and ``updated_at`` of each; every count (new,
@@ -16,8 +16,8 @@ transaction or connection).
   incremental run re-reads the lookback window, most of it unchanged: the join runs
   once, everything after it touches only the changes.
 - :meth:`Stage.merge` is one ``INSERT … SELECT … ON CONFLICT (order_id) DO UPDATE …
-  WHERE`` the row really changed, of the changed rows only (all staged rows into an
-  empty table), so unchanged rows are neither probed twice nor rewritten.
+  WHERE`` the row really changed, of the changed rows only, so unchanged rows are
+  neither probed twice nor rewritten.
 """
 
 from __future__ import annotations
@@ -38,17 +38,14 @@ from .times import canonical, from_canonical
 STAGE = "orders_stage"
 CHANGED = "orders_changed"
 COLUMNS = ("order_id", "status", "amount", "updated_at", "day")
-# A first load into an empty table builds the updated_at index once, after the rows,
-# when there are at least this many: one sort instead of a random insert per row.
-REINDEX_FROM = 50_000
-
 _DIFFERS = ("(o.status <> s.status OR o.amount <> s.amount OR o.updated_at <> s.updated_at)")
 _CHANGED = f"(o.order_id IS NULL OR {_DIFFERS})"
 # The stage is the outer loop (a LEFT JOIN keeps it there on SQLite too): one probe of
 # orders' key per staged row.
 _COLLECT = (
-    "CREATE TEMP TABLE {changed} AS SELECT s.order_id, s.status, s.amount, s.updated_at, "
-    "s.day, o.order_id AS old_id, o.status AS old_status, o.updated_at AS old_updated_at "
+    "CREATE TEMP TABLE {changed}{on_commit} AS SELECT s.order_id, s.status, s.amount, "
+    "s.updated_at, s.day, o.order_id AS old_id, o.status AS old_status, "
+    "o.updated_at AS old_updated_at "
     "FROM {stage} s LEFT JOIN orders o ON o.order_id = s.order_id WHERE " + _CHANGED
 )
 
@@ -60,14 +57,6 @@ _MERGE = (
     "WHERE orders.status <> excluded.status OR orders.amount <> excluded.amount "
     "OR orders.updated_at <> excluded.updated_at"
 )
-
-# Into an empty table (the load holds the watermark lock, so no other load writes):
-# a plain insert, without a conflict check per row.
-_INSERT_ALL = (
-    "INSERT INTO orders (order_id, status, amount, updated_at) "
-    "SELECT order_id, status, amount, updated_at FROM {stage} ORDER BY order_id"
-)
-
 
 @dataclass
 class Changes:
@@ -160,29 +149,26 @@ class Stage:
                 copy.write(payload)
         self.rows += count
 
-    def add(self, table: pa.Table) -> None:
-        """Append normalized rows (distinct keys, ascending, none staged before)."""
-        self.write(self.prepare(table))
-
     def measure(self, tz: tzinfo, *, late_before: datetime | None) -> Changes:
         """Compare the stage with ``orders`` (before the merge): one join, then only the
         changed rows."""
         changes = Changes()
         if self.rows == 0:
             return changes
-        collect = _COLLECT.format(changed=CHANGED, stage=self.name)
         if self.dialect == "postgresql":
             # One index probe of orders per staged row, whatever the size of orders:
             # PostgreSQL would otherwise hash-join against a scan of the whole table
             # (0.22 s on 1,000,000 rows for a 49,000-row stage, against 0.09 s).
-            collect = collect.replace(f"{CHANGED} AS SELECT", f"{CHANGED} ON COMMIT DROP AS SELECT")
+            collect = _COLLECT.format(changed=CHANGED, on_commit=" ON COMMIT DROP",
+                                      stage=self.name)
             self.conn.exec_driver_sql("SET LOCAL enable_hashjoin = off")
             self.conn.exec_driver_sql("SET LOCAL enable_mergejoin = off")
             self.conn.exec_driver_sql(collect)
             self.conn.exec_driver_sql("RESET enable_hashjoin")
             self.conn.exec_driver_sql("RESET enable_mergejoin")
         else:
-            self.conn.exec_driver_sql(collect)
+            self.conn.exec_driver_sql(_COLLECT.format(changed=CHANGED, on_commit="",
+                                                      stage=self.name))
         self.measured = True
         late = canonical(late_before) if late_before is not None else None
         row = self.conn.execute(sa.text(
@@ -207,25 +193,16 @@ class Stage:
             changes.days |= days_of([text for (text,) in part], tz)
         return changes
 
-    def merge(self, *, into_empty: bool) -> None:
-        """Upsert into ``orders``: one statement, changed rows only.
+    def merge(self) -> None:
+        """Upsert into ``orders``: one statement, the rows :meth:`measure` collected.
 
-        Into an empty table every staged row is new (no measure needed); otherwise
-        :meth:`measure` has collected the changed rows and only they are merged.
+        After a direct load into the empty table the rows are there already: this builds
+        the ``updated_at`` index, once.
         """
-        if self.direct:  # the rows are in orders already: build the index once
+        if self.direct:
             next(iter(orders.indexes)).create(self.conn)
             return
         if self.rows == 0:
-            return
-        if into_empty:
-            index = next(iter(orders.indexes))  # orders_updated_at_idx
-            rebuild = self.rows >= REINDEX_FROM
-            if rebuild:
-                index.drop(self.conn)
-            self.conn.exec_driver_sql(_INSERT_ALL.format(stage=self.name))
-            if rebuild:
-                index.create(self.conn)
             return
         if not self.measured:
             raise RuntimeError("Stage.merge into a non-empty table needs Stage.measure first")
