@@ -36,7 +36,6 @@ import argparse
 import gc
 import json
 import os
-import random
 import resource
 import shutil
 import sqlite3
@@ -44,25 +43,31 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sqlalchemy as sa  # noqa: E402
+from common import (  # noqa: E402
+    PostgresBackend,
+    SqliteBackend,
+    add_postgres_options,
+    build_source,
+    change_some,
+    postgres_url,
+)
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.db import make_engine, orders, redact  # noqa: E402
 from pipeline_assets.core.load import load_orders  # noqa: E402
-from pipeline_assets.core.source import DEFAULT_CHUNK  # noqa: E402
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)  # after every generated order; fixed, never the clock
 LOOKBACK_DAYS = 2
 RECENT_DAYS = 4  # the lookback window and more, for the "without the history" case
-CHUNK = DEFAULT_CHUNK
+CHUNK = 10_000  # rows per executemany of the raw floors
 
 
 # --- memory --------------------------------------------------------------------------------
@@ -122,100 +127,7 @@ def run_child(kind: str, source_url: str, warehouse_url: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# --- backends ------------------------------------------------------------------------------
-
-
-class SqliteBackend:
-    name = "sqlite"
-    marker = "?"
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-
-    def new_url(self, label: str) -> str:
-        path = self.folder / f"{label}.db"
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        return f"sqlite:///{path}"
-
-    def raw_connect(self, url: str):
-        conn = sqlite3.connect(sa.make_url(url).database)
-        conn.execute("PRAGMA journal_mode = WAL")  # as the warehouse engine sets it
-        return conn
-
-    def close(self) -> None:
-        pass
-
-
-class PostgresBackend:
-    name = "postgresql"
-    marker = "%s"
-
-    def __init__(self, admin_url: str):
-        self.admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-        self.names: list[str] = []
-        self.by_label: dict[str, str] = {}
-
-    def new_url(self, label: str) -> str:
-        if label in self.by_label:  # a fresh database under the same label
-            self._drop([self.by_label.pop(label)])
-        name = f"pa_bench_{label}_{uuid.uuid4().hex[:8]}"
-        with self.admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        self.names.append(name)
-        self.by_label[label] = name
-        return self.admin.url.set(database=name).render_as_string(hide_password=False)
-
-    def raw_connect(self, url: str):
-        import psycopg
-
-        return psycopg.connect(sa.make_url(url).set(drivername="postgresql")
-                               .render_as_string(hide_password=False))
-
-    def _drop(self, names: list[str]) -> None:
-        with self.admin.connect() as conn:
-            for name in names:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        self.names = [n for n in self.names if n not in names]
-
-    def close(self) -> None:
-        self._drop(list(self.names))
-        self.admin.dispose()
-
-
 # --- the source ----------------------------------------------------------------------------
-
-
-def build_source(url: str, n: int) -> dict:
-    engine = make_engine(url, role="source")
-    try:
-        demo.init(engine)
-        return demo.generate(engine, orders=n, days=60, seed=1)
-    finally:
-        engine.dispose()
-
-
-def change_some(url: str, backend, count: int, seed: int = 2) -> int:
-    """As the app would: change ``count`` orders, stamped after the newest row."""
-    engine = make_engine(url, role="source")
-    try:
-        with engine.begin() as conn:
-            ids = [r[0] for r in conn.exec_driver_sql("SELECT order_id FROM orders")]
-            newest = to_instant(conn.exec_driver_sql(
-                "SELECT max(updated_at) FROM orders").scalar(), UTC)
-            rng = random.Random(seed)
-            picked = sorted(rng.sample(ids, max(1, min(count, len(ids)))))
-            m = backend.marker
-            conn.exec_driver_sql(
-                f"UPDATE orders SET status = {m}, amount = {m}, updated_at = {m} "
-                f"WHERE order_id = {m}",
-                [("refunded", "1.00",
-                  (newest + timedelta(seconds=i + 1)).isoformat(timespec="seconds"), order_id)
-                 for i, order_id in enumerate(picked)],
-            )
-        return len(picked)
-    finally:
-        engine.dispose()
 
 
 def recent_copy(url: str, backend, days: int) -> tuple[str, int]:
@@ -427,9 +339,9 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
     # the same recent rows as the big table, without its history: what history costs
     source_recent, recent_n = recent_copy(source, backend, RECENT_DAYS)
     loads.append(("second run, nothing changed", run_child("noop", source, warehouse)))
-    changed = change_some(source, backend, few, seed=2)
+    changed = change_some(source, few, seed=2)
     loads.append((f"after {changed:,} rows changed", run_child("changed", source, warehouse)))
-    changed = change_some(source, backend, max(n // 100, 1), seed=3)
+    changed = change_some(source, max(n // 100, 1), seed=3)
     loads.append((f"after {changed:,} rows changed (1%)",
                   run_child("changed", source, warehouse)))
     loads.append((f"dry run into empty, {n:,}",
@@ -438,12 +350,12 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
                   run_child("first", source_tenth, backend.new_url("warehouse_tenth"))))
     small_wh = backend.new_url("warehouse_small")
     run_child("first", source_small, small_wh)
-    changed_small = change_some(source_small, backend, few, seed=2)
+    changed_small = change_some(source_small, few, seed=2)
     loads.append((f"{small_n:,}-row table: after {changed_small:,} changed",
                   run_child("changed", source_small, small_wh)))
     recent_wh = backend.new_url("warehouse_recent")
     run_child("first", source_recent, recent_wh)
-    changed_recent = change_some(source_recent, backend, few, seed=2)
+    changed_recent = change_some(source_recent, few, seed=2)
     loads.append((f"{recent_n:,} recent rows only: after {changed_recent:,} changed",
                   run_child("changed", source_recent, recent_wh)))
     print("load_orders done; measuring the floors", flush=True)
@@ -500,12 +412,7 @@ def main(argv=None) -> int:
                         help="2,000 orders (small table 500), one repeat: a smoke run")
     parser.add_argument("--workdir", type=Path,
                         help="write here and keep it (default: a temporary folder, removed)")
-    parser.add_argument("--postgres", metavar="ADMIN_URL",
-                        help="also run against PostgreSQL, in throw-away databases made "
-                        "through this URL")
-    parser.add_argument("--postgres-if-reachable", metavar="ADMIN_URL",
-                        help="as --postgres, but only say so and go on when no server "
-                        "answers there")
+    add_postgres_options(parser, "also run")
     parser.add_argument("--pg-repeat", type=int, default=1,
                         help="best of this many runs per floor on PostgreSQL "
                         "(default: %(default)s)")
@@ -514,17 +421,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return child_main(args.child)
-    if args.postgres_if_reachable and not args.postgres:
-        try:
-            probe = sa.create_engine(args.postgres_if_reachable,
-                                     connect_args={"connect_timeout": 3})
-            with probe.connect():
-                pass
-            probe.dispose()
-            args.postgres = args.postgres_if_reachable
-        except Exception as exc:  # no server, no driver: the SQLite part still runs
-            print(f"PostgreSQL at {redact(args.postgres_if_reachable)} not reachable "
-                  f"({type(exc).__name__}): its part is skipped")
+    args.postgres = postgres_url(args)
     n, small, repeat = (2_000, 500, 1) if args.quick else (args.orders, args.small,
                                                            args.repeat)
     if args.workdir:

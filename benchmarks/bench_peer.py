@@ -1,17 +1,23 @@
 """Our load next to dlt's, on the same generated source, in the same run.
 
-    .venv/bin/python benchmarks/bench_peer.py [--orders 1000000] [--workdir DIR] [--quick]
+    .venv/bin/python benchmarks/bench_peer.py [--orders 1000000] [--postgres ADMIN_URL]
+        [--workdir DIR] [--quick]
 
 Needs the ``bench`` extra (``pip install -e '.[bench]'``: dlt 1.31 with duckdb and the
 SQL source, connectorx); without it the script says so and exits 0.
 
-One SQLite source of N orders (``demo.generate``, ``updated_at`` over 60 days, amounts as
-text). Each contender loads it first into its own empty destination, then 1 % of the
-orders change (stamped after the newest row, as an app writes them) and each runs its
+One source of N orders (``demo.generate``, ``updated_at`` over 60 days, amounts as text):
+a SQLite file, or with ``--postgres`` a PostgreSQL database (and our warehouse beside it).
+Each contender loads it first into its own empty destination, then 1 % of the orders
+change (stamped after the newest row, as an app writes them) and each runs its
 incremental load:
 
-- ours: ``load_orders`` into a SQLite warehouse (tz UTC, lookback 2 days), in this
-  process; the time is the call.
+- ours: ``load_orders`` into a warehouse (tz UTC, lookback 2 days), in this process; the
+  time is the call;
+- ours, whole run: ``dagster asset materialize --select orders`` into its own empty
+  warehouse, the ``orders_match_source`` check included, minus the trivial asset + check
+  run through the same CLI (Dagster's own per-run cost, ``benchmarks/trivial_location.py``)
+  measured just before it: what a user's run costs beyond Dagster's;
 - dlt: ``sql_table(..., backend=B, incremental=dlt.sources.incremental("updated_at"))``
   with ``primary_key="order_id"`` and ``write_disposition="merge"``, into duckdb, for
   B = connectorx and pyarrow; the time is ``pipeline.run``.
@@ -25,59 +31,39 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pipeline_assets.core import demo  # noqa: E402
+from common import (  # noqa: E402
+    OURS,
+    TRIVIAL,
+    add_postgres_options,
+    backend_for,
+    build_source,
+    change_some,
+    dagster_home,
+    materialize,
+    postgres_url,
+)
+
 from pipeline_assets.core.db import make_engine  # noqa: E402
 from pipeline_assets.core.load import load_orders  # noqa: E402
-from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
+from pipeline_assets.core.times import UTC  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)
 
 
-def build_source(path: Path, n: int) -> str:
-    url = f"sqlite:///{path}"
-    engine = make_engine(url, role="source")
-    try:
-        demo.init(engine)
-        demo.generate(engine, orders=n, days=60, seed=1)
-    finally:
-        engine.dispose()
-    return url
-
-
-def change_some(url: str, fraction: float) -> int:
-    engine = make_engine(url, role="source")
-    try:
-        with engine.begin() as conn:
-            ids = [r[0] for r in conn.exec_driver_sql("SELECT order_id FROM orders")]
-            newest = to_instant(conn.exec_driver_sql(
-                "SELECT max(updated_at) FROM orders").scalar(), UTC)
-            picked = sorted(random.Random(2).sample(ids, max(1, int(len(ids) * fraction))))
-            conn.exec_driver_sql(
-                "UPDATE orders SET status = ?, amount = ?, updated_at = ? WHERE order_id = ?",
-                [("refunded", "1.00",
-                  (newest + timedelta(seconds=i + 1)).isoformat(timespec="seconds"), oid)
-                 for i, oid in enumerate(picked)])
-        return len(picked)
-    finally:
-        engine.dispose()
-
-
 class Ours:
-    name = "pipeline_assets load_orders -> SQLite"
-
-    def __init__(self, source_url: str, folder: Path):
+    def __init__(self, source_url: str, warehouse_url: str, backend_name: str):
+        self.name = f"pipeline_assets load_orders -> {backend_name}"
         self.source = make_engine(source_url, role="source")
-        self.warehouse = make_engine(f"sqlite:///{folder / 'warehouse.db'}", role="warehouse")
+        self.warehouse = make_engine(warehouse_url, role="warehouse")
 
     def run(self) -> tuple[float, int]:
         started = time.perf_counter()
@@ -85,8 +71,35 @@ class Ours:
         return time.perf_counter() - started, result.rows_read
 
 
+class OursWholeRun:
+    """The whole run through the CLI, minus the trivial asset + check run before it."""
+
+    def __init__(self, source_url: str, warehouse_url: str, folder: Path):
+        self.name = "pipeline_assets whole run (CLI) - trivial run"
+        self.folder = folder
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_")}
+        self.env.update(DAGSTER_HOME=str(dagster_home(folder)),
+                        SOURCE_DATABASE_URL=source_url, WAREHOUSE_DATABASE_URL=warehouse_url,
+                        PIPELINE_DATA_DIR=str(folder / "data"))
+        materialize(self.env, folder, *TRIVIAL)  # the instance's storage, made once
+        self.trivial: list[float] = []
+        self.whole: list[float] = []
+
+    def run(self) -> tuple[float, int]:
+        self.trivial.append(materialize(self.env, self.folder, *TRIVIAL))
+        self.whole.append(materialize(self.env, self.folder, *OURS))
+        engine = make_engine(self.env["WAREHOUSE_DATABASE_URL"], role="warehouse")
+        try:
+            with engine.connect() as conn:
+                read = conn.exec_driver_sql(
+                    "SELECT rows_read FROM pipeline_batches ORDER BY id DESC").scalar()
+        finally:
+            engine.dispose()
+        return self.whole[-1] - self.trivial[-1], int(read)
+
+
 class Dlt:
-    def __init__(self, source_path: Path, folder: Path, backend: str):
+    def __init__(self, credentials: str, folder: Path, backend: str):
         import dlt
         from dlt.sources.sql_database import sql_table
 
@@ -94,7 +107,7 @@ class Dlt:
         self.backend = backend
         self._sql_table = sql_table
         self._dlt = dlt
-        self.credentials = f"sqlite:///{source_path}"
+        self.credentials = credentials
         self.pipeline = dlt.pipeline(
             pipeline_name=f"peer_{backend}", pipelines_dir=str(folder / "pipelines"),
             destination=dlt.destinations.duckdb(str(folder / f"peer_{backend}.duckdb")),
@@ -131,6 +144,7 @@ def table(rows: list[tuple[str, float, int, float]]) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=1_000_000)
+    add_postgres_options(parser, "source and warehouse")
     parser.add_argument("--quick", action="store_true", help="5,000 orders: a smoke run")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
@@ -149,24 +163,35 @@ def main(argv=None) -> int:
         folder = Path(tempfile.mkdtemp(prefix="bench_peer_"))
     os.environ.setdefault("DLT_DATA_DIR", str(folder / "dlt_data"))
     started = time.perf_counter()
+    backend = backend_for(folder, postgres_url(args))
     try:
-        source_path = folder / "app.db"
-        source_url = build_source(source_path, n)
-        print(f"bench_peer: {n:,} orders, source built in "
+        source_url = backend.new_url("source")
+        build_source(source_url, n)
+        print(f"bench_peer: {n:,} orders on {backend.name}, source built in "
               f"{time.perf_counter() - started:.1f}s, workdir {folder}", flush=True)
-        contenders = [Ours(source_url, folder)]
-        for backend in ("connectorx", "pyarrow"):
-            contenders.append(Dlt(source_path, folder, backend))
+        credentials = source_url.replace("postgresql+psycopg://", "postgresql://")
+        contenders = [Ours(source_url, backend.new_url("warehouse"), backend.name),
+                      OursWholeRun(source_url, backend.new_url("warehouse_cli"), folder)]
+        for name in ("connectorx", "pyarrow"):
+            contenders.append(Dlt(credentials, folder, name))
         first = {c.name: c.run() for c in contenders}
-        changed = change_some(source_url, 0.01)
+        changed = change_some(source_url, n // 100)
         second = {c.name: c.run() for c in contenders}
         ours = contenders[0].name
+        whole = contenders[1]
         for title, results in ((f"first load, {n:,} orders", first),
                                (f"incremental after {changed:,} orders changed (1%)", second)):
-            print(f"\n{title}; ratio: our seconds / this contender's seconds")
+            print(f"\n{title}; ratio: our load_orders seconds / this contender's seconds")
             table([(name, s, read, results[ours][0] / s)
                    for name, (s, read) in results.items()])
+        print(f"\nthe whole runs through the CLI: {', '.join(f'{t:.2f}' for t in whole.whole)}"
+              f" s; the trivial runs before them: "
+              f"{', '.join(f'{t:.2f}' for t in whole.trivial)} s")
+        dlt_first = first[contenders[2].name][0]
+        print(f"whole first run - trivial run = {first[whole.name][0]:.2f} s, "
+              f"{first[whole.name][0] / dlt_first:.2f}x dlt + connectorx ({dlt_first:.2f} s)")
     finally:
+        backend.close()
         if not args.workdir:
             shutil.rmtree(folder, ignore_errors=True)
     print(f"\ntotal {time.perf_counter() - started:.0f}s")

@@ -192,7 +192,7 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
             check_results=[
                 lateness_check(result, watermark.lookback_days),
                 reconcile_check(source, watermark.warehouse, tz, horizon_days,
-                                list(result.days_touched)),
+                                list(result.days_touched), result.read_whole),
             ],
         )
 
@@ -200,16 +200,17 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
 
 
 def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_days: int,
-                    days_touched: list[str]) -> AssetCheckResult:
+                    days_touched: list[str], read_whole=None) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
-    clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``."""
+    clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``;
+    the days the load just read whole are compared with what it read (``read_whole``)."""
     from .core.horizon import reconcile_horizon
     from .core.verify import VerifyError
 
     try:
         h, days, verdict = reconcile_horizon(
             source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
-            days_touched=days_touched)
+            days_touched=days_touched, read_whole=read_whole)
     except VerifyError as exc:
         return AssetCheckResult(check_name=RECONCILE_CHECK, passed=False,
                                 description=str(exc))

@@ -17,6 +17,8 @@ import sqlalchemy as sa
 
 from pipeline_assets.core.db import make_engine
 
+from .support import database_urls, unavailable
+
 ADMIN_URL = os.environ.get(
     "PIPELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
@@ -51,10 +53,9 @@ def _postgres_reachable() -> str | None:
 def postgres_admin():
     problem = _postgres_reachable()
     if problem:
-        message = f"no PostgreSQL reachable at {ADMIN_URL} ({problem})"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI must run the PostgreSQL tests: start the server")
-        pytest.skip(message + "; set PIPELINE_TEST_POSTGRES_URL to run these tests")
+        unavailable(f"no PostgreSQL reachable at {ADMIN_URL} ({problem}); set "
+                    "PIPELINE_TEST_POSTGRES_URL to run these tests",
+                    ci_hint="CI must run the PostgreSQL tests: start the server")
     engine = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
     yield engine
     engine.dispose()
@@ -90,11 +91,16 @@ def postgres(postgres_admin):
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_urls(request, tmp_path: Path) -> dict[str, str]:
     """Source and warehouse URLs on one backend: a SQLite file each, or fresh PG databases."""
-    if request.param == "sqlite":
-        return {"source": f"sqlite:///{tmp_path / 'app.db'}",
-                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
-    dbs = request.getfixturevalue("postgres")
-    return {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
+    return database_urls(request.param, tmp_path, request)
+
+
+@pytest.fixture
+def instance():
+    """An ephemeral Dagster instance, for ``execute_in_process`` and sensor ticks."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.ephemeral() as inst:
+        yield inst
 
 
 @pytest.fixture

@@ -218,6 +218,7 @@ def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_pa
     from contextlib import closing
 
     from pipeline_assets.core import demo, source
+    from pipeline_assets.core.db import arrow_connect
 
     engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
     demo.init(engine)
@@ -229,7 +230,8 @@ def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_pa
         return pa.Table.from_batches(list(source.scan_window(engine, src, UTC, lo, None)))
 
     def small(lo):
-        with closing(source._adbc_connect(engine)) as conn, closing(conn.cursor()) as cur:
+        with closing(arrow_connect(engine, "SOURCE_DATABASE_URL")) as conn, \
+                closing(conn.cursor()) as cur:
             return source._small_sqlite_window(cur, src, UTC, lo, None)
 
     assert small(start) and not small(None)

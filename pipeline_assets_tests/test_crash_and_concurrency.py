@@ -40,7 +40,7 @@ from .conftest import NOW
 from .model import canonical, instant_of, stored_row
 
 BIN = Path(sys.executable).parent
-LOAD_POINTS = ["load_after_stage", "load_after_read", "load_after_merge",
+LOAD_POINTS = ["load_after_stage", "load_after_compare", "load_after_merge",
                "load_after_watermark", "load_before_commit", "load_after_commit"]
 
 
@@ -158,6 +158,7 @@ def _app_writes(urls: dict, barrier) -> None:
                        updated_at=(start + timedelta(hours=n)).isoformat(), tz=UTC)
 
 
+@pytest.mark.e2e
 def test_concurrent_loads_lose_no_advance_and_apply_no_batch_twice(db_urls, engines):
     source, warehouse = engines
     demo.init(source)

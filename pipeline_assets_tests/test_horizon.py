@@ -15,7 +15,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from dagster import DagsterInstance
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
@@ -126,11 +125,6 @@ def test_relative_days(text, expected):
 
 # --- the real check, through Dagster ----------------------------------------------------
 
-@pytest.fixture
-def instance():
-    with DagsterInstance.ephemeral() as inst:
-        yield inst
-
 
 def setup(tmp_path: Path, **env):
     (tmp_path / "data").mkdir(parents=True)
@@ -224,3 +218,39 @@ def test_comparing_no_day_fails_with_a_reason(tmp_path, instance):
     assert not verdict.passed
     assert "no row on either side in 2025-05-26…2025-06-01" in verdict.description
     assert "rewound past them?" in verdict.description
+
+
+# --- the days the load read whole ------------------------------------------------------------
+
+def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
+    """The check takes the source side of a day the load has just read whole from that
+    read (the same rows, counted by the same scan) and reads every other day again. A row
+    the load's window never saw still fails it; a row written after the load's read, on a
+    day inside its window, is the next load's to read, and does not."""
+    from pipeline_assets.core.load import load_orders
+
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    now = datetime(2026, 1, 27, 6, tzinfo=UTC)
+    first = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=now)
+    assert (first.read_whole.first, first.read_whole.last) == (None, None)  # all of it
+    assert sum(d.rows for d in first.read_whole.digests.values()) == 6
+    _, _, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7,
+                                      days_touched=first.days_touched,
+                                      read_whole=first.read_whole)
+    assert verdict.passed and verdict.days_compared == 6
+
+    again = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=now)
+    assert (again.read_whole.first, again.read_whole.last) == (d("2026-01-19"), None)
+    demo.set_order(source, 107, status="paid", amount="9.00", updated_at="2026-01-20",
+                   tz=UTC)  # after the load read the 20th: the next load reads it
+    demo.set_order(source, 108, status="paid", amount="9.00", updated_at="2026-01-16",
+                   tz=UTC)  # before the window: no incremental load will ever read it
+    _, days, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7,
+                                         read_whole=again.read_whole)
+    assert not verdict.passed and verdict.differing == ["2026-01-16"]
+    assert "2026-01-20" not in days  # as the load read it: no row that day, on either side
+    _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
+    assert fresh.differing == ["2026-01-16", "2026-01-20"]  # read again: both
+    warehouse.dispose()

@@ -327,7 +327,7 @@ def test_the_scan_read_ahead_keeps_order_errors_and_stops_cleanly():
     consumer that stops early (a failed write) stops the scan, whose generator is closed."""
     import threading
 
-    from pipeline_assets.core.load import ahead
+    from pipeline_assets.core.source import ahead
 
     assert list(ahead(iter(range(50)))) == list(range(50))
 

@@ -79,7 +79,7 @@ CRASH_VARS = ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_F
 
 # What a crash at each point leaves behind (raise mode: the process survives, so
 # `finally` blocks run). Loads: committed or not. Files: which steps of the write landed.
-LOAD_COMMITTED = {"load_after_stage": False, "load_after_read": False,
+LOAD_COMMITTED = {"load_after_stage": False, "load_after_compare": False,
                   "load_after_merge": False, "load_after_watermark": False,
                   "load_before_commit": False, "load_after_commit": True}
 FILES_LANDED = {  # point → (day files replaced: "none" | "first" | "all", manifest written)

@@ -29,6 +29,7 @@ from upath import UPath
 
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo
+from pipeline_assets.core.columnar import days_of
 from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db import make_engine
@@ -40,13 +41,13 @@ from pipeline_assets.core.verify import (
     FILE_DIFFERS,
     FILE_NOT_BUILT,
     FILE_UNCOMMITTED,
-    _DayOfCanonical,
     orders_range_command,
     rebuild_command,
     repair_commands,
     runs,
     verify,
 )
+from pipeline_assets.core.verify.compare import compare_days, compare_orders, differing_days
 
 from . import plain
 from .conftest import NOW
@@ -512,6 +513,72 @@ def test_postgresql_source_and_warehouse(tmp_path, postgres, cli):
         p.close()
 
 
+# --- one reader, one rule for a repeated key ------------------------------------------------
+
+def test_verify_agrees_with_the_load_on_a_source_holding_two_copies_of_an_order(
+        tmp_path, db_urls, cli):
+    """A view or a replica without constraints may hold an order twice: the load keeps its
+    newest copy, and so must verify, which reads the source through the same scan (it used
+    to read it row by row and call the repeated key a broken order)."""
+    p = Pipeline(tmp_path, db_urls["source"], db_urls["warehouse"])
+    try:
+        with p.source.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE orders (order_id BIGINT, status TEXT, "
+                                 "amount TEXT, updated_at TEXT)")
+            conn.execute(sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"), [
+                dict(i=1, s="paid", a="10.00", u="2026-01-05"),
+                dict(i=1, s="paid", a="11.00", u="2026-01-06"),  # the newer copy wins
+                dict(i=2, s="paid", a="2.00", u="2026-01-05")])
+        assert p.load().duplicate_rows == 1
+        p.build(ALL_DAYS)
+        code, out, err = cli(p)
+        assert (code, err) == (0, ""), out
+        assert out.splitlines()[0].startswith("source vs warehouse: 2 days, 2 source rows, "
+                                              "2 warehouse rows, 0 day(s) differ")
+        with p.source.begin() as conn:  # a third copy, newer still, not loaded yet
+            conn.exec_driver_sql("INSERT INTO orders VALUES (1, 'refunded', '11.00', "
+                                 "'2026-01-07')")
+        assert problems(p.verify()) == [("2026-01-06", DIFFERS_FROM_SOURCE, True),
+                                        ("2026-01-07", DIFFERS_FROM_SOURCE, True)]
+    finally:
+        p.close()
+
+
+def test_the_check_and_verify_count_and_checksum_every_day_alike(tmp_path, db_urls):
+    """The per-day figures have one home: the check's (per-day totals, both sides read at
+    once, the load's own read for the days it read whole) and verify's (every row matched
+    by key) are equal, day by day, on a history of a few thousand generated orders with a
+    change not loaded yet."""
+    p = Pipeline(tmp_path, db_urls["source"], db_urls["warehouse"])
+    try:
+        demo.init(p.source)
+        demo.generate(p.source, orders=3_000, days=20, start=date(2026, 1, 1), seed=4)
+        first = p.load()
+        demo.set_order(p.source, 1500, status="paid", amount="1.23", updated_at="2026-01-30",
+                       tz=UTC)
+        days = [date(2026, 1, 1) + timedelta(days=n) for n in range(-30, 40)]
+        totals = compare_days(p.source, p.warehouse, UTC, days)
+        reused = compare_days(p.source, p.warehouse, UTC, days, known=first.read_whole)
+        matched, n_source, n_warehouse = compare_orders(p.source, p.warehouse, UTC,
+                                                        batch_rows=500)
+        assert n_source == n_warehouse == 3_006
+        figures = {d: (c.source_rows, c.source_checksum, c.source_paid, c.warehouse_rows,
+                       c.warehouse_checksum, c.warehouse_paid) for d, c in matched.items()}
+        assert {d: (c.source_rows, c.source_checksum, c.source_paid, c.warehouse_rows,
+                    c.warehouse_checksum, c.warehouse_paid)
+                for d, c in totals.items()} == figures
+        moved = [d for d, c in matched.items() if not c.agrees]
+        assert len(moved) == 2 and "2026-01-30" in moved
+        assert differing_days(totals) == moved
+        # the first load read every day whole, before the change: its own read is what
+        # the warehouse now holds, on both days (the next load reads the change)
+        assert differing_days(reused) == []
+        assert {d: c.source_checksum for d, c in reused.items() if d not in moved} == \
+            {d: c.source_checksum for d, c in totals.items() if d not in moved}
+    finally:
+        p.close()
+
+
 # --- the printed commands, for real ---------------------------------------------------------
 
 @pytest.mark.e2e
@@ -569,14 +636,16 @@ def _watermark(p: Pipeline):
     ("Pacific/Apia", "2011-12-30T10:00:00+00:00"),  # skipped a whole day
     ("America/Havana", "2026-11-01T05:00:00+00:00"),  # falls back at 01:00 to midnight
 ])
-def test_the_fast_day_of_a_canonical_timestamp_is_the_day_of_the_instant(zone_name, around):
-    """verify finds a row's day by comparing text with cached midnights; it must agree with
-    ``Order.day`` (``astimezone``) on every instant, including at offset changes."""
+def test_the_day_of_a_stored_timestamp_is_the_day_of_the_instant(zone_name, around):
+    """Every reader gives a warehouse row its day with ``columnar.days_of`` (Arrow's zone
+    rules, a whole batch at once); it must agree with ``astimezone`` on every instant,
+    including at offset changes."""
     tz = zone(zone_name)
-    day_of_text = _DayOfCanonical(tz)
     centre = datetime.fromisoformat(around)
-    for minutes in range(-36 * 60, 36 * 60, 7):
-        for extra in (timedelta(0), timedelta(microseconds=-1)):
-            instant = centre + timedelta(minutes=minutes) + extra
-            assert day_of_text(canonical(instant)) == \
-                instant.astimezone(tz).date().isoformat(), instant
+    instants = [centre + timedelta(minutes=minutes) + extra
+                for minutes in range(-36 * 60, 36 * 60, 7)
+                for extra in (timedelta(0), timedelta(microseconds=-1))]
+    for instant in instants:
+        assert days_of([canonical(instant)], tz) == {instant.astimezone(tz).date().isoformat()}
+    assert days_of([canonical(i) for i in instants], tz) == \
+        {i.astimezone(tz).date().isoformat() for i in instants}

@@ -16,15 +16,14 @@ compare both on every form.
 
 from __future__ import annotations
 
-import hashlib
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .rows import InvalidRowError, validate
-from .times import UTC, day_of
+from .times import EPOCH, UTC, day_of
 
 INSTANT = pa.timestamp("us", tz="UTC")
 NORMAL = pa.schema([
@@ -35,7 +34,6 @@ NORMAL = pa.schema([
     ("instant", INSTANT),
     ("day", pa.int32()),  # the day in the pipeline's zone, as days since 1970-01-01
 ])
-EPOCH = date(1970, 1, 1)
 STORED = ("order_id", "status", "amount", "updated_at")  # the warehouse row, in order
 
 _KEY = r"^-?[0-9]+$"
@@ -122,7 +120,7 @@ def _fast(raw, zone: str) -> tuple[pa.Table, pa.Array]:
         "amount": pc.fill_null(amount, ""),
         "updated_at": canonical_text(instant),
         "instant": instant,
-        "day": day_numbers(instant, zone),
+        "day": _day_numbers(instant, zone),  # rows outside the zone rules are not ok
     }, schema=NORMAL)
     return table, ok
 
@@ -167,8 +165,28 @@ def canonical_text(instant: pa.Array) -> pa.Array:
                                        "+00:00", "")
 
 
-def day_numbers(instant: pa.Array, zone: str) -> pa.Array:
-    """The day of every instant in ``zone``, as days since 1970-01-01."""
+def day_numbers(instant: pa.Array, tz: tzinfo) -> pa.Array:
+    """The day of every instant in ``tz``, as days since 1970-01-01 (int32): the rule of
+    :func:`.times.day_of`, for a whole array. Arrow's zone rules do the work where they
+    agree with Python's; the instants outside them take ``day_of`` itself."""
+    zone = zone_name(tz)
+    if isinstance(instant, pa.ChunkedArray):
+        instant = instant.combine_chunks()
+    if zone is None:
+        return pa.array([None if moment is None else (day_of(moment, tz) - EPOCH).days
+                         for moment in instant.to_pylist()], pa.int32())
+    if zone == "UTC":
+        return _day_numbers(instant, zone)
+    hold = pc.fill_null(_zone_rules_hold(instant), True)
+    if pc.all(hold).as_py():
+        return _day_numbers(instant, zone)
+    exact = pa.array([(day_of(moment, tz) - EPOCH).days
+                      for moment in instant.filter(pc.invert(hold)).to_pylist()], pa.int32())
+    fast = _day_numbers(pc.if_else(hold, instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)), zone)
+    return pc.replace_with_mask(fast, pc.invert(hold), exact)
+
+
+def _day_numbers(instant: pa.Array, zone: str) -> pa.Array:
     if zone == "UTC":
         wall = pc.cast(instant, pa.timestamp("us"))
     else:
@@ -287,39 +305,9 @@ def newest_per_order(table: pa.Table) -> tuple[pa.Table, int]:
     return kept, n - kept.num_rows
 
 
-def digest_rows(digest: hashlib._Hash, table: pa.Table) -> None:
-    """Feed the stored rows to the batch digest: ``id␟status␟amount␟updated_at\\n`` each.
-
-    The same bytes the row path hashed, so a batch keeps its id across the change.
-    """
-    if table.num_rows == 0:
-        return
-    lines = pc.binary_join_element_wise(
-        pc.cast(table["order_id"], pa.string()), table["status"], table["amount"],
-        pc.binary_join_element_wise(table["updated_at"], "\n", ""), "\x1f")
-    for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]):
-        if len(chunk) == 0:
-            continue
-        offsets = memoryview(chunk.buffers()[1]).cast("i")  # int32 offsets of a string array
-        digest.update(memoryview(chunk.buffers()[2])[offsets[chunk.offset]:
-                                                     offsets[chunk.offset + len(chunk)]])
-
-
 def days_of(updated_at: list[str], tz: tzinfo) -> set[str]:
     """The days (in ``tz``) of canonical UTC texts, as the warehouse stores them."""
     if not updated_at:
         return set()
-    zone = zone_name(tz)
-    if zone is None:
-        return {day_of(datetime.fromisoformat(text), tz).isoformat() for text in updated_at}
     instants = pc.cast(pa.array(updated_at, pa.string()), INSTANT)
-    exact = set()
-    if zone != "UTC":
-        hold = _zone_rules_hold(instants)
-        if not pc.all(hold).as_py():
-            exact = {day_of(moment, tz).isoformat()
-                     for moment in instants.filter(pc.invert(hold)).to_pylist()}
-            instants = instants.filter(hold)
-    days = pc.unique(day_numbers(instants, zone)).to_pylist()
-    return {day_text(n) for n in days} | exact
-
+    return {day_text(n) for n in pc.unique(day_numbers(instants, tz)).to_pylist()}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
 from .errors import PipelineError
+from .secrets import redact, scrub
 
 
 class DatabaseError(PipelineError):
@@ -32,25 +32,6 @@ class DatabaseError(PipelineError):
         return self.kind in (UNREACHABLE, BUSY, FULL)
 
 
-def redact(url: str | URL) -> str:
-    """The URL as it may be shown to a user: password replaced by ``***``."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an unparseable URL must not leak either
-        return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", str(url))
-
-
-def scrub(message: str, url: str | URL) -> str:
-    """Remove the password of ``url`` from any text (driver errors may echo it)."""
-    try:
-        password = make_url(url).password
-    except Exception:
-        password = None
-    if password:
-        message = message.replace(str(password), "***")
-    return message
-
-
 def sqlite_file(url: str | URL) -> Path | None:
     """The file behind a SQLite URL; None for other databases and in-memory ones.
 
@@ -61,18 +42,15 @@ def sqlite_file(url: str | URL) -> Path | None:
     is read as a URI even without ``uri=true``, as SQLite builds with URI support do.
     ``:memory:``, an empty path and ``mode=memory`` name no file.
     """
-    try:
-        parsed = make_url(url)
-    except Exception:  # make_engine reports a bad URL properly
+    name = sqlite_name(url)
+    if name is None:
         return None
-    database = parsed.database
-    if parsed.get_backend_name() != "sqlite" or database in (None, "", ":memory:"):
+    if not name.startswith("file:"):
+        return Path(name)
+    path, _, query = name[len("file:"):].partition("?")
+    if "mode=memory" in query.split("&"):
         return None
-    if not database.startswith("file:"):
-        return Path(database)
-    if parsed.query.get("mode") == "memory":
-        return None
-    path = database[len("file:"):].split("#", 1)[0]
+    path = path.split("#", 1)[0]
     if path.startswith("//"):  # file://<authority>/path: the authority is empty or localhost
         authority, _, rest = path[2:].partition("/")
         if authority not in ("", "localhost"):
@@ -82,6 +60,25 @@ def sqlite_file(url: str | URL) -> Path | None:
     if path in ("", ":memory:"):
         return None
     return Path(path)
+
+
+def sqlite_name(url: str | URL) -> str | None:
+    """What SQLite itself is given to open for a SQLite URL: the path, or the URI filename
+    with the URL's query (``mode=ro`` …, less SQLAlchemy's own ``uri``); None for other
+    databases and in-memory ones. The Arrow reader opens the same database through it."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # make_engine reports a bad URL properly
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or database in (None, "", ":memory:"):
+        return None
+    if not database.startswith("file:"):
+        return database
+    params = [f"{k}={v}" for k, v in parsed.query.items() if k != "uri"]
+    if params:
+        database += ("&" if "?" in database else "?") + "&".join(params)
+    return database
 
 
 def require_distinct(source: Engine, warehouse: Engine) -> None:
@@ -263,6 +260,53 @@ def has_table(engine: Engine, name: str, env_var: str) -> bool:
     """Whether ``name`` exists; an unusable database is a one-line :class:`DatabaseError`."""
     with guard(engine, env_var):
         return sa.inspect(engine).has_table(name)
+
+
+def arrow_connect(engine: Engine, env_var: str):
+    """A connection of the database's Arrow (ADBC) driver, for reads that stream columns:
+    SQLite's, or PostgreSQL's over binary ``COPY``. Closed by the caller.
+
+    On SQLite it is the second copy of the SQLite library in the process (the first is
+    the ``sqlite3`` module under SQLAlchemy), and two copies do not see each other's
+    POSIX locks: closing a file in one drops the locks the other holds on it. So the
+    engine's idle connections to the file are closed first; every caller reads through
+    this connection alone while it is open, and only ever reads.
+    """
+    url = engine.url
+    if engine.dialect.name == "sqlite":
+        name = sqlite_name(url)
+        if name is None:
+            raise DatabaseError(
+                f"the {_role(engine)} database {redact(url)} is an in-memory database, "
+                f"which only its own process can read; point {env_var} at a file")
+        import adbc_driver_sqlite.dbapi as adbc_sqlite
+
+        engine.dispose()
+        conn = adbc_sqlite.connect(name)
+        cursor = conn.cursor()
+        try:  # wait for a writer, as the engine does
+            cursor.execute("PRAGMA busy_timeout = 60000")
+        finally:
+            cursor.close()
+        return conn
+    if engine.dialect.name == "postgresql":
+        import adbc_driver_postgresql.dbapi as adbc_postgresql
+
+        return adbc_postgresql.connect(url.set(drivername="postgresql").render_as_string(
+            hide_password=False))
+    raise DatabaseError(f"the {_role(engine)} dialect {engine.dialect.name!r} is not "
+                        "supported; use SQLite or PostgreSQL")
+
+
+def arrow_errors() -> tuple[type[BaseException], ...]:
+    """What the Arrow drivers raise for a database that cannot be read."""
+    import adbc_driver_manager
+
+    return adbc_driver_manager.Error, OSError
+
+
+def _role(engine: Engine) -> str:
+    return getattr(engine, "info_role", "")
 
 
 # --- the warehouse schema -------------------------------------------------------------

@@ -24,8 +24,8 @@ from sqlalchemy.engine import Engine
 from . import watermark as wm
 from .days import days_between, runs
 from .db import guard, has_table, orders
-from .times import day_start, from_canonical, parse_day
-from .verify import DayCounts, differing_days, reconcile_since, repair_commands
+from .times import from_canonical, parse_day
+from .verify import DayCounts, compare_days, differing_days, repair_commands
 
 WATERMARK = "watermark"
 NEWEST_ROW = "newest warehouse row"
@@ -132,15 +132,16 @@ def newest_row(warehouse: Engine) -> datetime | None:
 
 
 def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcile_days: int,
-                      days_touched: Iterable[str | date] = ()
+                      days_touched: Iterable[str | date] = (), read_whole=None
                       ) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
-    """Compare source and warehouse over the :func:`horizon`; one range read per span."""
+    """Compare source and warehouse over the :func:`horizon`; one range read per span.
+
+    ``read_whole`` (the :class:`~pipeline_assets.core.load.WholeDays` of the load that just
+    ran) is the source side of the days that load read whole: the source as the load saw
+    it, which is what the warehouse must now hold. Every other day is read again.
+    """
     newest = newest_row(warehouse)
     h = horizon(watermark=wm.current(warehouse), newest_row=newest,
                 days_touched=days_touched, reconcile_days=reconcile_days, tz=tz)
-    days: dict[str, DayCounts] = {}
-    for first, last in h.spans():
-        days.update(reconcile_since(source, warehouse, tz, day_start(first, tz),
-                                    until=day_start(last + timedelta(days=1), tz)))
-    days = dict(sorted(days.items()))
+    days = compare_days(source, warehouse, tz, h.days, known=read_whole)
     return h, days, judge(h, days, warehouse_holds_rows=newest is not None)

@@ -73,15 +73,3 @@ def validate(order_id: object, status: object, amount: object, updated_at: objec
     except TimeValueError as exc:
         raise InvalidRowError(order_id, "updated_at", updated_at, str(exc)) from None
     return Order(order_id, str(status), exact, instant.astimezone(UTC))
-
-
-def digest_text(stored: tuple) -> bytes:
-    """The bytes that stand for one stored row wherever rows are hashed: its four fields
-    joined by U+001F (batch ids in the load, day checksums in ``verify``)."""
-    return "\x1f".join(map(str, stored)).encode()
-
-
-def from_stored(row: tuple) -> Order:
-    """Rebuild an :class:`Order` from a warehouse row."""
-    order_id, status, amount, updated_at = row
-    return Order(int(order_id), status, parse_amount(amount), datetime.fromisoformat(updated_at))

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .errors import PipelineError
 
 UTC = timezone.utc
+EPOCH = date(1970, 1, 1)  # day numbers (Arrow's date32) count from here
 
 _DATE_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _TIMESTAMP_RE = re.compile(
@@ -107,6 +108,22 @@ def day_of(instant: datetime, tz: tzinfo) -> date:
 def day_start(day: date, tz: tzinfo) -> datetime:
     """Midnight at the start of ``day`` in ``tz``."""
     return datetime.combine(day, time(0), tzinfo=tz)
+
+
+def whole_days(start: datetime | None, end: datetime | None, tz: tzinfo
+               ) -> tuple[date | None, date | None]:
+    """The first and last day (in ``tz``) that ``[start, end)`` holds whole, from midnight
+    to midnight; None for an open side. ``first > last`` when it holds no whole day."""
+    first = last = None
+    if start is not None:
+        first = day_of(start, tz)
+        if day_start(first, tz) < start:
+            first += timedelta(days=1)
+    if end is not None:
+        last = day_of(end, tz)
+        if day_start(last + timedelta(days=1), tz) > end:
+            last -= timedelta(days=1)
+    return first, last
 
 
 def parse_day(text: str) -> date:

@@ -92,9 +92,7 @@ from .store import (
     folder_lock,
     is_url,
     open_store,
-    redact_url,
     remove_stale_temps,
-    scrub,
     temp_path_for,
 )
 from .writer import DayFilesBatch, WrittenRun, rebuild_pointers, write_day_files
@@ -122,6 +120,6 @@ __all__ = [
     "UncommittedDayError", "WrittenRun", "atomic_replace", "check_day", "day_file_path",
     "day_status", "describe_days", "folder_lock", "is_temp_name", "is_url", "known_days",
     "manifest_path", "open_store", "pointer_path", "read_committed_day", "read_committed_days",
-    "rebuild_pointers", "redact_url", "remove_stale_temps", "scrub", "serialize_day",
+    "rebuild_pointers", "remove_stale_temps", "serialize_day",
     "settled_statuses", "sha256_hex", "temp_path_for", "write_day_files",
 ]

@@ -34,33 +34,13 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..crash import crash_point
+from ..secrets import redact, scrub
 from .layout import LOCK_NAME, POINTER_DIR, DayFilesError, is_temp_name, temp_name_for
 
 if TYPE_CHECKING:
     from upath import UPath
 
 _LOCAL_PROTOCOLS = ("", "file", "local")
-# the variables whose values no message may show (the SDKs read them; we only redact them)
-SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY",
-                    "AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_SAS_TOKEN")
-_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
-
-
-def redact_url(url: str) -> str:
-    """``url`` without a ``user:secret@`` part."""
-    return _USERINFO.sub("***@", url)
-
-
-def scrub(text: str) -> str:
-    """``text`` with any credential from the environment or a URL replaced by ``***``."""
-    text = redact_url(text)
-    for name in SECRET_VARIABLES:
-        secret = os.environ.get(name)
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
 class Store(ABC):
     """A folder of files named relative to it, ``/``-separated (``_committed/x.json``)."""
 
@@ -227,7 +207,7 @@ class ObjectStore(Store):
         self.root = root
         self.fs = root.fs
         self.base = str(PurePosixPath(root.path)).rstrip("/")
-        self.location = redact_url(str(root)).rstrip("/")
+        self.location = redact(str(root)).rstrip("/")
 
     def _key(self, name: str) -> str:
         return f"{self.base}/{name}" if name else self.base
@@ -328,7 +308,7 @@ def open_store(location: str | os.PathLike | Store) -> Store:
             root = UPath(location)
         except (ImportError, ValueError) as exc:
             raise DayFilesError(
-                f"cannot open {redact_url(location)}: {scrub(str(exc).splitlines()[0])}. "
+                f"cannot open {redact(location)}: {scrub(str(exc).splitlines()[0])}. "
                 "Install the fsspec filesystem of that store (S3: pip install "
                 "'pipeline_assets[s3]'), or give a local path."
             ) from None

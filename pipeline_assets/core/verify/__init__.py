@@ -3,15 +3,15 @@ per day, and every day file vs its manifest and vs the warehouse.
 
 How the parts fit, in the order a run of ``verify`` uses them:
 
-- :mod:`.merge` streams the source and the warehouse ``orders`` once each, merged by
-  ``order_id``: per day a count, a checksum and what differs (:class:`DayCounts`).
+- :mod:`.sides` reads the source (through the load's own scan) and the warehouse
+  ``orders`` as Arrow batches; :mod:`.compare` matches them by ``order_id``: per day a
+  count, a checksum and what differs (:class:`DayCounts`).
 - :mod:`.files` checks each day file against its manifest and the warehouse's paid
   orders (:class:`FileCheck`).
 - :mod:`.report` turns both into problems, each with the commands that repair it
   (built by :mod:`pipeline_assets.core.commands`), and renders them (:class:`VerifyResult`).
-- :mod:`.reconcile` puts them together (:func:`verify`), and holds the cheap horizon
-  check behind the ``orders_match_source`` asset check (:func:`reconcile_since`,
-  :func:`differing_days`).
+- :mod:`.reconcile` puts them together (:func:`verify`). The ``orders_match_source``
+  asset check compares per-day totals only (:func:`compare_days`, :func:`differing_days`).
 
 Plain Python, no Dagster: the caller passes the engines, the folder, the time zone and
 ``today`` (from its clock), and prints the :class:`VerifyResult`.
@@ -19,14 +19,9 @@ Plain Python, no Dagster: the caller passes the engines, the folder, the time zo
 
 from ..commands import orders_range_command, rebuild_command, repair_commands
 from ..days import runs
+from .compare import DayCounts, compare_days, compare_orders, differing_days
 from .files import FILE_BATCH_DAYS, FileCheck, check_files
-from .merge import (
-    DayCounts,
-    VerifyError,
-    _DayOfCanonical,  # noqa: F401 - the tests reach the fast path directly
-    compare_orders,
-)
-from .reconcile import differing_days, reconcile_since, verify
+from .reconcile import verify
 from .report import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
@@ -35,11 +30,12 @@ from .report import (
     Problem,
     VerifyResult,
 )
+from .sides import VerifyError
 
 __all__ = [
     "DIFFERS_FROM_SOURCE", "FILE_BATCH_DAYS", "FILE_DIFFERS", "FILE_NOT_BUILT",
     "FILE_UNCOMMITTED", "DayCounts", "FileCheck", "Problem", "VerifyError", "VerifyResult",
-    "check_files", "compare_orders", "differing_days",
-    "orders_range_command", "rebuild_command", "reconcile_since", "repair_commands", "runs",
+    "check_files", "compare_days", "compare_orders", "differing_days",
+    "orders_range_command", "rebuild_command", "repair_commands", "runs",
     "verify",
 ]

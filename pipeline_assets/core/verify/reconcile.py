@@ -1,22 +1,18 @@
-"""Putting the parts together: the full reconciliation of ``pipeline-assets verify``, and
-the cheap horizon check behind the ``orders_match_source`` asset check."""
+"""Putting the parts together: the full reconciliation of ``pipeline-assets verify``."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, tzinfo
+from datetime import date, tzinfo
 from pathlib import Path
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..commands import repair_commands
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
-from ..db import guard, has_table, orders, require_distinct
-from ..rows import PAID, InvalidRowError
-from ..source import DEFAULT_CHUNK, inspect_source
-from ..times import canonical, from_canonical
+from ..db import has_table, require_distinct
+from ..source import SCAN_BATCH
+from .compare import compare_orders
 from .files import check_files
-from .merge import DayCounts, VerifyError, add_source, add_warehouse, compare_orders
 from .report import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
@@ -28,6 +24,7 @@ from .report import (
     no_partition,
     source_detail,
 )
+from .sides import VerifyError
 
 
 def _has_orders_table(engine: Engine) -> bool:
@@ -37,7 +34,7 @@ def _has_orders_table(engine: Engine) -> bool:
 def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz: tzinfo,
            today: date | None = None, partitions_start: date | None = None,
            days_from: date | None = None, days_to: date | None = None,
-           require_all: bool = False, chunk_size: int = DEFAULT_CHUNK) -> VerifyResult:
+           require_all: bool = False, chunk_size: int = SCAN_BATCH) -> VerifyResult:
     """Reconcile source, warehouse and day files; see the package docstring.
 
     ``today`` (from the caller's clock) and ``partitions_start`` bound the days that have
@@ -50,7 +47,7 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
         raise VerifyError(f"--days-from {days_from} is after --days-to {days_to}")
     require_distinct(source, warehouse)
     wh = warehouse if _has_orders_table(warehouse) else None
-    days, n_source, n_warehouse = compare_orders(source, wh, tz, chunk_size=chunk_size)
+    days, n_source, n_warehouse = compare_orders(source, wh, tz, batch_rows=chunk_size)
 
     def in_scope(day: str) -> bool:
         return ((days_from is None or day >= days_from.isoformat())
@@ -115,53 +112,3 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
         files=tuple(files), problems=tuple(problems),
         repair=tuple(repair_commands(all_loads, all_rebuilds)),
     )
-
-
-def reconcile_since(source: Engine, warehouse: Engine, tz: tzinfo, since: datetime, *,
-                    until: datetime | None = None,
-                    chunk_size: int = DEFAULT_CHUNK) -> dict[str, DayCounts]:
-    """Per-day count and checksum of both sides, for rows stamped at or after ``since``
-    (and before ``until``, when given).
-
-    Cheap enough for every load (both reads use the ``updated_at`` index), it finds what
-    the lookback window missed: a source day whose rows the warehouse does not have, or
-    has in another version. A row that moved from an older day shows on its new day.
-    """
-    days: dict[str, DayCounts] = {}
-
-    def at(day: str) -> DayCounts:
-        return days.setdefault(day, DayCounts(day))
-
-    # The source through the load's own columnar scan (validated and normalized in
-    # batches, one row per order as the load stores it); only the checksum is per row.
-    from ..columnar import day_text
-    from ..load import scan_orders
-
-    try:
-        src = inspect_source(source)
-        for rows, _ in scan_orders(source, src, tz, since, until, chunk_size):
-            names = {n: day_text(n) for n in set(rows["day"].to_pylist())}
-            for n, *stored in zip(*(rows[c].to_pylist() for c in
-                                    ("day", "order_id", "status", "amount", "updated_at")),
-                                  strict=True):
-                add_source(at(names[n]), tuple(stored), stored[1] == PAID)
-    except InvalidRowError as exc:
-        raise VerifyError(f"cannot reconcile: {exc}") from None
-    if _has_orders_table(warehouse):
-        o = orders.c
-        query = (sa.select(o.order_id, o.status, o.amount, o.updated_at)
-                 .where(o.updated_at >= canonical(since)))
-        if until is not None:
-            query = query.where(o.updated_at < canonical(until))
-        with guard(warehouse, "WAREHOUSE_DATABASE_URL"):
-            with warehouse.connect() as conn:
-                for row in conn.execute(query):
-                    day = from_canonical(row[3]).astimezone(tz).date().isoformat()
-                    add_warehouse(at(day), row)
-    return dict(sorted(days.items()))
-
-
-def differing_days(days: dict[str, DayCounts]) -> list[str]:
-    """The days whose count or checksum differ between source and warehouse."""
-    return [d for d, c in days.items()
-            if (c.source_rows, c.source_checksum) != (c.warehouse_rows, c.warehouse_checksum)]

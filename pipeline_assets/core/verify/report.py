@@ -7,8 +7,8 @@ from datetime import date
 
 from ..commands import rebuild_command
 from ..daily_files import COMMITTED
+from .compare import DayCounts
 from .files import FileCheck
-from .merge import DayCounts
 
 # kinds of problem, as shown in the output and the JSON
 DIFFERS_FROM_SOURCE = "differs from source"

@@ -1,0 +1,211 @@
+"""``paid_orders_refresh_sensor``: the days each ``orders`` materialization touched become
+runs over the days that exist as partitions, one run per block of consecutive days
+(:func:`day_blocks`); its cursor (:class:`RefreshCursor`) keeps the days it owes until a
+successful run requested after they became owed has rebuilt them (:func:`refresh_tick`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import date
+
+from ..days import days_between, runs
+from ..times import parse_day
+from .outcomes import Outcome, retry_delay
+
+REFRESH_CURSOR_VERSION = 2
+
+
+@dataclass(frozen=True)
+class DayBlock:
+    """Consecutive touched days, rebuilt by one run (a single-run range backfill)."""
+
+    first: str
+    last: str
+
+    @property
+    def days(self) -> int:
+        return (date.fromisoformat(self.last) - date.fromisoformat(self.first)).days + 1
+
+
+def partition_days(days_touched: Iterable[str], *, first_day: date, last_day: date
+                   ) -> tuple[list[str], list[str]]:
+    """``(kept, left out)``: the touched days that exist as daily partitions.
+
+    Partitions run from PARTITIONS_START_DATE to yesterday in PIPELINE_TIMEZONE (today's
+    partition exists once the day is over: the daily schedule builds it then).
+    """
+    kept, left_out = set(), set()
+    for text in days_touched:
+        day = parse_day(str(text))
+        (kept if first_day <= day <= last_day else left_out).add(day.isoformat())
+    return sorted(kept), sorted(left_out)
+
+
+def day_blocks(days: Iterable[str]) -> list[DayBlock]:
+    """The days grouped into maximal runs of consecutive days.
+
+    Exactly the touched days are rebuilt — a range over a gap would rewrite days nothing
+    touched, and a late row from last year plus today would rebuild the whole year — while
+    a long stretch of touched days (a first load, a bulk update) is one run, one manifest
+    and one warehouse query instead of a run per day.
+    """
+    return [DayBlock(first, last) for first, last in runs(days)]
+
+
+def refresh_run_key(epoch: str, number: int, block: DayBlock) -> str:
+    """The key of the ``number``-th request of a cursor started at ``epoch`` (the number of
+    runs the sensor had launched then): a tick repeated from the same cursor asks for the
+    same keys; a block requested again (its run failed, or a later load touched it again)
+    gets a new one, and so does every request of a cursor that was reset."""
+    return f"paid-orders-refresh-{epoch}.{number}-{block.first}-{block.last}"
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    """A rebuild of a block of days, and the newest ``orders`` materialization (storage id)
+    the sensor had read when it asked: the run reads the warehouse after that load."""
+
+    key: str
+    first: str
+    last: str
+    covers: int
+    requested_at: float  # POSIX seconds
+    batch: str = "unknown"  # the batch id of the newest load that touched the block
+
+    @property
+    def days(self) -> list[str]:
+        return days_between(parse_day(self.first), parse_day(self.last))
+
+
+@dataclass(frozen=True)
+class RefreshCursor:
+    """The cursor of ``paid_orders_refresh_sensor``.
+
+    ``owed`` maps each day to rebuild to the ``orders`` materialization (storage id,
+    batch id) that last touched it; a day leaves it only when a successful run requested
+    at or after that point has rebuilt it. ``pending`` are the requests not yet landed;
+    ``requests`` counts every request made, numbering the run keys; ``failures`` counts,
+    per day, the rebuilds that failed in a row and when the last one ended (for
+    :func:`retry_delay`).
+    """
+
+    after: int | None = None  # storage id of the last orders materialization read
+    owed: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    pending: tuple[RefreshRequest, ...] = ()
+    requests: int = 0
+    failures: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    epoch: str = ""  # where the cursor's run keys start (see refresh_run_key); "" fresh
+
+    def to_cursor(self) -> str:
+        return json.dumps({
+            "v": REFRESH_CURSOR_VERSION, "after": self.after,
+            "owed": {day: list(mark) for day, mark in sorted(self.owed.items())},
+            "pending": [asdict(r) for r in self.pending], "requests": self.requests,
+            "failures": {day: list(f) for day, f in sorted(self.failures.items())},
+            "epoch": self.epoch,
+        }, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_cursor(cls, text: str | None) -> RefreshCursor:
+        """The state kept in a cursor; the first version's cursor (a bare storage id) reads
+        as nothing owed after that id. An unreadable one starts over from the first
+        materialization: every day touched is rebuilt once more, which is harmless."""
+        if not text:
+            return cls()
+        try:
+            data = json.loads(text)
+            if isinstance(data, int):
+                return cls(after=data)
+            if not isinstance(data, dict) or data.get("v") != REFRESH_CURSOR_VERSION:
+                return cls()
+            return cls(after=data["after"],
+                       owed={day: (int(mark[0]), str(mark[1]))
+                             for day, mark in data["owed"].items()},
+                       pending=tuple(RefreshRequest(**r) for r in data["pending"]),
+                       requests=int(data["requests"]),
+                       failures={day: (int(f[0]), float(f[1]))
+                                 for day, f in data.get("failures", {}).items()},
+                       epoch=str(data.get("epoch", "")))
+        except (ValueError, TypeError, KeyError, IndexError):
+            return cls()
+
+
+@dataclass(frozen=True)
+class Touched:
+    """One ``orders`` materialization, as the refresh sensor reads it."""
+
+    storage_id: int
+    days: tuple[str, ...]  # its days_touched that exist as partitions
+    batch: str = "unknown"
+
+
+@dataclass(frozen=True)
+class RefreshTick:
+    cursor: RefreshCursor
+    requests: list[RefreshRequest]
+    notes: list[str]
+
+
+def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
+                 outcomes: Mapping[str, Outcome], now: float, seed: str = "0") -> RefreshTick:
+    """Owe the days of new materializations, settle requests, ask for free owed days. Pure.
+
+    ``outcomes`` holds what became of each pending request (by run key). A request whose
+    run succeeded pays the days it covers — unless a later load touched one of them
+    again meanwhile: that day stays owed. A request whose run failed or was canceled is
+    dropped, so its days are requested again (new key). Days of a request that is still
+    busy are not requested again until it ends: never two runs over the same day.
+    ``seed`` starts the run keys of a fresh cursor (:func:`refresh_run_key`).
+    """
+    owed = dict(cursor.owed)
+    after = cursor.after
+    for event in touched:
+        for day in event.days:
+            owed[day] = max(owed.get(day, (event.storage_id, event.batch)),
+                            (event.storage_id, event.batch))
+        after = event.storage_id if after is None else max(after, event.storage_id)
+    failures = dict(cursor.failures)
+    pending, notes = [], []
+    for request in cursor.pending:
+        outcome = outcomes.get(request.key)
+        if outcome is None or outcome.busy:
+            pending.append(request)
+            continue
+        span = request.first if request.first == request.last \
+            else f"{request.first}...{request.last}"
+        if outcome.landed:
+            paid = [d for d in request.days if d in owed and owed[d][0] <= request.covers]
+            for day in paid:
+                del owed[day]
+            for day in request.days:
+                failures.pop(day, None)
+            stale = [d for d in request.days if d in owed]
+            if stale:
+                notes.append(f"{span}: {outcome.detail}, but {stale} were touched again "
+                             "since: rebuilding them again")
+        else:
+            ended = outcome.ended_at if outcome.ended_at is not None else request.requested_at
+            for day in request.days:
+                failures[day] = (failures.get(day, (0, 0.0))[0] + 1, ended)
+            notes.append(f"{span}: {outcome.detail}, so those files were not rebuilt: "
+                         "requesting them again")
+    busy = {day for request in pending for day in request.days}
+    cooling = {day for day, (count, ended) in failures.items()
+               if now < ended + retry_delay(count)}
+    if cooling & set(owed):
+        notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
+    count, new, epoch = cursor.requests, [], cursor.epoch or seed
+    for block in day_blocks(set(owed) - busy - cooling):
+        count += 1
+        batch = max(owed[d] for d in days_between(parse_day(block.first),
+                                                  parse_day(block.last)))[1]
+        new.append(RefreshRequest(refresh_run_key(epoch, count, block), block.first,
+                                  block.last,
+                                  covers=after if after is not None else 0,
+                                  requested_at=now, batch=batch))
+    failures = {day: f for day, f in failures.items() if day in owed}
+    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count, failures,
+                                     epoch), new, notes)

@@ -1,0 +1,171 @@
+"""The two sides of every comparison, read as Arrow batches of stored rows with their day.
+
+- The source: through :func:`~pipeline_assets.core.source.scan_orders`, the load's own scan
+  (validated, normalized, one row per order — its newest copy — in ``order_id`` order),
+  so that a comparison sees the source exactly as a load would store it.
+- The warehouse: ``orders`` through the warehouse database's Arrow driver, each
+  ``updated_at`` read back as the instant it stands for and given its day by the same
+  rule (:func:`~pipeline_assets.core.columnar.day_numbers`).
+
+Each side is streamed (a few batches in memory, whatever the table size) and, where only
+totals are needed, folded into per-day digests (:mod:`pipeline_assets.core.digest`).
+:func:`day_digests` reads both sides at once, one in a thread of its own: both drivers and
+Arrow's kernels spend their time outside the GIL, so on two cores the slower side sets
+the time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from datetime import datetime, tzinfo
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..columnar import INSTANT, day_numbers
+from ..db import arrow_connect, arrow_errors, connect_error, guard, has_table, orders
+from ..digest import DayDigest, add_days
+from ..errors import PipelineError
+from ..source import SCAN_BATCH, SMALL_WINDOW, inspect_source, scan_orders
+from ..times import canonical, from_canonical
+
+Span = tuple[datetime | None, datetime | None]  # [start, end); None: open on that side
+EVERYTHING: tuple[Span, ...] = ((None, None),)
+STORED = ("order_id", "status", "amount", "updated_at")
+_ENV = "WAREHOUSE_DATABASE_URL"
+
+
+class VerifyError(PipelineError):
+    """Verify could not compare: an invalid source row, an unreadable warehouse row."""
+
+
+def source_rows(source: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
+                batch_rows: int = SCAN_BATCH) -> Iterator[pa.Table]:
+    """The source's orders stamped in ``spans`` as the load stores them, with ``day``;
+    in ``order_id`` order within each span. An invalid row raises
+    :class:`~pipeline_assets.core.rows.InvalidRowError`, which each caller words."""
+    src = inspect_source(source)
+    for start, end in spans:
+        for rows, _ in scan_orders(source, src, tz, start, end, batch_rows):
+            yield rows
+
+
+def warehouse_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
+                   ordered: bool = False, batch_rows: int = SCAN_BATCH,
+                   keys: tuple[int, int] | None = None) -> Iterator[pa.Table]:
+    """The warehouse's orders stamped in ``spans``, with ``day`` (in ``order_id`` order
+    within each span when ``ordered``; only ``keys[0] <= order_id < keys[1]`` when given).
+    Nothing when no load has made the table yet."""
+    if not has_table(warehouse, orders.name, _ENV):
+        return
+    dialect = warehouse.dialect.name
+    try:
+        with closing(arrow_connect(warehouse, _ENV)) as conn, closing(conn.cursor()) as cur:
+            if dialect == "sqlite":
+                cur.adbc_statement.set_options(
+                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
+            for start, end in spans:
+                cur.execute(_stored_sql(cur, dialect, start, end, ordered=ordered, keys=keys))
+                for batch in cur.fetch_record_batch():
+                    for offset in range(0, batch.num_rows, batch_rows):
+                        yield _with_days(pa.Table.from_batches([batch.slice(offset,
+                                                                            batch_rows)]), tz)
+    except arrow_errors() as exc:
+        raise connect_error(exc, warehouse, _ENV) from None
+
+
+def _stored_sql(cur, dialect: str, start: datetime | None, end: datetime | None, *,
+                ordered: bool, keys: tuple[int, int] | None = None) -> str:
+    """``orders`` in ``[start, end)``: canonical UTC text compares as the instants do, so
+    the range is the ``updated_at`` index's. SQLite reads a large range by scanning the
+    table instead, which is faster than a lookup per row through the index."""
+    where = []
+    if start is not None:
+        where.append(f"updated_at >= '{canonical(start)}'")
+    if end is not None:
+        where.append(f"updated_at < '{canonical(end)}'")
+    condition = " AND ".join(where)
+    if dialect == "sqlite" and condition:
+        cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM orders WHERE {condition} "
+                    f"LIMIT {SMALL_WINDOW})")
+        if cur.fetchone()[0] >= SMALL_WINDOW:
+            condition = condition.replace("updated_at", "+updated_at")
+    if keys is not None:
+        condition = " AND ".join(filter(None, [
+            condition, f"order_id >= {int(keys[0])} AND order_id < {int(keys[1])}"]))
+    texts = ", ".join(f"CAST({c} AS TEXT) AS {c}" for c in STORED[1:])
+    return (f"SELECT order_id, {texts} FROM orders"
+            + (f" WHERE {condition}" if condition else "")
+            + (" ORDER BY order_id" if ordered else ""))
+
+
+def _with_days(table: pa.Table, tz: tzinfo) -> pa.Table:
+    """The stored rows and the day of each, read from its canonical ``updated_at``."""
+    table = table.set_column(0, "order_id", pc.cast(table["order_id"], pa.int64()))
+    text = table["updated_at"]
+    try:
+        instants = pc.cast(text, INSTANT)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        instants = pa.array([_instant(order_id, value) for order_id, value in zip(
+            table["order_id"].to_pylist(), text.to_pylist(), strict=True)], INSTANT)
+    return table.append_column("day", day_numbers(instants, tz))
+
+
+def _instant(order_id: int, text: str) -> datetime:
+    try:
+        return from_canonical(text)
+    except (TypeError, ValueError):
+        raise VerifyError(
+            f"the warehouse row of order {order_id} has updated_at {text!r}, which is not "
+            "a canonical timestamp; reload it with an explicit-range orders run"
+        ) from None
+
+
+def digest_by_day(tables: Iterable[pa.Table]) -> tuple[dict[int, DayDigest], int]:
+    """Per-day digests of the rows in ``tables``, and how many rows there were."""
+    days: dict[int, DayDigest] = {}
+    rows = 0
+    for table in tables:
+        add_days(days, table)
+        rows += table.num_rows
+    return days, rows
+
+
+def day_digests(source: Engine, warehouse: Engine, tz: tzinfo, *,
+                source_spans: Sequence[Span], warehouse_spans: Sequence[Span]
+                ) -> tuple[dict[int, DayDigest], dict[int, DayDigest]]:
+    """Per-day digests of the source over ``source_spans`` and of the warehouse over
+    ``warehouse_spans``, both read at once (the warehouse in a thread of its own). With
+    no source day to read (a first load read them all), the warehouse is read as two
+    halves of its keys at once instead: its read is then all there is to wait for."""
+    halves = _key_halves(warehouse) if not source_spans else None
+    with ThreadPoolExecutor(2, thread_name_prefix="pipeline-assets-warehouse") as pool:
+        parts = [pool.submit(lambda keys=keys: digest_by_day(
+            warehouse_rows(warehouse, tz, warehouse_spans, keys=keys))[0])
+            for keys in (halves or [None])]
+        read = digest_by_day(source_rows(source, tz, source_spans))[0] \
+            if source_spans else {}
+        stored = parts[0].result()
+        for part in parts[1:]:
+            for day, digest in part.result().items():
+                stored.setdefault(day, DayDigest()).add(digest.rows, digest.checksum,
+                                                        digest.paid)
+        return read, stored
+
+
+def _key_halves(warehouse: Engine) -> list[tuple[int, int]] | None:
+    """Two ranges of ``order_id`` that split the warehouse's keys (the ends of its key
+    index: two index probes), or None when there is nothing to split."""
+    if not has_table(warehouse, orders.name, _ENV):
+        return None
+    with guard(warehouse, _ENV), warehouse.connect() as conn:
+        low, high = conn.execute(sa.select(sa.func.min(orders.c.order_id),
+                                           sa.func.max(orders.c.order_id))).one()
+    if low is None or high - low < 2:
+        return None
+    middle = low + (high - low) // 2
+    return [(low, middle), (middle, high + 1)]

@@ -1,0 +1,39 @@
+"""Small helpers every kind of test shares: one home each.
+
+- :func:`unavailable`: what a test does when something it needs is missing — skip on a
+  laptop, saying what to install or start, but fail in CI (``CI`` set), where every test
+  must run;
+- :func:`free_port`: a TCP port on 127.0.0.1 that nothing listens on;
+- :func:`database_urls`: source and warehouse URLs on one backend, a SQLite file each or
+  fresh PostgreSQL databases (the ``postgres`` fixture makes and drops them).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+
+def unavailable(problem: str, *, ci_hint: str) -> None:
+    """Skip with ``problem`` on a laptop; in CI fail with it and ``ci_hint`` (how CI gets it)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{problem}; {ci_hint}")
+    pytest.skip(problem)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_urls(backend: str, tmp_path: Path, request) -> dict[str, str]:
+    """``{"source": …, "warehouse": …}`` on ``backend`` ("sqlite" or "postgresql")."""
+    if backend == "sqlite":
+        return {"source": f"sqlite:///{tmp_path / 'app.db'}",
+                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+    dbs = request.getfixturevalue("postgres")
+    return {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
