@@ -9,7 +9,7 @@ PORT   ?= 3000
 DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export DAGSTER_HOME
 
-.PHONY: install dev test lint bench screenshots clean
+.PHONY: install dev test check lint bench screenshots clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 test: install
 	$(BIN)/python -m pytest
 
+# The fast loop while changing the code: lint, then every test that needs no server, no
+# subprocess and no browser (a few minutes on 2 cores). `make test` is the whole suite.
+check: lint
+	$(BIN)/python -m pytest -q -m "not postgres and not e2e and not browser and not s3"
+
 lint: install
 	$(BIN)/ruff check pipeline_assets pipeline_assets_tests benchmarks
 
@@ -41,9 +46,13 @@ bench: install
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python benchmarks/bench_load.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_run_cost.py
+	$(BIN)/python benchmarks/bench_run_cost.py --orders 1000000 --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_peer.py
+	$(BIN)/python benchmarks/bench_peer.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_backfill.py
 	$(BIN)/python benchmarks/bench_sensor_tick.py
+	$(BIN)/python benchmarks/bench_verify.py
+	$(BIN)/python benchmarks/bench_committed_lookup.py
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
 )
 
+from .support import free_port
+
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent
 IN_PROGRESS = ["QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"]
@@ -40,12 +41,6 @@ QUIET_INSTANCE = "telemetry:\n  enabled: false\n"
 
 class Timeout(AssertionError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -256,6 +251,17 @@ def run_errors(server: DevServer, run_ids: list[str]) -> str:
                 out.append(f"{run_id[:8]} {event['__typename']}: {event.get('message')} "
                            f"{detail}".strip())
     return "\n".join(out)
+
+
+def backfill_runs_done(server: DevServer, backfill_id: str) -> bool:
+    """Whether every run of the backfill succeeded (an assertion error if one failed). The
+    daemon marks the backfill itself completed on a later pass (every 30 s)."""
+    found = server.graphql(RUNS_QUERY, {"filter": {"tags": [
+        {"key": "dagster/backfill", "value": backfill_id}]}})
+    results = found["runsOrError"]["results"]
+    statuses = [r["status"] for r in results]
+    assert "FAILURE" not in statuses, run_errors(server, [r["runId"] for r in results])
+    return bool(statuses) and set(statuses) == {"SUCCESS"}
 
 
 def location_loaded(server: DevServer) -> bool:

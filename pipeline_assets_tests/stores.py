@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +21,12 @@ from pathlib import Path
 
 from upath import UPath
 
+from .support import free_port
+
 # Fake credentials (the server accepts any); the secret is distinctive so tests can
 # prove it never shows in logs, metadata or errors.
 SECRET = "moto-secret-" + uuid.uuid4().hex
 ACCESS_KEY = "testing-access-key"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class S3Server:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from dagster import (
-    DagsterInstance,
     DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
@@ -39,11 +38,6 @@ from pipeline_assets.settings import from_env
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
-
-@pytest.fixture
-def instance():
-    with DagsterInstance.ephemeral() as inst:
-        yield inst
 
 
 @pytest.fixture

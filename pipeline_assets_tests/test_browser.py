@@ -47,7 +47,6 @@ from .devserver import (
     DevServer,
     clean_env,
     committed_ids,
-    free_port,
     idle,
     launch,
     location_loaded,
@@ -55,6 +54,7 @@ from .devserver import (
     run_errors,
     running,
 )
+from .support import free_port, unavailable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -127,9 +127,7 @@ def _chromium_missing() -> str | None:
 def browser():
     problem = _chromium_missing()
     if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"{problem}; CI must run the browser test (.ci/run installs it)")
-        pytest.skip(problem)
+        unavailable(problem, ci_hint="CI must run the browser test (.ci/run installs it)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -486,6 +486,7 @@ def _subprocess(tmp_path: Path, *argv: str, **extra: str) -> subprocess.Complete
                           env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.e2e
 def test_python_dash_m_runs_the_commands(tmp_path):
     done = _subprocess(tmp_path, "demo", "init")
     assert (done.returncode, done.stderr) == (0, "")
@@ -499,6 +500,7 @@ def test_python_dash_m_runs_the_commands(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("argv, code, message", [
     (["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at",
       "2026-01-32"], 1, "--updated-at: '2026-01-32' is not a valid date"),
@@ -518,6 +520,7 @@ def test_python_dash_m_fails_in_one_line_without_traceback(tmp_path, argv, code,
     assert fingerprint(tmp_path / "app.db") == before
 
 
+@pytest.mark.e2e
 def test_the_cli_does_not_import_dagster(tmp_path):
     code = "import sys, pipeline_assets.cli; print('dagster' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,

@@ -33,6 +33,7 @@ from pipeline_assets.core.verify import verify
 
 from .conftest import NOW
 from .stores import all_files, temp_files
+from .support import database_urls
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -70,12 +71,7 @@ def files_workdir(request, tmp_path: Path):
     """``workdir`` plus the folder of the day files: local (SQLite or PostgreSQL databases)
     or a bucket on the test S3 server (PAID_ORDERS_URL)."""
     store, backend = request.param.split("-")
-    if backend == "sqlite":
-        urls = {"source": f"sqlite:///{tmp_path / 'app.db'}",
-                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
-    else:
-        dbs = request.getfixturevalue("postgres")
-        urls = {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
+    urls = database_urls(backend, tmp_path, request)
     url = request.getfixturevalue("bucket") + "/paid_orders" if store == "s3" else None
     for tmp_path_, env, source, warehouse in _workdir(tmp_path, urls, url):
         folder = UPath(url) if url else built(tmp_path_)

@@ -32,13 +32,12 @@ from .devserver import (
     BACKFILL_STATUS,
     BIN,
     LAUNCH_BACKFILL,
-    RUNS_QUERY,
     DevServer,
+    backfill_runs_done,
     committed_ids,
     idle,
     location_loaded,
     manifests,
-    run_errors,
     running,
     runs,
     start_dagster_dev,
@@ -88,20 +87,12 @@ def test_dagster_dev_backfill_and_sensors(dev_server: DevServer, record_property
             assert status not in ("FAILED", "COMPLETED_FAILED", "CANCELED"), status
             return status
 
-        def backfill_runs_done() -> bool:
-            # the backfill's run(s) finished; the daemon marks the backfill itself completed
-            # on its next pass (every 30 s), checked at the end of the test
-            found = server.graphql(RUNS_QUERY, {"filter": {"tags": [
-                {"key": "dagster/backfill", "value": launched["backfillId"]}]}})
-            results = found["runsOrError"]["results"]
-            statuses = [r["status"] for r in results]
-            assert "FAILURE" not in statuses, run_errors(server, [r["runId"] for r in results])
-            return bool(statuses) and set(statuses) == {"SUCCESS"}
 
         server.wait("the first load's days rebuilt by the refresh sensor",
                     lambda: all(committed_ids(server.data, d) is not None
                                 for d in FIRST_LOAD_DAYS), 300)
-        server.wait("the backfill's run done", backfill_runs_done, 120, every=1)
+        server.wait("the backfill's run done",
+                    lambda: backfill_runs_done(server, launched["backfillId"]), 120, every=1)
         server.wait("no run in progress", lambda: idle(server), 60)
 
         assert {day: committed_ids(server.data, day) for day in days} == \

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
@@ -68,11 +68,6 @@ class Pipeline:
         self.source.dispose()
         self.warehouse.dispose()
 
-
-@pytest.fixture
-def instance():
-    with DagsterInstance.ephemeral() as inst:
-        yield inst
 
 
 @pytest.fixture

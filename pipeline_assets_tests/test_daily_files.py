@@ -496,6 +496,7 @@ def _writer(folder: str, name: str, rounds: int) -> None:
         write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT)
 
 
+@pytest.mark.e2e
 def test_two_processes_writing_the_same_days_leave_agreeing_files(tmp_path):
     """Runs never interleave: afterwards every day is committed to the last run's version."""
     ctx = multiprocessing.get_context("spawn")

@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 import pipeline_assets
@@ -19,11 +20,35 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(pipeline_assets.__file__).parent
 
 
-def test_defs_resolve_every_asset_job_and_resource():
+def test_defs_hold_the_three_assets_and_their_checks():
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert {"orders"} <= keys
-    assert defs.resolve_job_def("orders_job") is not None
-    assert defs.resolve_implicit_global_asset_job_def() is not None
+    assert keys == {"orders", "paid_orders", "daily_revenue"}
+    checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
+    assert checks == {"orders_match_source", "lateness_within_lookback"}
+    global_job = defs.resolve_implicit_global_asset_job_def()
+    assert {k.to_user_string() for k in global_job.asset_layer.selected_asset_keys} == keys
+
+
+# Each job by name, with what its description promises it runs (sensors, the schedule and
+# the repair commands launch them by these names).
+JOBS = {
+    "orders_job": {"orders"},
+    "daily_files_job": {"paid_orders", "daily_revenue"},
+    "daily_job": {"orders", "paid_orders", "daily_revenue"},
+}
+
+
+def test_every_job_resolves_and_runs_exactly_its_assets():
+    for name, assets in JOBS.items():
+        job = defs.resolve_job_def(name)
+        assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == assets, name
+
+
+def test_every_sensor_and_the_schedule_resolve_and_launch_their_job():
+    assert defs.resolve_sensor_def("new_orders_sensor").job_name == "orders_job"
+    assert defs.resolve_sensor_def("paid_orders_refresh_sensor").job_name == "daily_files_job"
+    schedule = defs.resolve_schedule_def("daily_schedule")
+    assert (schedule.job_name, schedule.cron_schedule) == ("daily_job", "30 0 * * *")
 
 
 def test_workspace_and_pyproject_both_name_the_module():
@@ -72,6 +97,7 @@ def test_no_private_dagster_imports_in_the_package():
         assert "dagster._" not in text, f"{path.name} imports Dagster internals"
 
 
+@pytest.mark.e2e
 def test_importing_definitions_has_no_side_effects(tmp_path):
     """Loading the code location must not create folders or open databases."""
     env = {**os.environ, "PIPELINE_DATA_DIR": str(tmp_path / "data")}
@@ -80,6 +106,7 @@ def test_importing_definitions_has_no_side_effects(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.e2e
 def test_bad_settings_fail_loading_with_the_variable_named(tmp_path):
     env = {**os.environ, "LOOKBACK_DAYS": "two"}
     done = subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"],

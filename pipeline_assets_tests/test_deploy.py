@@ -48,11 +48,10 @@ from .devserver import (
     CALLERS_SETTINGS,
     LAUNCH_BACKFILL,
     ROOT,
-    RUNS_QUERY,
     DevServer,
+    backfill_runs_done,
     idle,
     location_loaded,
-    run_errors,
     running,
     runs,
     start_dagster_dev,
@@ -148,15 +147,9 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         }})["launchPartitionBackfill"]
         assert launched["__typename"] == "LaunchBackfillSuccess", launched
 
-        def backfill_runs_done() -> bool:
-            found = server.graphql(RUNS_QUERY, {"filter": {"tags": [
-                {"key": "dagster/backfill", "value": launched["backfillId"]}]}})
-            results = found["runsOrError"]["results"]
-            statuses = [r["status"] for r in results]
-            assert "FAILURE" not in statuses, run_errors(server, [r["runId"] for r in results])
-            return bool(statuses) and set(statuses) == {"SUCCESS"}
 
-        server.wait("the backfill's run done", backfill_runs_done, 600, every=1)
+        server.wait("the backfill's run done",
+                    lambda: backfill_runs_done(server, launched["backfillId"]), 600, every=1)
         server.wait("no run in progress", lambda: idle(server), 300)
 
         # files: every day of January committed in the bucket, equal to the source's

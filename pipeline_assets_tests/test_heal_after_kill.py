@@ -43,6 +43,7 @@ from pipeline_assets.core.daily_files import DayFilesError, UncommittedDayError,
 
 from . import app_writer
 from .devserver import BIN, ROOT, DevServer, location_loaded, start_dagster_dev, stop
+from .support import database_urls
 
 pytestmark = pytest.mark.e2e
 UTC = timezone.utc
@@ -201,12 +202,7 @@ def instance_yaml(retries: bool) -> str:
 ])
 def setting(request, tmp_path):
     backend, retries = request.param
-    if backend == "sqlite":
-        urls = {"source": f"sqlite:///{tmp_path / 'app.db'}",
-                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
-    else:
-        dbs = request.getfixturevalue("postgres")
-        urls = {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
+    urls = database_urls(backend, tmp_path, request)
     return backend, retries, urls
 
 

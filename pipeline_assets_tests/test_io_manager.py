@@ -5,11 +5,9 @@ import hashlib
 import json
 from decimal import Decimal
 
-import pytest
 from dagster import (
     AssetExecutionContext,
     BackfillPolicy,
-    DagsterInstance,
     DailyPartitionsDefinition,
     asset,
     materialize,
@@ -79,11 +77,6 @@ def paid_orders_dict(context: AssetExecutionContext):
     """Test stand-in returning a plain dict: no watermark."""
     return {day: ROWS[day] for day in context.partition_keys if day in ROWS}
 
-
-@pytest.fixture
-def instance():
-    with DagsterInstance.ephemeral() as inst:
-        yield inst
 
 
 def run(folder, instance, assets, **kwargs):

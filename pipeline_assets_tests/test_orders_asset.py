@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import DagsterInstance
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
@@ -38,11 +37,6 @@ def last_metadata(instance, result) -> dict:
     assert len(events) == 1
     return {k: v.value for k, v in events[0].materialization.metadata.items()}
 
-
-@pytest.fixture
-def instance():
-    with DagsterInstance.ephemeral() as inst:
-        yield inst
 
 
 def test_materializations_tell_the_story(db_urls, tmp_path, instance, monkeypatch):
