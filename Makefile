@@ -28,8 +28,12 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/pipeline-assets demo init --if-missing
 	$(BIN)/dagster dev -h 127.0.0.1 -p $(PORT)
 
+# Two workers (TEST_WORKERS=…): most of the suite's time is spent waiting on the real
+# dagster CLI and dagster dev in subprocesses, which two cores run side by side. The
+# dagster dev tests form one group (xdist_group "devserver"), run one at a time.
+TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The fast loop while changing the code: lint, then every test that needs no server, no
 # subprocess and no browser (a few minutes on 2 cores). `make test` is the whole suite.

@@ -56,7 +56,7 @@ from .devserver import (
 )
 from .support import free_port, unavailable
 
-pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.xdist_group("devserver")]
 
 # Debian's packages, found on PATH (never a downloaded browser)
 CHROMIUM = shutil.which("chromium")

@@ -43,7 +43,7 @@ from .devserver import (
     start_dagster_dev,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("devserver")]
 FIRST_LOAD_DAYS = ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15", "2026-01-19",
                    "2026-01-21"]
 

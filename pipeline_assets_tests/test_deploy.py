@@ -58,7 +58,8 @@ from .devserver import (
 )
 from .stores import SECRET, all_files
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3,
+              pytest.mark.xdist_group("devserver")]
 JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)]
 # the source: orders 105 (paid on the 20th) and 106 (paid on the 21st), so the first load
 # touches two consecutive days and the refresh sensor rebuilds them in one run (runs

@@ -45,7 +45,7 @@ from . import app_writer
 from .devserver import BIN, ROOT, DevServer, location_loaded, start_dagster_dev, stop
 from .support import database_urls
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("devserver")]
 UTC = timezone.utc
 SEED = int(os.environ.get("PIPELINE_HEAL_SEED", "1"))
 WRITE_SECONDS = float(os.environ.get("PIPELINE_HEAL_WRITE_SECONDS", "40"))
