@@ -57,6 +57,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_sensor_tick.py
 	$(BIN)/python benchmarks/bench_verify.py
 	$(BIN)/python benchmarks/bench_committed_lookup.py
+	$(BIN)/python benchmarks/bench_deletes.py
+	$(BIN)/python benchmarks/bench_deletes.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

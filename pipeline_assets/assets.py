@@ -67,6 +67,12 @@ class OrdersLoadConfig(Config):
     end: Optional[str] = Field(  # noqa: UP045
         default=None, description="Exclusive end of the explicit range (same forms as start)."
     )
+    allow_deletes: bool = Field(
+        default=False,
+        description="A range load deletes the orders of its range that the source no longer "
+        "holds, and refuses when that is more than MAX_DELETE_SHARE of them; true lets "
+        "this run delete them all (after checking the source is the right one).",
+    )
 
 
 def load_metadata(result: "LoadResult", lookback_days: int) -> dict:
@@ -94,6 +100,13 @@ def load_metadata(result: "LoadResult", lookback_days: int) -> dict:
         if result.max_lateness else 0.0,
         "future_rows": result.future_rows,
         "future_order_ids": MetadataValue.json(list(result.future_order_ids)),
+        # only a range load can see a deletion: an incremental one says nothing of them
+        **({} if result.rows_deleted is None else {
+            "rows_deleted": result.rows_deleted,
+            "deleted_order_ids": MetadataValue.json(list(result.deleted_order_ids)),
+            "deleted_digest": result.deleted_digest or "none",
+            "mass_delete_allowed": result.mass_delete_allowed,
+        }),
     }
 
 
@@ -162,7 +175,7 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
     def orders(context: AssetExecutionContext, config: OrdersLoadConfig,
                source: SourceDatabase, watermark: WatermarkStore) -> MaterializeResult:
         """Orders upserted by key from the app database, incrementally."""
-        from .core.load import FUTURE_TOLERANCE, load_orders
+        from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_orders
 
         try:
             start = to_instant(config.start, tz) if config.start else None
@@ -171,9 +184,19 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
                 source.engine(), watermark.warehouse.engine(), tz=tz,
                 lookback_days=watermark.lookback_days, now=clock(),
                 start=start, end=end, announced_batch=last_announced_batch(context),
+                deletes=DeletePolicy(settings.max_delete_share, config.allow_deletes),
             )
+        except DeleteRefused as exc:  # the run's failure shows what it would have deleted
+            context.log.error(str(exc))
+            raise Failure(description=str(exc), allow_retries=False,
+                          metadata=exc.metadata) from None
         except PipelineError as exc:
             raise _failure(exc) from None
+        if result.mass_delete_allowed:
+            context.log.warning(
+                f"allow_deletes: deleted {result.rows_deleted} order(s) the source no longer "
+                f"holds, more than MAX_DELETE_SHARE={settings.max_delete_share:g} of the "
+                f"range's; their keys' digest {result.deleted_digest} is in the ledger")
         context.log.info(
             f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
             f"updated {result.updated}, unchanged {result.unchanged}"
@@ -192,7 +215,8 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
             check_results=[
                 lateness_check(result, watermark.lookback_days),
                 reconcile_check(source, watermark.warehouse, tz, horizon_days,
-                                list(result.days_touched), result.read_whole),
+                                list(result.days_touched), result.read_whole,
+                                settings.max_delete_share),
             ],
         )
 
@@ -200,7 +224,8 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
 
 
 def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_days: int,
-                    days_touched: list[str], read_whole=None) -> AssetCheckResult:
+                    days_touched: list[str], read_whole=None,
+                    max_delete_share: float = 0.5) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
     clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``;
     the days the load just read whole are compared with what it read (``read_whole``)."""
@@ -210,7 +235,8 @@ def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_da
     try:
         h, days, verdict = reconcile_horizon(
             source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
-            days_touched=days_touched, read_whole=read_whole)
+            days_touched=days_touched, read_whole=read_whole,
+            max_delete_share=max_delete_share)
     except VerifyError as exc:
         return AssetCheckResult(check_name=RECONCILE_CHECK, passed=False,
                                 description=str(exc))
@@ -225,6 +251,9 @@ def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_da
             "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
             "days_compared": verdict.days_compared,
             "differing_days": MetadataValue.json(verdict.differing),
+            "deleted_from_source": MetadataValue.json(
+                {d: days[d].only_in_warehouse for d in verdict.differing
+                 if days[d].only_in_warehouse}),
             "repair": MetadataValue.json(verdict.repair),
         },
     )

@@ -428,7 +428,8 @@ def _verify(args, ctx: _Context) -> int:
     result = verify(source, warehouse, settings.paid_orders_location, tz=settings.tz,
                     today=day_of(ctx.clock(), settings.tz),
                     partitions_start=settings.partitions_start, days_from=days_from,
-                    days_to=days_to, require_all=args.require_all)
+                    days_to=days_to, require_all=args.require_all,
+                    max_delete_share=settings.max_delete_share)
     if args.json:
         _print_json(result.to_json())
     else:

@@ -18,6 +18,7 @@ DEFAULTS = {
     "PARTITIONS_START_DATE": "2026-01-01",
     "PIPELINE_TIMEZONE": "UTC",
     "RECONCILE_DAYS": "7",
+    "MAX_DELETE_SHARE": "0.5",
 }
 
 
@@ -46,6 +47,8 @@ class Settings:
     # where the paid_orders folder lives: a local path or an fsspec URL (s3://bucket/prefix);
     # empty means <data_dir>/paid_orders
     paid_orders_url: str = ""
+    # a range load refuses to delete more than this share of the warehouse rows in its range
+    max_delete_share: float = 0.5
 
     @property
     def tz(self):
@@ -99,6 +102,7 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
         warehouse_url_from_env=bool(env.get("WAREHOUSE_DATABASE_URL")),
         automation=_switch(env, "PIPELINE_AUTOMATION", default=True),
         reconcile_days=reconcile,
+        max_delete_share=_share(env, "MAX_DELETE_SHARE"),
     )
 
 
@@ -118,6 +122,19 @@ def _days(env: Mapping[str, str], name: str) -> int:
             raise ValueError
     except ValueError:
         raise SettingsError(f"{name}={raw!r} must be a whole number of days, 0 or more") from None
+    return value
+
+
+def _share(env: Mapping[str, str], name: str) -> float:
+    raw = (env.get(name) or DEFAULTS[name]).strip()
+    try:
+        value = float(raw)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} must be a share between 0 and 1, such as 0.5 "
+                            "(0: a range load may delete nothing without allow_deletes)"
+                            ) from None
     return value
 
 

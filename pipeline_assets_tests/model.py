@@ -6,7 +6,10 @@ and the rules are the contract's, written as directly as possible:
 
 - an incremental load reads every source row with ``updated_at >= W − lookback`` (all of
   them on the first load), upserts it, and moves ``W`` to ``max(W, newest read)``;
-- a range load reads exactly ``[start, end)`` and leaves ``W`` alone;
+- a range load reads exactly ``[start, end)``, deletes the warehouse orders stamped in it
+  that the source holds nowhere (refusing, with nothing changed, when they are more than
+  ``max_delete_share`` of the warehouse orders stamped in it and deletes are not
+  allowed), and leaves ``W`` alone; an incremental load never deletes;
 - one ledger entry per distinct (kind, window, rows read): a rerun of the same batch is
   recognized and adds nothing;
 - a day is committed when the newest manifest listing it vouches for the bytes on disk;
@@ -86,6 +89,8 @@ class LoadPrediction:
     key: tuple
     needed_days: frozenset[str]  # days whose paid orders this load changes
     possible_days: frozenset[str]  # old and new day of every row it changes
+    deleted: tuple[int, ...] = ()  # range loads: the orders it deletes
+    refused: bool = False  # range loads: it would delete too many, and may not
 
 
 @dataclass
@@ -118,9 +123,15 @@ class Model:
         """Orders whose latest version no committed load has read (yet)."""
         return {oid for oid, ok in self.picked_up.items() if not ok}
 
+    def delete_order(self, order_id: int) -> None:
+        """The app deletes an order: stale while the warehouse still holds it."""
+        self.source.pop(order_id, None)
+        self.picked_up[order_id] = order_id not in self.warehouse
+
     # --- loads -----------------------------------------------------------------------
 
-    def predict_load(self, start: datetime | None = None, end: datetime | None = None
+    def predict_load(self, start: datetime | None = None, end: datetime | None = None, *,
+                     max_delete_share: float = 0.5, allow_deletes: bool = False
                      ) -> LoadPrediction:
         kind = "incremental" if start is None else "range"
         before = self.watermark
@@ -148,6 +159,17 @@ class Model:
             possible.add(v.day(self.tz).isoformat())
             if v.status == PAID:
                 needed.add(v.day(self.tz).isoformat())
+        deleted: tuple[int, ...] = ()
+        refused = False
+        if kind == "range":
+            in_range = {oid for oid, v in self.warehouse.items() if start <= v.instant < end}
+            deleted = tuple(sorted(oid for oid in in_range if oid not in self.source))
+            refused = len(deleted) > max_delete_share * len(in_range) and not allow_deletes
+            for oid in deleted:
+                old = self.warehouse[oid]
+                possible.add(old.day(self.tz).isoformat())
+                if old.status == PAID:
+                    needed.add(old.day(self.tz).isoformat())
         newest = max((v.instant for v in read.values()), default=None)
         after = before
         if kind == "incremental" and newest is not None:
@@ -157,20 +179,26 @@ class Model:
         return LoadPrediction(
             kind=kind, window_start=start, window_end=end, read=read, inserted=inserted,
             updated=updated, unchanged=unchanged, newest=newest, watermark_before=before,
-            watermark_after=after, skipped=key in self.ledger and inserted + updated == 0,
-            key=key, needed_days=frozenset(needed), possible_days=frozenset(possible))
+            watermark_after=after,
+            skipped=key in self.ledger and inserted + updated + len(deleted) == 0,
+            key=key, needed_days=frozenset(needed), possible_days=frozenset(possible),
+            deleted=deleted, refused=refused)
 
     def commit_load(self, p: LoadPrediction) -> None:
         if p.kind == "incremental" and p.window_start is not None:
             # Changes this load could not see: older than its window (too late).
             self.stats["late_missed"] += sum(
                 1 for oid in self.stale()
-                if oid not in p.read and self.source[oid].instant < p.window_start)
+                if oid not in p.read and oid in self.source
+                and self.source[oid].instant < p.window_start)
             self.stats["late_caught"] += sum(
                 1 for oid, v in p.read.items()
                 if not self.picked_up.get(oid, True) and v.instant < p.watermark_before)
         for oid, v in p.read.items():
             self.warehouse[oid] = v
+            self.picked_up[oid] = True
+        for oid in p.deleted:
+            del self.warehouse[oid]
             self.picked_up[oid] = True
         if p.watermark_after != p.watermark_before:
             self.watermark_changes.append((p.watermark_before, p.watermark_after))
@@ -181,7 +209,8 @@ class Model:
                 rows_read=len(p.read), inserted=p.inserted, updated=p.updated,
                 unchanged=p.unchanged,
                 watermark_before=p.watermark_before and canonical(p.watermark_before),
-                watermark_after=p.watermark_after and canonical(p.watermark_after))
+                watermark_after=p.watermark_after and canonical(p.watermark_after),
+                rows_deleted=len(p.deleted) if p.kind == "range" else None)
 
     # --- day files -------------------------------------------------------------------
 

@@ -78,6 +78,11 @@ def run_of(defs, instance, result, sensor: str, status: str | None = None, **tag
     """The run Dagster would create for the sensor's request ``result``: executed for real
     (``status`` None), or recorded with ``status`` as the daemon would leave it."""
     [request] = result.run_requests
+    return run_for(defs, instance, request, sensor, status, **tags)
+
+
+def run_for(defs, instance, request, sensor: str, status: str | None = None, **tags):
+    """Dagster's run for one ``request`` of ``sensor``: executed, or recorded."""
     all_tags = {**request.tags, SENSOR_TAG: sensor, RUN_KEY_TAG: request.run_key, **tags}
     job = defs.resolve_job_def("orders_job" if sensor == "new_orders_sensor"
                                else "daily_files_job")
@@ -194,15 +199,7 @@ def requested_days(result) -> list[tuple[str, str]]:
 
 def refresh_run(defs, instance, request, status: str | None = None, **tags):
     """Dagster's run for one refresh request: executed for real, or recorded with ``status``."""
-    all_tags = {**request.tags, SENSOR_TAG: "paid_orders_refresh_sensor",
-                RUN_KEY_TAG: request.run_key, **tags}
-    job = defs.resolve_job_def("daily_files_job")
-    if status is None:
-        ran = job.execute_in_process(instance=instance, tags=all_tags,
-                                     partition_key=request.partition_key)
-        assert ran.success
-        return ran.dagster_run
-    return instance.create_run_for_job(job, status=DagsterRunStatus(status), tags=all_tags)
+    return run_for(defs, instance, request, "paid_orders_refresh_sensor", status, **tags)
 
 
 def test_refresh_requests_exactly_the_touched_days(setup, instance):

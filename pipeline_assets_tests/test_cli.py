@@ -446,6 +446,8 @@ def test_plan_names_an_invalid_source_row_and_writes_nothing(cli, initialized):
     ({"LOOKBACK_DAYS": "-1"}, "LOOKBACK_DAYS='-1' must be a whole number of days"),
     ({"PIPELINE_TIMEZONE": "Mars/Olympus"}, "PIPELINE_TIMEZONE: unknown time zone"),
     ({"PARTITIONS_START_DATE": "soon"}, "PARTITIONS_START_DATE"),
+    ({"MAX_DELETE_SHARE": "1.5"}, "MAX_DELETE_SHARE='1.5' must be a share between 0 and 1"),
+    ({"MAX_DELETE_SHARE": "half"}, "MAX_DELETE_SHARE='half' must be a share between 0 and 1"),
 ])
 def test_invalid_settings_are_a_one_line_error(cli, data, setting, message):
     err = one_line_error(*cli("watermark", "show", **setting))

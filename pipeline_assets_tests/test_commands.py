@@ -44,6 +44,10 @@ MATERIALIZE = "dagster asset materialize -m pipeline_assets.definitions"
     (commands.orders_range_command("2026-01-31", "2026-02-01"),
      f"{MATERIALIZE} --select orders --config-json "
      """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'"""),
+    (commands.orders_range_command("2026-01-31", "2026-01-31", allow_deletes=True),
+     f"{MATERIALIZE} --select orders --config-json "
+     """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
+     """"allow_deletes": true}}}}'"""),
 ])
 def test_the_one_builder_prints_the_documented_forms(command, expected):
     assert command == expected
@@ -87,6 +91,14 @@ def test_each_printed_form_runs_through_the_real_cli(tmp_path):
     run(commands.rebuild_command(days[101], day))
     folder = data / "paid_orders"
     assert 102 in [row["order_id"] for row in read_committed_day(folder, day)]
+
+    with sqlite3.connect(data / "app.db") as conn:  # the app erases order 102
+        conn.execute("DELETE FROM orders WHERE order_id = 102")
+    run(commands.orders_range_command(day, day, allow_deletes=True))  # deletes it
+    with sqlite3.connect(data / "warehouse.db") as conn:
+        assert conn.execute("SELECT count(*) FROM orders WHERE order_id = 102").fetchone() \
+            == (0,)
+    run(commands.rebuild_command(day))
 
     (folder / f"{day}.json").write_text("[]\n")  # edited by hand
     with pytest.raises(UncommittedDayError) as err:

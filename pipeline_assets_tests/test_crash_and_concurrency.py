@@ -40,7 +40,8 @@ from .conftest import NOW
 from .model import canonical, instant_of, stored_row
 
 BIN = Path(sys.executable).parent
-LOAD_POINTS = ["load_after_stage", "load_after_compare", "load_after_merge",
+LOAD_POINTS = ["load_after_stage", "load_after_compare", "load_before_delete",
+               "load_after_delete", "load_after_merge",
                "load_after_watermark", "load_before_commit", "load_after_commit"]
 
 
@@ -103,6 +104,8 @@ def test_every_load_crash_point_is_killed_for_real():
 @pytest.mark.parametrize("point", LOAD_POINTS)
 def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
         db_urls, engines, env_for, tmp_path, point):
+    """An incremental load after the story's two changes; at the delete step's points, a
+    range load of January after the app erased order 103 (only a range load deletes)."""
     source, warehouse = engines
     demo.init(source)
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
@@ -110,10 +113,24 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
     before = warehouse_rows(db_urls)
     assert len(before) == 6
+    args = ["--select", "orders"]
+    if "delete" in point:
+        load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)  # the story, in
+        with source.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 103")
+        before = warehouse_rows(db_urls)
+        args += ["--config-json", json.dumps({"ops": {"orders": {"config": {
+            "start": "2026-01-01", "end": "2026-02-01"}}}})]
 
-    killed = materialize(env_for(db_urls, PIPELINE_CRASH_AT=point), tmp_path,
-                         "--select", "orders")
+    killed = materialize(env_for(db_urls, PIPELINE_CRASH_AT=point), tmp_path, *args)
     assert killed.returncode != 0
+    if "delete" in point:  # the transaction died: 103 is still there, nothing else moved
+        assert warehouse_rows(db_urls) == before and 103 in [r[0] for r in before]
+        rerun = materialize(env_for(db_urls), tmp_path, *args)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert warehouse_rows(db_urls) == source_rows(db_urls)  # 103 deleted, once
+        assert_invariants(db_urls, warehouse, rows=6, batches=3)
+        return
     committed = point == "load_after_commit"
     if committed:
         assert wm.current(warehouse) == to_instant("2026-01-25", UTC)

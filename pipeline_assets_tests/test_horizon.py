@@ -10,6 +10,8 @@ clock, a stalled source, a row stamped in the future.
 
 from __future__ import annotations
 
+import json
+import shlex
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -253,4 +255,28 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     assert "2026-01-20" not in days  # as the load read it: no row that day, on either side
     _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
     assert fresh.differing == ["2026-01-16", "2026-01-20"]  # read again: both
+    warehouse.dispose()
+
+
+def test_the_check_names_the_orders_the_source_lost_and_its_repair_deletes_them(tmp_path,
+                                                                              instance):
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    run_orders(settings, instance)
+    with source.begin() as conn:  # the app erases order 104 (paid, 01-15: in the window)
+        conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 104")
+    check = run_orders(settings, instance)
+    assert not check.passed
+    assert meta(check)["differing_days"] == ["2026-01-15"]
+    assert meta(check)["deleted_from_source"] == {"2026-01-15": 1}
+    assert "Orders the source no longer has: 2026-01-15: 1 (order 104)." in check.description
+    assert "later than the lookback" not in check.description  # the deletion is all of it
+    [repair] = meta(check)["repair"]
+    assert '"allow_deletes": true' in repair  # the only order of its day
+    config = json.loads(shlex.split(repair)[-1])["ops"]["orders"]["config"]
+    assert run_orders(settings, instance, config).passed
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    with warehouse.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM orders WHERE order_id = 104"
+                                    ).scalar() == 0
     warehouse.dispose()

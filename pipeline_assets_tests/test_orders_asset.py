@@ -198,3 +198,35 @@ def test_days_of_a_batch_whose_run_died_after_commit_are_announced_by_the_next(
     meta = last_metadata(instance, died)
     assert (meta["inserted"], meta["updated"]) == (0, 0)
     assert meta["days_touched"] == ["2026-01-25"]  # owed by the batch that died
+
+
+def test_a_range_run_shows_its_deletes_and_a_refused_one_what_it_would_delete(tmp_path,
+                                                                            instance):
+    """Only a range load can see deletions: its metadata says how many, which and their
+    digest; an incremental one says nothing of them. A range run that would delete more
+    than MAX_DELETE_SHARE fails without retries, its failure carrying the figures, and
+    ``allow_deletes: true`` lets it through, shown as a mass delete."""
+    settings = make_settings(tmp_path, MAX_DELETE_SHARE="0.25")
+    source = make_engine(settings.source_url, role="source")
+    demo.init(source)
+    incremental = last_metadata(instance, materialize_orders(settings, instance))
+    assert "rows_deleted" not in incremental
+    with source.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM orders WHERE order_id IN (101, 102)")
+    january = {"start": "2026-01-01", "end": "2026-02-01"}
+    refused = materialize_orders(settings, instance, january)
+    assert not refused.success
+    [failure] = [e for e in refused.all_events if e.event_type_value == "STEP_FAILURE"]
+    data = failure.step_failure_data
+    assert "would delete 2 of the 6 order(s)" in data.user_failure_data.description
+    assert {k: v.value for k, v in data.user_failure_data.metadata.items()} == {
+        "would_delete": 2, "rows_in_range": 6, "range_start": "2026-01-01T00:00:00+00:00",
+        "range_end": "2026-02-01T00:00:00+00:00", "max_delete_share": 0.25}
+    assert len([e for e in refused.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]) \
+        == 0
+    allowed = materialize_orders(settings, instance, {**january, "allow_deletes": True})
+    meta = last_metadata(instance, allowed)
+    assert (meta["rows_deleted"], meta["deleted_order_ids"], meta["mass_delete_allowed"]) \
+        == (2, [101, 102], True)
+    assert {"2026-01-03", "2026-01-08"} <= set(meta["days_touched"])
+    source.dispose()

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import sqlite3
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from dagster import DagsterInstance, build_sensor_context
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo
 from pipeline_assets.core.db import make_engine, sqlite_file
+from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.times import UTC
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 
@@ -34,7 +37,7 @@ CHAPTER_ROWS = 6
 def read_only_source(request, tmp_path: Path):
     """``(read-only source URL, warehouse URL, snapshot())``: the demo source, then a URL
     that can only read it; ``snapshot()`` returns the source's rows as the plain driver
-    sees them."""
+    sees them. ``read_only_source.app`` writes the source as the app does."""
     if request.param == "sqlite":
         path = tmp_path / "app.db"
         writer = make_engine(f"sqlite:///{path}", role="source")
@@ -45,6 +48,11 @@ def read_only_source(request, tmp_path: Path):
             with sqlite3.connect(path) as conn:
                 return conn.execute("SELECT * FROM orders ORDER BY order_id").fetchall()
 
+        def app(sql: str) -> None:
+            with sqlite3.connect(path) as conn:
+                conn.execute(sql)
+
+        request.node.app = app
         yield (f"sqlite:///file:{path}?mode=ro&uri=true",
                f"sqlite:///{tmp_path / 'warehouse.db'}", snapshot)
         return
@@ -64,6 +72,12 @@ def read_only_source(request, tmp_path: Path):
     def snapshot():
         with admin.connect() as conn:
             return conn.exec_driver_sql("SELECT * FROM orders ORDER BY order_id").fetchall()
+
+    def app(sql: str) -> None:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(sql)
+
+    request.node.app = app
 
     try:
         yield (reader_url.render_as_string(hide_password=False), dbs.url("ro_warehouse"),
@@ -162,3 +176,22 @@ def test_the_sqlite_file_of_a_url(url, expected):
     """Every reader of a URL asks this one function (CLI, warehouse setup, the sensor):
     plain paths and SQLite URI filenames alike name the file SQLite opens."""
     assert sqlite_file(url) == (None if expected is None else Path(expected))
+
+
+def test_a_range_load_deletes_what_a_read_only_source_lost(read_only_source, request):
+    """Finding what the source no longer holds is a read like any other (a scan of its
+    keys): a role that may only SELECT is enough."""
+    source_url, warehouse_url, snapshot = read_only_source
+    source = make_engine(source_url, role="source")
+    warehouse = make_engine(warehouse_url, role="warehouse")
+    try:
+        load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
+        request.node.app("DELETE FROM orders WHERE order_id = 103")
+        done = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
+                           start=datetime(2026, 1, 1, tzinfo=UTC),
+                           end=datetime(2026, 2, 1, tzinfo=UTC))
+        assert (done.rows_deleted, done.deleted_order_ids) == (1, (103,))
+        assert len(snapshot()) == CHAPTER_ROWS - 1
+    finally:
+        source.dispose()
+        warehouse.dispose()

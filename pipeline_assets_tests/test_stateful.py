@@ -26,7 +26,6 @@ import os
 import secrets
 import shutil
 import tempfile
-import uuid
 from collections import Counter
 from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, time, timedelta, timezone
@@ -58,9 +57,10 @@ from pipeline_assets.core.daily_files import (
     write_day_files,
 )
 from pipeline_assets.core.db import batches, make_engine, orders
-from pipeline_assets.core.load import LoadError, load_orders
+from pipeline_assets.core.load import DeletePolicy, DeleteRefused, LoadError, load_orders
 from pipeline_assets.core.paid import paid_orders_by_day
 
+from .conftest import PostgresDatabases
 from .model import Model, Version, canonical
 
 try:  # the function run_state_machine_as_test wraps; public enough for HypoFuzz
@@ -80,8 +80,10 @@ CRASH_VARS = ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_F
 # What a crash at each point leaves behind (raise mode: the process survives, so
 # `finally` blocks run). Loads: committed or not. Files: which steps of the write landed.
 LOAD_COMMITTED = {"load_after_stage": False, "load_after_compare": False,
+                  "load_before_delete": False, "load_after_delete": False,
                   "load_after_merge": False, "load_after_watermark": False,
                   "load_before_commit": False, "load_after_commit": True}
+RANGE_ONLY = {"load_before_delete", "load_after_delete"}  # the delete step of a range load
 FILES_LANDED = {  # point → (day files replaced: "none" | "first" | "all", manifest written)
     "day_file_before_rename": ("none", False),
     "files_between_days": ("first", False),
@@ -91,10 +93,13 @@ FILES_LANDED = {  # point → (day files replaced: "none" | "first" | "all", man
     "files_after_pointers": ("all", True),
 }
 LOAD_POINTS = sorted(p for p in POINTS if p in LOAD_COMMITTED)
+INCREMENTAL_POINTS = [p for p in LOAD_POINTS if p not in RANGE_ONLY]
 FILE_POINTS = sorted(p for p in POINTS if p in FILES_LANDED)
 
 EXAMPLES = int(os.environ.get("PIPELINE_STATEFUL_EXAMPLES", "0")) or None
 STEPS = int(os.environ.get("PIPELINE_STATEFUL_STEPS", "30"))
+# a range load of all of time: every generated updated_at is inside it
+EVERYTHING = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 STATS: Counter = Counter()
 
 # --- strategies ------------------------------------------------------------------------
@@ -114,7 +119,8 @@ when = st.tuples(st.integers(0, N_DAYS - 1), clocks, forms)
 lateness = st.sampled_from(["edge", "just_outside", "inside", "far", "at_watermark"])
 bounds = st.one_of(st.tuples(st.just("midnight"), st.integers(0, N_DAYS)),
                    st.tuples(st.just("at"), when))
-load_crashes = st.lists(st.sampled_from(LOAD_POINTS), max_size=2)
+load_crashes = st.lists(st.sampled_from(INCREMENTAL_POINTS), max_size=2)
+range_crashes = st.lists(st.sampled_from(LOAD_POINTS), max_size=2)
 file_crashes = st.lists(st.sampled_from(FILE_POINTS), max_size=2)
 day_choices = st.one_of(
     st.tuples(st.just("range"), st.integers(0, N_DAYS - 1), st.integers(1, 4)),
@@ -173,25 +179,19 @@ class PipelineHistories(RuleBasedStateMachine):
         self.steps = 0
         self.tmp = Path(tempfile.mkdtemp(prefix="pa-stateful-"))
         self.folder = self.tmp / "paid_orders"
-        self.databases: list[str] = []
+        self.databases = PostgresDatabases(self.admin) if self.admin is not None else None
         if self.backend == "sqlite":
             urls = [f"sqlite:///{self.tmp / name}" for name in ("app.db", "warehouse.db")]
         else:
-            urls = [self._create_database(label) for label in ("source", "warehouse")]
+            urls = [self.databases.url(f"sm_{label}") for label in ("source", "warehouse")]
         self.source = make_engine(urls[0], role="source")
         self.warehouse = make_engine(urls[1], role="warehouse")
         self.planted: set[Path] = set()  # a killed writer's temp files, until a write
+        self.repaired = False
         self.last_sequence = 0
         self.model: Model
         if currently_in_test_context():  # not in the fixed history, driven by hand
             note(f"history {self.history} on {self.backend}; seed {STATS['seed']}")
-
-    def _create_database(self, label: str) -> str:
-        name = f"pa_sm_{label}_{uuid.uuid4().hex[:12]}"
-        with self.admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        self.databases.append(name)
-        return self.admin.url.set(database=name).render_as_string(hide_password=False)
 
     def teardown(self):
         STATS["steps"] += self.steps
@@ -199,10 +199,8 @@ class PipelineHistories(RuleBasedStateMachine):
             STATS.update(self.model.stats)
         self.source.dispose()
         self.warehouse.dispose()
-        if self.databases:
-            with self.admin.connect() as conn:
-                for name in self.databases:
-                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if self.databases is not None:
+            self.databases.drop_all()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _step(self, name: str) -> None:
@@ -250,6 +248,7 @@ class PipelineHistories(RuleBasedStateMachine):
         self._step("app_writes_order")
         self._set(order_id, status, amount, *self._at(at))
 
+    @precondition(lambda self: self.model.source)
     @rule(data=st.data(), at=st.one_of(st.none(), when))
     def app_flips_paid(self, data, at):
         """A status change to or from paid, with a new timestamp or (a sloppy app) none."""
@@ -280,34 +279,44 @@ class PipelineHistories(RuleBasedStateMachine):
 
     # --- loads ------------------------------------------------------------------------
 
-    def _call_load(self, start=None, end=None, dry_run=False):
+    def _call_load(self, start=None, end=None, dry_run=False, allow=False):
         return load_orders(self.source, self.warehouse, tz=self.tz,
                            lookback_days=self.model.lookback_days, now=NOW,
-                           start=start, end=end, dry_run=dry_run)
+                           start=start, end=end, dry_run=dry_run,
+                           deletes=DeletePolicy(allow=allow))
 
-    def _load(self, start, end, crashes, retry):
+    def _load(self, start, end, crashes, retry, allow=False):
+        if start is not None and self.model.predict_load(start, end,
+                                                         allow_deletes=allow).refused:
+            with pytest.raises(DeleteRefused):  # nothing written: every invariant holds
+                self._call_load(start, end, allow=allow)
+            STATS["refused deletes"] += 1
+            return
         for point in crashes:
-            prediction = self.model.predict_load(start, end)
+            prediction = self.model.predict_load(start, end, allow_deletes=allow)
             with crashing_at(point), pytest.raises(SimulatedCrash):
-                self._call_load(start, end)
+                self._call_load(start, end, allow=allow)
             STATS[f"crash {point}"] += 1
             if LOAD_COMMITTED[point]:  # the lost acknowledgement: it did land
                 self.model.commit_load(prediction)
             if not retry:
                 return
             self._check_warehouse()
-        prediction = self.model.predict_load(start, end)
-        result = self._call_load(start, end)
+        prediction = self.model.predict_load(start, end, allow_deletes=allow)
+        result = self._call_load(start, end, allow=allow)
         self._check_result(result, prediction)
         self.model.commit_load(prediction)
         self.model.last_days_touched = result.days_touched
+        STATS["deleted orders"] += len(prediction.deleted)
 
     def _check_result(self, result, p) -> None:
         got = (result.kind, result.skipped, result.window_start, result.window_end,
                result.watermark_before, result.watermark_after, result.rows_read,
-               result.inserted, result.updated, result.unchanged, result.newest_read)
+               result.inserted, result.updated, result.unchanged, result.newest_read,
+               result.rows_deleted, result.deleted_order_ids)
         want = (p.kind, p.skipped, p.window_start, p.window_end, p.watermark_before,
-                p.watermark_after, len(p.read), p.inserted, p.updated, p.unchanged, p.newest)
+                p.watermark_after, len(p.read), p.inserted, p.updated, p.unchanged, p.newest,
+                len(p.deleted) if p.kind == "range" else None, p.deleted[:20])
         assert got == want
         touched = set(result.days_touched)
         assert p.needed_days <= touched, f"days_touched misses {p.needed_days - touched}"
@@ -331,16 +340,48 @@ class PipelineHistories(RuleBasedStateMachine):
             STATS["dry runs"] += 1
         self._load(None, None, crashes, retry)
 
-    @rule(start=bounds, end=bounds, crashes=load_crashes, retry=st.booleans())
-    def range_load(self, start, end, crashes, retry):
-        """A backfill of the load over [start, end): the watermark must not move."""
+    @rule(start=bounds, end=bounds, crashes=range_crashes, retry=st.booleans(),
+          allow=st.booleans())
+    def range_load(self, start, end, crashes, retry, allow):
+        """A backfill of the load over [start, end): the watermark must not move; the
+        orders of the range the app deleted go, within the guard unless allowed."""
         self._step("range_load")
         start, end = self._bound(start), self._bound(end)
         if end <= start:
             with pytest.raises(LoadError):
                 self._call_load(start, end)
             return
-        self._load(start, end, crashes, retry)
+        self._load(start, end, crashes, retry, allow)
+
+    @precondition(lambda self: len(self.model.source) > 1)
+    @rule(data=st.data())
+    def app_deletes_order(self, data):
+        """The app deletes an order (a test order purged, an erasure request)."""
+        self._step("app_deletes_order")
+        order_id = data.draw(st.sampled_from(sorted(self.model.source)), label="order_id")
+        with self.source.begin() as conn:
+            conn.execute(sa.text("DELETE FROM orders WHERE order_id = :id"), {"id": order_id})
+        self.model.delete_order(order_id)
+
+    @precondition(lambda self: not self.repaired
+                  and set(self.model.warehouse) - set(self.model.source))
+    @rule()
+    def repair_everything(self):
+        """The repair verify prints, of every day at once: a range load of all of time with
+        deletes allowed, then every day rebuilt. Afterwards the warehouse is the source and
+        every day file is the warehouse's, whatever happened before."""
+        self._step("repair_everything")
+        self.repaired = True  # once a history: it rewrites every day file
+        self._load(EVERYTHING[0], EVERYTHING[1], [], True, allow=True)
+        days = sorted(set(WINDOW_DAYS) | set(self.model.vouched)
+                      | {v.day(self.tz).isoformat() for v in self.model.warehouse.values()})
+        self._write(days, f"h{self.history}-s{self.steps}-repair", None)
+        assert self.model.warehouse == self.model.source
+        assert not self.model.stale()
+        for day in days:
+            assert self.model.day_state(day) == ("committed",
+                                                 self.model.paid_by_day([day])[day])
+        STATS["repairs of everything"] += 1
 
     # --- day files --------------------------------------------------------------------
 
@@ -435,7 +476,8 @@ class PipelineHistories(RuleBasedStateMachine):
                                                row.updated_at)
         want = {oid: v.stored(oid) for oid, v in self.model.warehouse.items()}
         assert rows == want
-        differs = {oid for oid, v in self.model.source.items() if rows.get(oid) != v.stored(oid)}
+        source = {oid: v.stored(oid) for oid, v in self.model.source.items()}
+        differs = {oid for oid in set(source) | set(rows) if rows.get(oid) != source.get(oid)}
         assert differs == self.model.stale(), "rows differ from the source unexpectedly"
 
     def check_all(self) -> None:
@@ -473,10 +515,11 @@ class PipelineHistories(RuleBasedStateMachine):
                 sa.select(sa.func.count(), sa.func.count(sa.distinct(b.batch_id)))).one()
             rows = conn.execute(sa.select(
                 b.batch_id, b.kind, b.window_start, b.window_end, b.rows_read, b.inserted,
-                b.updated, b.unchanged, b.watermark_before, b.watermark_after)).all()
+                b.updated, b.unchanged, b.watermark_before, b.watermark_after,
+                b.rows_deleted)).all()
         assert count == distinct
         columns = ("kind", "window_start", "window_end", "rows_read", "inserted", "updated",
-                   "unchanged", "watermark_before", "watermark_after")
+                   "unchanged", "watermark_before", "watermark_after", "rows_deleted")
         got = Counter(tuple(r[1:]) for r in rows)
         want = Counter(tuple(e[c] for c in columns) for e in self.model.ledger.values())
         assert got == want
@@ -560,6 +603,16 @@ def _run(machine: type[RuleBasedStateMachine], default_examples: int) -> None:
         print(f"stateful {machine.backend} seed {run_seed}: {summary}")
 
 
+class _Fixed:
+    """Stands for ``st.data()`` in the fixed history: every draw gives ``value``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def draw(self, strategy, label=None):
+        return self.value
+
+
 def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
     """One history that crashes at every point, each check after every step; the counts."""
     STATS.clear()
@@ -573,7 +626,7 @@ def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
     try:
         with no_crash_settings_from_outside():
             step("start", zone="America/New_York", lookback=2)
-            for n, point in enumerate(LOAD_POINTS):  # each load has new rows to write
+            for n, point in enumerate(INCREMENTAL_POINTS):  # each load has new rows to write
                 step("app_writes_order", order_id=107 + n, status="paid", amount=f"{n}.50",
                      at=(4 + n, time(23, 59, 59, 999_999),
                          ("utc", "naive", "date", "z", "local", "minus5")[n]))
@@ -581,9 +634,9 @@ def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
             step("app_writes_order", order_id=101, status="refunded", amount="40.00",
                  at=(0, time(0), "local"))
             step("range_load", start=("midnight", 0), end=("midnight", 2),
-                 crashes=LOAD_POINTS[:2], retry=False)
+                 crashes=LOAD_POINTS[:2], retry=False, allow=False)
             step("range_load", start=("midnight", 0), end=("midnight", 2), crashes=[],
-                 retry=True)
+                 retry=True, allow=False)
             for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
                 step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
                 step("app_writes_order", order_id=111 + n, status="paid", amount="7.05",
@@ -593,6 +646,16 @@ def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
                      same_run_id=n % 2 == 0)
             step("rebuild_days", choice=("touched", 0, 0), crashes=FILE_POINTS[:2],
                  retry=False, same_run_id=True)
+            # the app deletes an order; range loads die at the delete step, then repair
+            step("app_deletes_order", data=_Fixed(107))
+            step("range_load", start=("midnight", 0), end=("midnight", N_DAYS),
+                 crashes=sorted(RANGE_ONLY), retry=True, allow=False)
+            step("app_deletes_order", data=_Fixed(108))
+            for order_id in (111, 112):  # two of the three orders of days 1–3: refused
+                step("app_deletes_order", data=_Fixed(order_id))
+            step("range_load", start=("midnight", 1), end=("midnight", 4), crashes=[],
+                 retry=True, allow=False)
+            step("repair_everything")
     finally:
         machine.teardown()
     return Counter({k: v for k, v in STATS.items() if k != "seed"})
@@ -602,6 +665,8 @@ def _assert_every_point_crashed(counts: Counter) -> None:
     missed = [point for point in POINTS if not counts[f"crash {point}"]]
     assert not missed, f"the fixed history never crashed at {missed}"
     assert counts["committed day checks"] and counts["uncommitted day checks"]
+    assert counts["refused deletes"] == 1 and counts["repairs of everything"] == 1
+    assert counts["deleted orders"] == 4  # 107 at the delete step; 108, 111, 112 repaired
 
 
 def test_every_crash_point_in_a_fixed_history_sqlite():

@@ -33,9 +33,9 @@ from pipeline_assets.core.columnar import days_of
 from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.load import DeletePolicy, load_orders
 from pipeline_assets.core.paid import paid_orders_by_day
-from pipeline_assets.core.times import UTC, canonical, zone
+from pipeline_assets.core.times import UTC, canonical, to_instant, zone
 from pipeline_assets.core.verify import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
@@ -310,13 +310,49 @@ def test_days_that_have_no_partition_are_never_required(pipeline):
     assert "not over" in problem.detail
 
 
-def test_a_row_deleted_from_the_source_fails_without_a_load_command(built):
+def test_orders_deleted_from_the_source_are_named_and_one_range_load_repairs_them(built):
+    with built.source.begin() as conn:  # 103 (refunded) and 104 (paid) erased in the app
+        conn.execute(sa.text("DELETE FROM orders WHERE order_id IN (103, 104)"))
+    result = built.verify()
+    assert problems(result) == [("2026-01-12", DIFFERS_FROM_SOURCE, True),
+                                ("2026-01-15", DIFFERS_FROM_SOURCE, True)]
+    assert result.problems[0].detail == (
+        "source 0 rows, warehouse 1 rows: 1 only in the warehouse: the source no longer has "
+        "them (order 103); a range load of the day deletes them; that is more than "
+        "MAX_DELETE_SHARE=0.5 of the day, so its command allows the deletes")
+    assert "(order 104)" in result.problems[1].detail
+    # each day held one order, all of it deleted: the printed loads allow that; 103 was
+    # not paid, so its day file stays right; 104's day is rebuilt after the load
+    load_0112 = orders_range_command("2026-01-12", "2026-01-12", allow_deletes=True)
+    assert result.problems[0].repair == (load_0112,)
+    assert result.repair == (load_0112,
+                             orders_range_command("2026-01-15", "2026-01-15",
+                                                  allow_deletes=True),
+                             rebuild_command("2026-01-15", "2026-01-15"))
+
+    # the repair, played through core with the printed config: the range loads, then the
+    # rebuild
+    for command in result.repair[:2]:
+        config = json.loads(shlex.split(command)[-1])["ops"]["orders"]["config"]
+        done = load_orders(built.source, built.warehouse, tz=UTC, lookback_days=2, now=NOW,
+                           start=to_instant(config["start"], UTC),
+                           end=to_instant(config["end"], UTC),
+                           deletes=DeletePolicy(allow=config["allow_deletes"]))
+        assert done.rows_deleted == 1 and config["start"] in done.days_touched
+    built.build(["2026-01-15"])
+    assert built.verify().ok
+
+
+def test_a_source_that_lost_most_orders_gets_no_command_that_deletes_them(built):
+    """A wrong database or a half-restored one looks like every order deleted: verify names
+    them, but prints loads that refuse to delete, and says why."""
     with built.source.begin() as conn:
-        conn.execute(sa.text("DELETE FROM orders WHERE order_id = 103"))
-    [problem] = built.verify().problems
-    assert (problem.day, problem.kind, problem.fails) == ("2026-01-12", DIFFERS_FROM_SOURCE, True)
-    assert "1 only in the warehouse (deleted from the source" in problem.detail
-    assert problem.repair == ()
+        conn.execute(sa.text("DELETE FROM orders WHERE order_id <> 106"))
+    result = built.verify()
+    assert len(result.problems) == 5
+    assert all("allow_deletes" not in c for c in result.repair)
+    assert "the source no longer has 5 of the 6 order(s) compared, more than " \
+        "MAX_DELETE_SHARE=0.5: check SOURCE_DATABASE_URL" in result.problems[0].detail
 
 
 def test_the_day_range_reports_only_its_days_but_repairs_a_moved_row_where_it_went(built):

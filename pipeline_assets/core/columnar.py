@@ -85,16 +85,7 @@ def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo) -> pa.Table:
 
 
 def _fast(raw, zone: str) -> tuple[pa.Table, pa.Array]:
-    ids = raw.column("order_id")
-    if pa.types.is_integer(ids.type):
-        ok = pc.is_valid(ids)
-        ids = pc.cast(pc.fill_null(ids, 0), pa.int64())
-    elif pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
-        text = pc.utf8_trim_whitespace(ids)
-        ok = pc.fill_null(pc.match_substring_regex(text, _KEY), False)
-        ids = pc.cast(pc.if_else(ok, text, "0"), pa.int64())
-    else:
-        raise pa.ArrowTypeError(f"order_id of type {ids.type}")
+    ids, ok = _keys(raw.column("order_id"))
 
     status = raw.column("status")
     if not (pa.types.is_string(status.type) or pa.types.is_large_string(status.type)):
@@ -123,6 +114,38 @@ def _fast(raw, zone: str) -> tuple[pa.Table, pa.Array]:
         "day": _day_numbers(instant, zone),  # rows outside the zone rules are not ok
     }, schema=NORMAL)
     return table, ok
+
+
+def _keys(ids) -> tuple[pa.Array, pa.Array]:
+    """(int64 keys, ok) for an ``order_id`` column of integers or of integer text."""
+    if pa.types.is_integer(ids.type):
+        return pc.cast(pc.fill_null(ids, 0), pa.int64()), pc.is_valid(ids)
+    if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
+        text = pc.utf8_trim_whitespace(ids)
+        ok = pc.fill_null(pc.match_substring_regex(text, _KEY), False)
+        return pc.cast(pc.if_else(ok, text, "0"), pa.int64()), ok
+    raise pa.ArrowTypeError(f"order_id of type {ids.type}")
+
+
+def keys_of(ids) -> pa.Array:
+    """The integer keys of an ``order_id`` column; null where a value is no integer key
+    (such a row is refused by validation, so it can never be an order the warehouse holds).
+    """
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    try:
+        keys, ok = _keys(ids)
+    except pa.ArrowInvalid:  # an integer text too large for 64 bits: no key either
+        return pa.array([_key_or_none(v) for v in ids.to_pylist()], pa.int64())
+    return pc.if_else(ok, keys, pa.scalar(None, pa.int64()))
+
+
+def _key_or_none(value) -> int | None:
+    try:
+        key = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return key if -(2**63) <= key < 2**63 else None
 
 
 def _instants(column, zone: str) -> tuple[pa.Array, pa.Array]:

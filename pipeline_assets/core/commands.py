@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 
-from .days import runs
+from .days import days_between, runs
 
 DEFINITIONS_MODULE = "pipeline_assets.definitions"
 DAILY_FILES = ("paid_orders", "daily_revenue")
@@ -36,11 +36,14 @@ def materialize(select: Sequence[str], *, first: str | None = None, last: str | 
     return " ".join(parts)
 
 
-def orders_range_command(first: str, last: str) -> str:
-    """The explicit-range ``orders`` run that reloads days ``first``…``last`` (inclusive)."""
+def orders_range_command(first: str, last: str, *, allow_deletes: bool = False) -> str:
+    """The explicit-range ``orders`` run that reloads days ``first``…``last`` (inclusive);
+    with ``allow_deletes``, one that may delete more than MAX_DELETE_SHARE of them."""
     end = (date.fromisoformat(last) + timedelta(days=1)).isoformat()
-    return materialize(["orders"],
-                       config={"ops": {"orders": {"config": {"start": first, "end": end}}}})
+    config: dict = {"start": first, "end": end}
+    if allow_deletes:
+        config["allow_deletes"] = True
+    return materialize(["orders"], config={"ops": {"orders": {"config": config}}})
 
 
 def rebuild_command(first: str, last: str | None = None) -> str:
@@ -48,8 +51,13 @@ def rebuild_command(first: str, last: str | None = None) -> str:
     return materialize(DAILY_FILES, first=first, last=last or first)
 
 
-def repair_commands(load_days: Iterable[str], rebuild_days: Iterable[str]) -> list[str]:
+def repair_commands(load_days: Iterable[str], rebuild_days: Iterable[str],
+                    allow_deletes: Iterable[str] = ()) -> list[str]:
     """Loads first (they change the warehouse), then the rebuilds that read it; one
-    command per range of consecutive days."""
-    return ([orders_range_command(a, b) for a, b in runs(load_days)]
+    command per range of consecutive days. A load over any of ``allow_deletes`` (days
+    whose named deletions are more than MAX_DELETE_SHARE of the day) allows them."""
+    allowed = set(allow_deletes)
+    return ([orders_range_command(a, b, allow_deletes=bool(allowed & set(days_between(
+                 date.fromisoformat(a), date.fromisoformat(b)))))
+             for a, b in runs(load_days)]
             + [rebuild_command(a, b) for a, b in runs(rebuild_days)])

@@ -15,6 +15,8 @@ from pathlib import Path
 POINTS = (
     "load_after_stage",  # every row read, validated and staged; nothing compared yet
     "load_after_compare",  # every row staged and compared with the warehouse, not merged
+    "load_before_delete",  # a range load: what it deletes found and allowed, not deleted
+    "load_after_delete",  # a range load: the orders the source lost deleted, not merged
     "load_after_merge",  # the stage merged into orders; watermark and ledger not yet
     "load_after_watermark",  # rows and watermark written, ledger not yet, still open
     "load_before_commit",  # rows, ledger and watermark written, transaction still open

@@ -363,7 +363,15 @@ batches = sa.Table(
     sa.Column("watermark_after", sa.String(32), nullable=True),
     sa.Column("committed_at", sa.String(32), nullable=False),
     sa.Column("days_touched", sa.Text, nullable=False),  # JSON list of YYYY-MM-DD
+    # range loads only (an incremental load cannot see a deletion: NULL there): how many
+    # orders the batch deleted because the source no longer holds them, a digest of their
+    # keys, and whether they were more than MAX_DELETE_SHARE, let through by allow_deletes
+    sa.Column("rows_deleted", sa.BigInteger, nullable=True),
+    sa.Column("deleted_digest", sa.String(64), nullable=True),
+    sa.Column("mass_delete_allowed", sa.Boolean, nullable=True),
 )
+# Columns added after a table's first release: a warehouse made before gains them.
+ADDED_COLUMNS = {"pipeline_batches": ("rows_deleted", "deleted_digest", "mass_delete_allowed")}
 
 daily_revenue = sa.Table(
     "daily_revenue",
@@ -379,11 +387,24 @@ PIPELINE = "orders"  # the row of pipeline_watermark that this pipeline owns
 def ensure_schema(conn: sa.Connection) -> None:
     """Create the warehouse tables and the watermark row if missing, in ``conn``'s transaction."""
     metadata.create_all(conn, checkfirst=True)
+    _add_missing_columns(conn)
     exists = conn.execute(
         sa.select(watermark_state.c.name).where(watermark_state.c.name == PIPELINE)
     ).first()
     if exists is None:
         conn.execute(watermark_state.insert().values(name=PIPELINE, value=None))
+
+
+def _add_missing_columns(conn: sa.Connection) -> None:
+    """``ALTER TABLE … ADD COLUMN`` for each of :data:`ADDED_COLUMNS` a table lacks (all of
+    them are nullable, so old rows read as NULL: nothing known)."""
+    for name, columns in ADDED_COLUMNS.items():
+        present = {c["name"] for c in sa.inspect(conn).get_columns(name)}
+        table = metadata.tables[name]
+        for column in columns:
+            if column not in present:
+                kind = table.c[column].type.compile(dialect=conn.dialect)
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} {kind}")
 
 
 def prepare_warehouse(engine: Engine) -> None:

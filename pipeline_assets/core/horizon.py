@@ -26,6 +26,8 @@ from .days import days_between, runs
 from .db import guard, has_table, orders
 from .times import from_canonical, parse_day
 from .verify import DayCounts, compare_days, differing_days, repair_commands
+from .verify.compare import add_deleted, deletes_to_allow
+from .verify.report import deleted_ids
 
 WATERMARK = "watermark"
 NEWEST_ROW = "newest warehouse row"
@@ -94,18 +96,32 @@ class Verdict:
     description: str | None
 
 
-def judge(h: Horizon, days: Mapping[str, DayCounts], *, warehouse_holds_rows: bool) -> Verdict:
+def judge(h: Horizon, days: Mapping[str, DayCounts], *, warehouse_holds_rows: bool,
+          max_delete_share: float = 0.5) -> Verdict:
     """Pass when every compared day agrees and at least one day was compared.
 
     ``days`` holds the days of the horizon with a row on either side. None of them while
     the warehouse holds rows is a failure: the check could vouch for nothing.
     """
     bad = differing_days(dict(days))
-    repair = repair_commands(bad, [])
+    allow, refused = deletes_to_allow(days.values(), max_delete_share)
+    repair = repair_commands(bad, [], allow)
     if bad:
+        deleted = [d for d in bad if days[d].only_in_warehouse]
+        late = [d for d in bad if not days[d].only_deletions]
+        why = ""
+        if deleted:
+            why += " Orders the source no longer has: " + "; ".join(
+                f"{d}: {days[d].only_in_warehouse} ({deleted_ids(days[d])})"
+                for d in deleted) + "."
+            if refused:
+                why += f" Careful: {refused}."
+        if late:
+            why += " Rows arrived later than the lookback window" + (
+                f" on {', '.join(late)}" if deleted else "") + "."
         return Verdict(False, len(days), bad, repair, (
-            f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}. "
-            "Rows arrived later than the lookback window. Repair: " + "; ".join(repair)
+            f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}."
+            f"{why} Repair: " + "; ".join(repair)
             + " (the refresh sensor then rebuilds their files)."))
     if days:
         return Verdict(True, len(days), [], [], None)
@@ -132,7 +148,8 @@ def newest_row(warehouse: Engine) -> datetime | None:
 
 
 def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcile_days: int,
-                      days_touched: Iterable[str | date] = (), read_whole=None
+                      days_touched: Iterable[str | date] = (), read_whole=None,
+                      max_delete_share: float = 0.5
                       ) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
     """Compare source and warehouse over the :func:`horizon`; one range read per span.
 
@@ -144,4 +161,6 @@ def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcil
     h = horizon(watermark=wm.current(warehouse), newest_row=newest,
                 days_touched=days_touched, reconcile_days=reconcile_days, tz=tz)
     days = compare_days(source, warehouse, tz, h.days, known=read_whole)
-    return h, days, judge(h, days, warehouse_holds_rows=newest is not None)
+    add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)})
+    return h, days, judge(h, days, warehouse_holds_rows=newest is not None,
+                          max_delete_share=max_delete_share)

@@ -32,6 +32,7 @@ from .db import (
     require_distinct,
     writing,
 )
+from .deletions import GUARDED, DeletePolicy, DeleteRefused, Deletions, delete_lost
 from .digest import DayDigest, add_days, feed_batch_digest
 from .errors import PipelineError
 from .source import SCAN_BATCH, SourceTable, ahead, inspect_source, scan_orders
@@ -39,6 +40,8 @@ from .staging import Changes, Stage
 from .times import EPOCH, canonical, whole_days
 
 FUTURE_TOLERANCE = timedelta(hours=1)
+__all__ = ["DeletePolicy", "DeleteRefused", "LoadError", "LoadResult", "WholeDays",
+           "batch_id_for", "load_orders"]
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
 
 
@@ -90,6 +93,11 @@ class LoadResult:
     future_rows: int = 0  # rows stamped after now + tolerance: loaded, watermark not moved
     future_order_ids: tuple[int, ...] = ()  # the first 20 of them
     duplicate_rows: int = 0  # older copies of an order in the source, not loaded
+    # range loads only (None: an incremental load cannot see a deletion)
+    rows_deleted: int | None = None  # orders deleted: the source no longer holds them
+    deleted_order_ids: tuple[int, ...] = ()  # the first 20 of them
+    deleted_digest: str | None = None  # SHA-256 of their keys (Deletions.digest)
+    mass_delete_allowed: bool = False  # more than MAX_DELETE_SHARE, let through
     read_whole: WholeDays | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
@@ -186,7 +194,8 @@ def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest
 def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
                 now: datetime, start: datetime | None = None, end: datetime | None = None,
                 chunk_size: int = SCAN_BATCH, dry_run: bool = False,
-                announced_batch: str | None | object = _NOTHING) -> LoadResult:
+                announced_batch: str | None | object = _NOTHING,
+                deletes: DeletePolicy = GUARDED) -> LoadResult:
     """Read the window, upsert it, record the batch and advance the watermark, atomically.
 
     With ``start``/``end`` (a backfill of the load) exactly ``[start, end)`` is read and
@@ -202,9 +211,15 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
     committed after it, whose run died before it could say so (a lost acknowledgement),
     are added to this batch's ``days_touched``, so no day file is left stale.
 
+    A range load replaces its range by key: the warehouse rows stamped in ``[start,
+    end)`` whose ``order_id`` the source no longer holds at all are deleted in the same
+    transaction, within ``deletes`` (:class:`DeletePolicy`; more than its share refuses
+    the load, writing nothing: :class:`DeleteRefused`). An incremental load never deletes.
+
     The steps, each below: window (lock, watermark, what to read), scan (validated
     batches), stage (into a temporary table, or straight into an empty ``orders``),
-    compare (with ``orders``), merge, commit (watermark, ledger, one commit).
+    compare (with ``orders``), delete (range loads), merge, commit (watermark, ledger, one
+    commit).
     """
     kind = _kind(start, end)
     require_distinct(source, warehouse)
@@ -224,18 +239,20 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
             crash_point("load_after_stage")
             changes = _compare(stage, tally, tz, was_empty)
             crash_point("load_after_compare")
+            gone = delete_lost(source, src, stage, window.start, window.end, tz, deletes,
+                               dry_run) if window.kind == "range" else None
             if not dry_run:
                 stage.merge()
                 crash_point("load_after_merge")
-            committed = _commit(conn, trans, window, tally, changes, now, announced_batch,
-                                dry_run)
+            committed = _commit(conn, trans, window, tally, changes, gone, now,
+                                announced_batch, dry_run)
         except BaseException:
             if trans.is_active:
                 trans.rollback()
             raise
         finally:
             stage.close()
-    return _result(window, tally, changes, committed, dry_run)
+    return _result(window, tally, changes, gone, committed, dry_run)
 
 
 @dataclass(frozen=True)
@@ -315,7 +332,8 @@ def _compare(stage: Stage, tally: _Tally, tz: tzinfo, was_empty: bool) -> Change
 
 
 def _commit(conn: sa.Connection, trans: sa.Transaction, window: _Window, tally: _Tally,
-            changes: Changes, now: datetime, announced_batch, dry_run: bool) -> _Committed:
+            changes: Changes, gone: Deletions | None, now: datetime, announced_batch,
+            dry_run: bool) -> _Committed:
     """Step 6: the watermark, the ledger entry and one commit (a dry run rolls back)."""
     batch_id = batch_id_for(window.kind, window.start, window.end, tally.digest.hexdigest())
     before = window.before
@@ -340,7 +358,10 @@ def _commit(conn: sa.Connection, trans: sa.Transaction, window: _Window, tally: 
             watermark_before=before and canonical(before),
             watermark_after=after and canonical(after),
             committed_at=canonical(now),
-            days_touched=json.dumps(sorted(changes.days)),
+            days_touched=json.dumps(sorted(changes.days | (gone.days if gone else set()))),
+            rows_deleted=None if gone is None else len(gone.keys),
+            deleted_digest=None if gone is None else gone.digest,
+            mass_delete_allowed=None if gone is None else gone.mass,
         ))
     crash_point("load_before_commit")
     trans.commit()
@@ -348,19 +369,25 @@ def _commit(conn: sa.Connection, trans: sa.Transaction, window: _Window, tally: 
     return _Committed(batch_id, after, seen, unannounced)
 
 
-def _result(window: _Window, tally: _Tally, changes: Changes, committed: _Committed,
-            dry_run: bool) -> LoadResult:
-    changed = changes.inserted + changes.updated
+def _result(window: _Window, tally: _Tally, changes: Changes, gone: Deletions | None,
+            committed: _Committed, dry_run: bool) -> LoadResult:
+    changed = changes.inserted + changes.updated + (len(gone.keys) if gone else 0)
     return LoadResult(
         batch_id=committed.batch_id, kind=window.kind, skipped=committed.seen and changed == 0,
         window_start=window.start, window_end=window.end, watermark_before=window.before,
         watermark_after=committed.after, rows_read=tally.rows_read,
         inserted=changes.inserted, updated=changes.updated, unchanged=changes.unchanged,
-        days_touched=tuple(sorted(changes.days | committed.unannounced)),
+        days_touched=tuple(sorted(changes.days | committed.unannounced
+                                  | (gone.days if gone else set()))),
         newest_read=tally.newest, dry_run=dry_run, late_rows=changes.late_rows,
         max_lateness=(window.before - changes.oldest_late) if changes.oldest_late else None,
         future_rows=tally.future_rows, future_order_ids=tuple(tally.future_ids),
-        duplicate_rows=tally.duplicates, read_whole=tally.read_whole(),
+        duplicate_rows=tally.duplicates,
+        rows_deleted=None if gone is None else len(gone.keys),
+        deleted_order_ids=() if gone is None else gone.keys[:20],
+        deleted_digest=None if gone is None else gone.digest,
+        mass_delete_allowed=bool(gone and gone.mass),
+        read_whole=tally.read_whole(),
     )
 
 

@@ -217,6 +217,31 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
 
 
+def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
+              ) -> Iterator[pa.Array]:
+    """Every ``order_id`` the source holds, whatever its ``updated_at``, as int64 arrays
+    (null for a value that is no integer key), streamed: what a range load asks before it
+    deletes an order it no longer finds in its range."""
+    from .columnar import keys_of
+
+    dialect = source.dialect.name
+    key = "order_id" if dialect != "sqlite" and isinstance(src.table.c.order_id.type,
+                                                           sa.Integer) \
+        else "CAST(order_id AS TEXT) AS order_id"
+    try:
+        with closing(arrow_connect(source, "SOURCE_DATABASE_URL")) as conn, \
+                closing(conn.cursor()) as cur:
+            if dialect == "sqlite":
+                cur.adbc_statement.set_options(
+                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
+            cur.execute(f"SELECT {key} FROM orders")
+            for batch in cur.fetch_record_batch():
+                if batch.num_rows:
+                    yield keys_of(batch.column(0))
+    except arrow_errors() as exc:
+        raise connect_error(exc, source, "SOURCE_DATABASE_URL") from None
+
+
 def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
                 end: datetime | None, batch_rows: int = SCAN_BATCH
                 ) -> Iterator[tuple[pa.Table, int]]:

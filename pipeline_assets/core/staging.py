@@ -58,6 +58,10 @@ _MERGE = (
     "OR orders.updated_at <> excluded.updated_at"
 )
 
+_UNMATCHED = pa.schema([("order_id", pa.int64()), ("status", pa.string()),
+                        ("updated_at", pa.string())])
+
+
 @dataclass
 class Changes:
     """What merging the stage will do to ``orders``."""
@@ -192,6 +196,36 @@ class Stage:
         for part in old.partitions(65_536):
             changes.days |= days_of([text for (text,) in part], tz)
         return changes
+
+    def unmatched(self, start: datetime, end: datetime) -> tuple[int, pa.Table]:
+        """For a range load: how many ``orders`` rows are stamped in ``[start, end)``, and
+        those of them whose key the stage (the source's rows in the range) does not hold:
+        ``order_id``, ``status``, ``updated_at``. Before the merge, in the transaction."""
+        if self.direct:  # orders was empty: nothing there to lose
+            return 0, _UNMATCHED.empty_table()
+        bounds = {"start": canonical(start), "end": canonical(end)}
+        in_range = self.conn.execute(sa.text(
+            "SELECT count(*) FROM orders WHERE updated_at >= :start AND updated_at < :end"),
+            bounds).scalar()
+        if not in_range:
+            return 0, _UNMATCHED.empty_table()
+        rows = self.conn.execute(sa.text(
+            "SELECT o.order_id, o.status, o.updated_at FROM orders o "
+            "WHERE o.updated_at >= :start AND o.updated_at < :end AND NOT EXISTS "
+            f"(SELECT 1 FROM {self.name} s WHERE s.order_id = o.order_id) "
+            "ORDER BY o.order_id"), bounds).all()
+        columns = list(zip(*rows, strict=True)) if rows else [[], [], []]
+        return int(in_range), pa.table(
+            [pa.array(column, field.type) for column, field in zip(columns, _UNMATCHED,
+                                                                   strict=True)],
+            schema=_UNMATCHED)
+
+    def delete(self, keys: list[int]) -> None:
+        """Delete these orders from ``orders`` (a range load's orders the source lost)."""
+        for i in range(0, len(keys), 1_000):
+            chunk = [int(k) for k in keys[i:i + 1_000]]
+            self.conn.exec_driver_sql(
+                f"DELETE FROM orders WHERE order_id IN ({', '.join(map(str, chunk))})")
 
     def merge(self) -> None:
         """Upsert into ``orders``: one statement, the rows :meth:`measure` collected.

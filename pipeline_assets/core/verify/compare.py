@@ -49,6 +49,16 @@ class DayCounts:
     only_in_warehouse: int = 0  # rows on this day in the warehouse, gone from the source
     load_days: set[str] = field(default_factory=set)  # source days a load must read
     rebuild_days: set[str] = field(default_factory=set)  # days whose paid orders it changes
+    deleted_ids: list[int] = field(default_factory=list)  # the first few of those rows
+    deleted_checksum: int = 0  # the checksum of those rows alone
+
+    @property
+    def only_deletions(self) -> bool:
+        """Whether the orders the source lost are the whole difference of the day."""
+        return bool(self.only_in_warehouse) and (
+            self.source_rows, self.source_checksum) == (
+            self.warehouse_rows - self.only_in_warehouse,
+            (self.warehouse_checksum - self.deleted_checksum) % 2**64)
 
     @property
     def agrees(self) -> bool:
@@ -63,6 +73,7 @@ class DayCounts:
             "warehouse_checksum": f"{self.warehouse_checksum:016x}",
             "not_loaded": self.not_loaded, "changed": self.changed,
             "only_in_warehouse": self.only_in_warehouse,
+            "deleted_order_ids": self.deleted_ids,
             "warehouse_paid": self.warehouse_paid,
         }
 
@@ -89,7 +100,8 @@ def compare_days(source: Engine, warehouse: Engine, tz: tzinfo, days: Iterable[d
     """
     days = sorted(set(days))
     given = [d for d in days if known is not None and known.covers(d)]
-    unread = [d for d in days if d not in set(given)]
+    taken = set(given)
+    unread = [d for d in days if d not in taken]
     try:
         read, stored = day_digests(source, warehouse, tz, source_spans=_spans(unread, tz),
                                    warehouse_spans=_spans(days, tz))
@@ -113,6 +125,68 @@ def differing_days(days: dict[str, DayCounts]) -> list[str]:
     """The days whose count or checksum differ between source and warehouse."""
     return [d for d, c in days.items()
             if (c.source_rows, c.source_checksum) != (c.warehouse_rows, c.warehouse_checksum)]
+
+
+DELETED_IDS_SHOWN = 5  # per day, in messages
+
+
+def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
+                days: dict[str, DayCounts]) -> None:
+    """Fill in, for each of ``days``, the warehouse orders the source holds nowhere any
+    more (``only_in_warehouse``, the first ids, their checksum): the warehouse rows of
+    those days, then one scan of the source's keys. For the check, on the days it found
+    different; ``verify`` knows them from its own match."""
+    if not days:
+        return
+    from ..source import inspect_source, scan_keys
+
+    spans = _spans([parse_day(d) for d in days], tz)
+    # the keys of those days first (8 bytes a row), then only the rows the source lost
+    keys = [t["order_id"] for t in warehouse_rows(warehouse, tz, spans)]
+    if not keys:
+        return
+    keys = pa.chunked_array(keys).combine_chunks()
+    held = pa.array([False] * len(keys))
+    for source_keys in scan_keys(source, inspect_source(source)):
+        held = pc.or_(held, pc.is_in(keys, value_set=source_keys))
+    lost = keys.filter(pc.invert(held))
+    if not len(lost):
+        return
+    digests: dict[int, DayDigest] = {}
+    shown: dict[int, list[int]] = {}
+    for table in warehouse_rows(warehouse, tz, spans, ordered=True):
+        gone = table.filter(pc.is_in(table["order_id"], value_set=lost))
+        add_days(digests, gone)
+        for number in pc.unique(gone["day"]).to_pylist():
+            ids = shown.setdefault(number, [])
+            if len(ids) < DELETED_IDS_SHOWN:
+                on_day = gone.filter(pc.equal(gone["day"], number))["order_id"]
+                ids.extend(on_day.slice(0, DELETED_IDS_SHOWN - len(ids)).to_pylist())
+    for number, digest in digests.items():
+        counts = days.get(day_text(number))
+        if counts is not None:
+            counts.only_in_warehouse = digest.rows
+            counts.deleted_checksum = digest.checksum
+            counts.deleted_ids = shown[number]
+
+
+def deletes_to_allow(days: Iterable[DayCounts], max_share: float) -> tuple[set[str], str]:
+    """The days whose range load must allow deletes to delete the orders named on them
+    (more than ``max_share`` of the day's warehouse rows), and, when those commands must
+    not say so, why: the source lost more than ``max_share`` of every order compared,
+    which is what a wrong database or a half-restored one looks like, and the point of
+    the guard is that nobody empties the warehouse by running what was printed."""
+    days = list(days)
+    allow = {c.day for c in days
+             if c.only_in_warehouse and c.only_in_warehouse > max_share * c.warehouse_rows}
+    lost = sum(c.only_in_warehouse for c in days)
+    held = sum(c.warehouse_rows for c in days)
+    if allow and lost > max_share * held:
+        return set(), (f"the source no longer has {lost} of the {held} order(s) compared, "
+                       f"more than MAX_DELETE_SHARE={max_share:g}: check SOURCE_DATABASE_URL "
+                       "before repairing; the range loads refuse to delete them until run "
+                       "with allow_deletes: true")
+    return allow, ""
 
 
 # --- verify: every row, matched by order_id --------------------------------------------------
@@ -211,7 +285,9 @@ class _Merge:
         self.warehouse: dict[int, DayDigest] = {}
         self.source_rows = self.warehouse_rows = 0
         self.not_loaded: dict[tuple[int, bool], int] = {}  # (day, paid): rows
-        self.gone: dict[int, int] = {}  # day: rows only in the warehouse
+        self.gone: dict[tuple[int, bool], int] = {}  # (day, paid): rows only in the warehouse
+        self.gone_ids: dict[int, list[int]] = {}  # day: the first few of them
+        self.gone_sums: dict[int, DayDigest] = {}
         self.changed: dict[tuple[int, int, bool, bool], int] = {}  # (s day, w day, paid…)
 
     def add(self, s: pa.Table, w: pa.Table) -> None:
@@ -223,7 +299,15 @@ class _Merge:
         s_both = pc.is_in(s["order_id"], value_set=w["order_id"])
         w_both = pc.is_in(w["order_id"], value_set=s["order_id"])
         _tally(self.not_loaded, s.filter(pc.invert(s_both)), ["day", "paid"])
-        _tally(self.gone, w.filter(pc.invert(w_both)), ["day"])
+        gone = w.filter(pc.invert(w_both))
+        if gone.num_rows:
+            _tally(self.gone, gone, ["day", "paid"])
+            add_days(self.gone_sums, gone)
+            for number in pc.unique(gone["day"]).to_pylist():
+                shown = self.gone_ids.setdefault(number, [])
+                if len(shown) < DELETED_IDS_SHOWN:
+                    on_day = gone.filter(pc.equal(gone["day"], number))["order_id"]
+                    shown.extend(on_day.slice(0, DELETED_IDS_SHOWN - len(shown)).to_pylist())
         # both sides are sorted by key and unique: the rows they share line up one to one
         s_pair, w_pair = s.filter(s_both), w.filter(w_both)
         differ = pc.invert(pc.and_(pc.and_(
@@ -249,8 +333,15 @@ class _Merge:
             counts.load_days.add(counts.day)
             if paid:
                 counts.rebuild_days.add(counts.day)
-        for number, rows in self.gone.items():
-            at(number).only_in_warehouse += rows
+        for (number, paid), rows in self.gone.items():  # a range load of the day deletes them
+            counts = at(number)
+            counts.only_in_warehouse += rows
+            counts.load_days.add(counts.day)
+            if paid:
+                counts.rebuild_days.add(counts.day)
+        for number, shown in self.gone_ids.items():
+            at(number).deleted_ids = shown
+            at(number).deleted_checksum = self.gone_sums[number].checksum
         for (s_day, w_day, s_paid, w_paid), rows in self.changed.items():
             # the file of a day changes where a paid row arrives or leaves
             files = {day_text(d) for d, paid in ((s_day, s_paid), (w_day, w_paid)) if paid}

@@ -11,7 +11,7 @@ from ..commands import repair_commands
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db import has_table, require_distinct
 from ..source import SCAN_BATCH
-from .compare import compare_orders
+from .compare import compare_orders, deletes_to_allow
 from .files import check_files
 from .report import (
     DIFFERS_FROM_SOURCE,
@@ -34,7 +34,8 @@ def _has_orders_table(engine: Engine) -> bool:
 def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz: tzinfo,
            today: date | None = None, partitions_start: date | None = None,
            days_from: date | None = None, days_to: date | None = None,
-           require_all: bool = False, chunk_size: int = SCAN_BATCH) -> VerifyResult:
+           require_all: bool = False, chunk_size: int = SCAN_BATCH,
+           max_delete_share: float = 0.5) -> VerifyResult:
     """Reconcile source, warehouse and day files; see the package docstring.
 
     ``today`` (from the caller's clock) and ``partitions_start`` bound the days that have
@@ -66,17 +67,24 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
     problems: list[Problem] = []
     all_loads: set[str] = set()
     all_rebuilds: set[str] = set()
+    allow, refused = deletes_to_allow(days.values(), max_delete_share)
     for counts in sorted(days.values(), key=lambda c: c.day):
         if counts.agrees or not in_scope(counts.day):
             continue
         # After the load, rebuild every day whose paid orders it changes, built or not
         # (what paid_orders_refresh_sensor does with days_touched). Rows only in the
-        # warehouse need no load, and no rebuild can remove them.
+        # warehouse are deleted by a range load of their day, like any other difference.
         rebuild = {d for d in counts.rebuild_days if buildable(d)}
         all_loads |= counts.load_days
         all_rebuilds |= rebuild
-        problems.append(Problem(counts.day, DIFFERS_FROM_SOURCE, source_detail(counts),
-                                True, tuple(repair_commands(counts.load_days, rebuild))))
+        detail = source_detail(counts)
+        if counts.only_in_warehouse and refused:
+            detail += f"; {refused}"
+        elif counts.day in allow:
+            detail += (f"; that is more than MAX_DELETE_SHARE={max_delete_share:g} of the "
+                       "day, so its command allows the deletes")
+        problems.append(Problem(counts.day, DIFFERS_FROM_SOURCE, detail, True,
+                                tuple(repair_commands(counts.load_days, rebuild, allow))))
     for check in files:
         if check.state == COMMITTED and check.matches_warehouse:
             continue
@@ -110,5 +118,5 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
         require_all=require_all, source_rows=n_source, warehouse_rows=n_warehouse,
         days=tuple(c for d, c in sorted(days.items()) if in_scope(d)),
         files=tuple(files), problems=tuple(problems),
-        repair=tuple(repair_commands(all_loads, all_rebuilds)),
+        repair=tuple(repair_commands(all_loads, all_rebuilds, allow)),
     )

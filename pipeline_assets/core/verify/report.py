@@ -111,12 +111,19 @@ def source_detail(c: DayCounts) -> str:
     if c.changed:
         parts.append(f"{c.changed} changed since the last load")
     if c.only_in_warehouse:
-        parts.append(f"{c.only_in_warehouse} only in the warehouse (deleted from the source; "
-                     "a load never deletes: remove them from the warehouse by hand)")
+        parts.append(f"{c.only_in_warehouse} only in the warehouse: the source no longer has "
+                     f"them ({deleted_ids(c)}); a range load of the day deletes them")
     elsewhere = sorted(c.load_days - {c.day})
     moved = f"; the source now puts them on {', '.join(elsewhere)}" if elsewhere else ""
     return (f"source {c.source_rows} rows, warehouse {c.warehouse_rows} rows: "
             f"{', '.join(parts)}{moved}")
+
+
+def deleted_ids(c: DayCounts) -> str:
+    """``orders 101, 102 …``: the first ids of a day's orders the source no longer has."""
+    more = " …" if c.only_in_warehouse > len(c.deleted_ids) else ""
+    return "order" + ("s " if c.only_in_warehouse > 1 else " ") + \
+        ", ".join(map(str, c.deleted_ids)) + more
 
 
 def file_problem(day: str, kind: str, detail: str, can_build: bool, *, fails: bool) -> Problem:

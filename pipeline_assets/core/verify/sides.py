@@ -59,23 +59,51 @@ def warehouse_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYT
                    keys: tuple[int, int] | None = None) -> Iterator[pa.Table]:
     """The warehouse's orders stamped in ``spans``, with ``day`` (in ``order_id`` order
     within each span when ``ordered``; only ``keys[0] <= order_id < keys[1]`` when given).
-    Nothing when no load has made the table yet."""
+    Nothing when no load has made the table yet.
+
+    PostgreSQL is read through its Arrow driver; SQLite through the engine's own driver,
+    never a second copy of the SQLite library: closing the last connection of that copy
+    checkpoints and deletes the WAL file under the first copy's connections to the same
+    file in this process (their next statement: "disk I/O error"), since one process
+    never sees its own POSIX locks.
+    """
     if not has_table(warehouse, orders.name, _ENV):
         return
-    dialect = warehouse.dialect.name
+    if warehouse.dialect.name == "sqlite":
+        yield from _sqlite_rows(warehouse, tz, spans, ordered, batch_rows, keys)
+        return
     try:
         with closing(arrow_connect(warehouse, _ENV)) as conn, closing(conn.cursor()) as cur:
-            if dialect == "sqlite":
-                cur.adbc_statement.set_options(
-                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
             for start, end in spans:
-                cur.execute(_stored_sql(cur, dialect, start, end, ordered=ordered, keys=keys))
+                cur.execute(_stored_sql(None, "postgresql", start, end, ordered=ordered,
+                                        keys=keys))
                 for batch in cur.fetch_record_batch():
                     for offset in range(0, batch.num_rows, batch_rows):
                         yield _with_days(pa.Table.from_batches([batch.slice(offset,
                                                                             batch_rows)]), tz)
     except arrow_errors() as exc:
         raise connect_error(exc, warehouse, _ENV) from None
+
+
+def _sqlite_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span], ordered: bool,
+                 batch_rows: int, keys: tuple[int, int] | None) -> Iterator[pa.Table]:
+    """:func:`warehouse_rows` of a SQLite warehouse: ``fetchmany`` into Arrow columns."""
+    with guard(warehouse, _ENV), warehouse.connect() as conn:
+        cur = conn.connection.driver_connection.cursor()
+        try:
+            for start, end in spans:
+                cur.execute(_stored_sql(cur, "sqlite", start, end, ordered=ordered, keys=keys))
+                while True:
+                    part = cur.fetchmany(batch_rows)
+                    if not part:
+                        break
+                    columns = list(zip(*part, strict=True))
+                    yield _with_days(pa.table(
+                        [pa.array(columns[0], pa.int64()),
+                         *(pa.array(c, pa.string()) for c in columns[1:])],
+                        names=list(STORED)), tz)
+        finally:
+            cur.close()
 
 
 def _stored_sql(cur, dialect: str, start: datetime | None, end: datetime | None, *,
@@ -89,7 +117,7 @@ def _stored_sql(cur, dialect: str, start: datetime | None, end: datetime | None,
     if end is not None:
         where.append(f"updated_at < '{canonical(end)}'")
     condition = " AND ".join(where)
-    if dialect == "sqlite" and condition:
+    if cur is not None and condition:  # SQLite
         cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM orders WHERE {condition} "
                     f"LIMIT {SMALL_WINDOW})")
         if cur.fetchone()[0] >= SMALL_WINDOW:
