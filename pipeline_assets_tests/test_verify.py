@@ -685,3 +685,39 @@ def test_the_day_of_a_stored_timestamp_is_the_day_of_the_instant(zone_name, arou
         assert days_of([canonical(instant)], tz) == {instant.astimezone(tz).date().isoformat()}
     assert days_of([canonical(i) for i in instants], tz) == \
         {i.astimezone(tz).date().isoformat() for i in instants}
+
+
+def test_a_large_sqlite_read_goes_through_the_reader_process_with_the_same_rows(
+        tmp_path, monkeypatch):
+    """Above READER_ROWS rows a SQLite warehouse is read by the Arrow driver in a process
+    of its own (never a second SQLite library in this one): the same rows, the same
+    figures, and this process's own connections keep working afterwards."""
+    from pipeline_assets.core.verify import sides
+
+    p = Pipeline(tmp_path, f"sqlite:///{tmp_path / 'app.db'}",
+                 f"sqlite:///{tmp_path / 'warehouse.db'}")
+    try:
+        demo.init(p.source)
+        demo.generate(p.source, orders=2_000, days=10, start=date(2026, 1, 1), seed=2)
+        p.load()
+        days = [date(2026, 1, 1) + timedelta(days=n) for n in range(-30, 20)]
+        small = compare_orders(p.source, p.warehouse, UTC, batch_rows=300)
+        small_days = compare_days(p.source, p.warehouse, UTC, days)
+        monkeypatch.setattr(sides, "SMALL_WINDOW", 10)
+        monkeypatch.setattr(sides, "READER_ROWS", 10)
+        assert compare_orders(p.source, p.warehouse, UTC, batch_rows=300) == small
+        assert compare_days(p.source, p.warehouse, UTC, days) == small_days
+        demo.set_order(p.source, 1500, status="paid", amount="2.00", updated_at="2026-01-22",
+                       tz=UTC)
+        p.load()  # the engine's own connections after the reader: nothing lost or locked
+        assert not differing_days(compare_days(p.source, p.warehouse, UTC, days))
+    finally:
+        p.close()
+
+
+def test_a_reader_process_that_cannot_read_is_a_one_line_error(tmp_path):
+    from pipeline_assets.core import sqlite_reader
+
+    with pytest.raises(sqlite_reader.ReaderError) as err:
+        list(sqlite_reader.read(str(tmp_path / "nothing.db"), ["SELECT 1"], 10))
+    assert "\n" not in str(err.value) and str(err.value)
