@@ -93,6 +93,7 @@ class Stage:
         self.changed = f"temp.{CHANGED}" if self.dialect == "sqlite" else CHANGED
         self.measured = False
         self.direct = False
+        self.unchanged = 0  # staged rows orders holds as they are (set by measure)
 
     def create(self, *, direct: bool = False) -> None:
         """Inside the load's transaction: a rollback takes the table with it.
@@ -185,6 +186,7 @@ class Stage:
         changes.inserted = changed - updated
         changes.updated = updated
         changes.unchanged = existing - updated
+        self.unchanged = changes.unchanged
         changes.late_rows = int(row[2] or 0)
         changes.oldest_late = from_canonical(row[3]) if row[3] else None
         if changed == 0:
@@ -209,6 +211,16 @@ class Stage:
             bounds).scalar()
         if not in_range:
             return 0, _UNMATCHED.empty_table()
+        if self.measured:
+            # Every staged row that orders holds unchanged is stamped in the range, and so
+            # is a changed one whose old stamp was: when they are all the range holds, no
+            # row lacks its source row, and the anti-join below (1.2 s for a month of a
+            # million rows on SQLite) is not needed.
+            moved_in = self.conn.execute(sa.text(
+                f"SELECT count(*) FROM {self.changed} WHERE old_id IS NOT NULL AND "
+                "old_updated_at >= :start AND old_updated_at < :end"), bounds).scalar()
+            if self.unchanged + int(moved_in or 0) == in_range:
+                return int(in_range), _UNMATCHED.empty_table()
         rows = self.conn.execute(sa.text(
             "SELECT o.order_id, o.status, o.updated_at FROM orders o "
             "WHERE o.updated_at >= :start AND o.updated_at < :end AND NOT EXISTS "
