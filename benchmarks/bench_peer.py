@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     OURS,
     TRIVIAL,
+    MysqlBackend,
     add_postgres_options,
     backend_for,
     build_source,
@@ -145,6 +146,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=1_000_000)
     add_postgres_options(parser, "source and warehouse")
+    parser.add_argument("--changed", type=int, help="orders changed before the incremental "
+                        "run (default: 1 %%)")
+    parser.add_argument("--mysql", metavar="ADMIN_URL",
+                        help="the source on this MySQL or MariaDB server instead "
+                        "(mysql+pymysql://root@127.0.0.1:3306/test), the warehouses SQLite")
     parser.add_argument("--quick", action="store_true", help="5,000 orders: a smoke run")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
@@ -164,10 +170,13 @@ def main(argv=None) -> int:
     os.environ.setdefault("DLT_DATA_DIR", str(folder / "dlt_data"))
     started = time.perf_counter()
     backend = backend_for(folder, postgres_url(args))
+    # --mysql: the source on that server, our warehouses where the backend puts them
+    sources = MysqlBackend(args.mysql) if args.mysql else backend
     try:
-        source_url = backend.new_url("source")
+        source_url = sources.new_url("source")
         build_source(source_url, n)
-        print(f"bench_peer: {n:,} orders on {backend.name}, source built in "
+        print(f"bench_peer: {n:,} orders on {sources.name}, warehouse on {backend.name}, "
+              f"source built in "
               f"{time.perf_counter() - started:.1f}s, workdir {folder}", flush=True)
         credentials = source_url.replace("postgresql+psycopg://", "postgresql://")
         contenders = [Ours(source_url, backend.new_url("warehouse"), backend.name),
@@ -175,12 +184,12 @@ def main(argv=None) -> int:
         for name in ("connectorx", "pyarrow"):
             contenders.append(Dlt(credentials, folder, name))
         first = {c.name: c.run() for c in contenders}
-        changed = change_some(source_url, n // 100)
+        changed = change_some(source_url, args.changed or max(1, n // 100))
         second = {c.name: c.run() for c in contenders}
         ours = contenders[0].name
         whole = contenders[1]
         for title, results in ((f"first load, {n:,} orders", first),
-                               (f"incremental after {changed:,} orders changed (1%)", second)):
+                               (f"incremental after {changed:,} orders changed", second)):
             print(f"\n{title}; ratio: our load_orders seconds / this contender's seconds")
             table([(name, s, read, results[ours][0] / s)
                    for name, (s, read) in results.items()])
@@ -192,6 +201,8 @@ def main(argv=None) -> int:
               f"{first[whole.name][0] / dlt_first:.2f}x dlt + connectorx ({dlt_first:.2f} s)")
     finally:
         backend.close()
+        if sources is not backend:
+            sources.close()
         if not args.workdir:
             shutil.rmtree(folder, ignore_errors=True)
     print(f"\ntotal {time.perf_counter() - started:.0f}s")

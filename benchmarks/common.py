@@ -92,6 +92,28 @@ class PostgresBackend:
         self.admin.dispose()
 
 
+class MysqlBackend(PostgresBackend):
+    """Source databases on a MySQL or MariaDB server (the warehouse stays elsewhere)."""
+
+    name = "mariadb"
+
+    def new_url(self, label: str) -> str:
+        if label in self.by_label:
+            self._drop([self.by_label.pop(label)])
+        name = f"pa_bench_{label}_{uuid.uuid4().hex[:8]}"
+        with self.admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        self.names.append(name)
+        self.by_label[label] = name
+        return self.admin.url.set(database=name).render_as_string(hide_password=False)
+
+    def _drop(self, names: list[str]) -> None:
+        with self.admin.connect() as conn:
+            for name in names:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
+        self.names = [n for n in self.names if n not in names]
+
+
 def backend_for(folder: Path, postgres_url: str | None):
     return PostgresBackend(postgres_url) if postgres_url else SqliteBackend(folder)
 

@@ -22,6 +22,9 @@ from .support import database_urls, unavailable
 ADMIN_URL = os.environ.get(
     "PIPELINE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
+MYSQL_ADMIN_URL = os.environ.get(
+    "PIPELINE_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test"
+)
 NOW = datetime(2026, 1, 27, 6, 0, tzinfo=timezone.utc)  # the fixed clock of every test
 ROOT = Path(__file__).resolve().parent.parent
 # made by installing and running pytest itself, not by the tests
@@ -88,9 +91,61 @@ def postgres(postgres_admin):
     dbs.drop_all()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def _mysql_reachable() -> str | None:
+    try:
+        engine = sa.create_engine(MYSQL_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with engine.connect():
+            pass
+        engine.dispose()
+        return None
+    except Exception as exc:  # the driver missing counts as unreachable too
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+@pytest.fixture(scope="session")
+def mysql_admin():
+    problem = _mysql_reachable()
+    if problem:
+        unavailable(f"no MariaDB or MySQL reachable at {MYSQL_ADMIN_URL} ({problem}); set "
+                    "PIPELINE_TEST_MYSQL_URL to run these tests",
+                    ci_hint="CI must run the MariaDB tests: start the server")
+    engine = sa.create_engine(MYSQL_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    yield engine
+    engine.dispose()
+
+
+class MysqlDatabases:
+    """Creates throw-away MariaDB/MySQL databases and drops them at the end of the test."""
+
+    def __init__(self, admin: sa.Engine):
+        self.admin = admin
+        self.names: list[str] = []
+
+    def url(self, label: str) -> str:
+        name = f"pa_{label}_{uuid.uuid4().hex[:12]}"
+        with self.admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        self.names.append(name)
+        return self.admin.url.set(database=name).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        with self.admin.connect() as conn:
+            for name in self.names:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture
+def mysql(mysql_admin):
+    dbs = MysqlDatabases(mysql_admin)
+    yield dbs
+    dbs.drop_all()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres),
+                        pytest.param("mariadb", marks=pytest.mark.mysql)])
 def db_urls(request, tmp_path: Path) -> dict[str, str]:
-    """Source and warehouse URLs on one backend: a SQLite file each, or fresh PG databases."""
+    """Source and warehouse URLs on one backend: a SQLite file each, fresh PostgreSQL
+    databases, or (a source only) a fresh MariaDB database beside a SQLite warehouse."""
     return database_urls(request.param, tmp_path, request)
 
 

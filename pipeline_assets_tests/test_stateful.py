@@ -60,7 +60,7 @@ from pipeline_assets.core.db import batches, make_engine, orders
 from pipeline_assets.core.load import DeletePolicy, DeleteRefused, LoadError, load_orders
 from pipeline_assets.core.paid import paid_orders_by_day
 
-from .conftest import PostgresDatabases
+from .conftest import MysqlDatabases, PostgresDatabases
 from .model import Model, Version, canonical
 
 try:  # the function run_state_machine_as_test wraps; public enough for HypoFuzz
@@ -179,10 +179,14 @@ class PipelineHistories(RuleBasedStateMachine):
         self.steps = 0
         self.tmp = Path(tempfile.mkdtemp(prefix="pa-stateful-"))
         self.folder = self.tmp / "paid_orders"
-        self.databases = PostgresDatabases(self.admin) if self.admin is not None else None
+        self.databases = None
         if self.backend == "sqlite":
             urls = [f"sqlite:///{self.tmp / name}" for name in ("app.db", "warehouse.db")]
+        elif self.backend == "mariadb":  # a MariaDB source, a SQLite warehouse
+            self.databases = MysqlDatabases(self.admin)
+            urls = [self.databases.url("sm_source"), f"sqlite:///{self.tmp / 'warehouse.db'}"]
         else:
+            self.databases = PostgresDatabases(self.admin)
             urls = [self.databases.url(f"sm_{label}") for label in ("source", "warehouse")]
         self.source = make_engine(urls[0], role="source")
         self.warehouse = make_engine(urls[1], role="warehouse")
@@ -681,6 +685,28 @@ def test_every_crash_point_in_a_fixed_history_postgresql(postgres_admin):
         admin = postgres_admin
 
     _assert_every_point_crashed(_fixed_history(OnPostgres))
+
+
+@pytest.mark.mysql
+def test_every_crash_point_in_a_fixed_history_mariadb(mysql_admin):
+    """The same history with the source on MariaDB: every crash point of the load."""
+    class OnMariaDB(PipelineHistories):
+        backend = "mariadb"
+        admin = mysql_admin
+
+    _assert_every_point_crashed(_fixed_history(OnMariaDB))
+
+
+@pytest.mark.mysql
+def test_random_histories_mariadb_source(mysql_admin):
+    """Random histories with the source on MariaDB (a SQLite warehouse): every text form
+    of updated_at through the MariaDB reader."""
+
+    class OnMariaDB(PipelineHistories):
+        backend = "mariadb"
+        admin = mysql_admin
+
+    _run(OnMariaDB, default_examples=15)
 
 
 def test_random_histories_sqlite():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,8 +112,35 @@ def make_engine(url: str, *, role: str) -> Engine:
                             ) from None
     if engine.dialect.name == "sqlite":
         _sqlite_transactions(engine, wal=(role == "warehouse"))
+    if dialect_of(engine) == MYSQL:
+        if role == "warehouse":
+            raise DatabaseError(
+                f"the warehouse database {redact(url)} is MySQL or MariaDB, which the "
+                "pipeline reads as a source only; point WAREHOUSE_DATABASE_URL at SQLite or "
+                "PostgreSQL")
+        _mysql_session(engine)
     engine.info_role = role  # type: ignore[attr-defined]
     return engine
+
+
+MYSQL = "mysql"  # MySQL and MariaDB: one SQL dialect here, whatever SQLAlchemy calls it
+
+
+def dialect_of(engine: Engine) -> str:
+    """``sqlite``, ``postgresql`` or ``mysql`` (MariaDB too): the SQL the pipeline writes."""
+    name = engine.dialect.name
+    return MYSQL if name in ("mysql", "mariadb") else name
+
+
+def _mysql_session(engine: Engine) -> None:
+    """Every session in UTC: a ``TIMESTAMP`` column is then read as the UTC instant it
+    stores, whatever the server's or the account's default zone (DATETIME and DATE have
+    no zone and are read in PIPELINE_TIMEZONE, like any timestamp without offset)."""
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET time_zone = '+00:00'")
+        cursor.close()
 
 
 def _sqlite_transactions(engine: Engine, *, wal: bool) -> None:
@@ -184,12 +212,47 @@ _SQLSTATE_CLASSES = {
 }
 
 
+# MySQL and MariaDB error numbers (the server's, and the client library's 2xxx)
+_MYSQL_ERRORS = {
+    1044: NO_PERMISSION,  # ER_DBACCESS_DENIED_ERROR: no rights on the database
+    1142: NO_PERMISSION,  # ER_TABLEACCESS_DENIED_ERROR: no SELECT on orders
+    1143: NO_PERMISSION,  # ER_COLUMNACCESS_DENIED_ERROR
+    1045: UNREACHABLE,  # ER_ACCESS_DENIED_ERROR: wrong user or password
+    1049: UNREACHABLE,  # ER_BAD_DB_ERROR: no such database
+    1040: UNREACHABLE,  # ER_CON_COUNT_ERROR: too many connections
+    1053: UNREACHABLE,  # ER_SERVER_SHUTDOWN
+    2002: UNREACHABLE, 2003: UNREACHABLE, 2005: UNREACHABLE,  # cannot connect
+    2006: UNREACHABLE, 2013: UNREACHABLE,  # the server went away, lost the connection
+    1205: BUSY,  # ER_LOCK_WAIT_TIMEOUT
+    1213: BUSY,  # ER_LOCK_DEADLOCK
+    1021: FULL,  # ER_DISK_FULL
+    1114: FULL,  # ER_RECORD_FILE_FULL
+    1290: READ_ONLY,  # ER_OPTION_PREVENTS_STATEMENT (--read-only)
+    1792: READ_ONLY,  # ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+}
+
+
+def mysql_error_number(error: BaseException) -> int | None:
+    """The MySQL/MariaDB error number of a driver error: PyMySQL's first argument, or the
+    ``ERROR 1045`` a columnar reader (connectorx) puts in its message."""
+    args = getattr(error, "args", ())
+    if args and isinstance(args[0], int) and type(error).__module__.startswith("pymysql"):
+        return args[0]
+    match = re.search(r"\bERROR (\d{4})\b", str(error))
+    if match and "MySqlError" in str(error):
+        return int(match.group(1))
+    if "DriverError" in str(error) and "Could not connect" in str(error):
+        return 2003
+    return None
+
+
 def classify(exc: BaseException) -> str | None:
     """What kind of database failure ``exc`` is, from the driver's code; None: not one.
 
     PostgreSQL errors carry a SQLSTATE (psycopg's ``sqlstate``), SQLite errors a result
-    code (``sqlite_errorcode``). An OperationalError or InterfaceError with no code we know
-    (a server that never answered has none) counts as unreachable. Any other code — bad
+    code (``sqlite_errorcode``), MySQL and MariaDB errors an error number. An
+    OperationalError or InterfaceError with no code we know (a server that never answered
+    has none) counts as unreachable. Any other code — bad
     SQL, a missing table, a broken constraint — is not a database the user must fix but
     a bug, and stays itself.
     """
@@ -197,6 +260,9 @@ def classify(exc: BaseException) -> str | None:
     code = getattr(orig, "sqlite_errorcode", None)
     if isinstance(code, int):  # the primary code is the low byte of an extended one
         return _SQLITE_CODES.get(code & 0xFF)
+    number = mysql_error_number(orig)  # before SQLSTATE: PyMySQL carries one too, vaguer
+    if number is not None:
+        return _MYSQL_ERRORS.get(number)
     state = getattr(orig, "sqlstate", None)
     if isinstance(state, str) and state:
         return _SQLSTATES.get(state) or _SQLSTATE_CLASSES.get(state[:2])
@@ -295,7 +361,13 @@ def arrow_connect(engine: Engine, env_var: str):
         return adbc_postgresql.connect(url.set(drivername="postgresql").render_as_string(
             hide_password=False))
     raise DatabaseError(f"the {_role(engine)} dialect {engine.dialect.name!r} is not "
-                        "supported; use SQLite or PostgreSQL")
+                        "supported here; use SQLite or PostgreSQL")
+
+
+def connectorx_url(engine: Engine) -> str:
+    """The URL connectorx, the columnar reader of a MySQL or MariaDB source, connects to."""
+    url = engine.url.set(drivername="mysql", query={})
+    return url.render_as_string(hide_password=False)
 
 
 def arrow_errors() -> tuple[type[BaseException], ...]:

@@ -62,7 +62,8 @@ source_orders = sa.Table(
     sa.Column("order_id", sa.BigInteger, primary_key=True, autoincrement=False),
     sa.Column("status", sa.Text),
     sa.Column("amount", sa.Text),
-    sa.Column("updated_at", sa.Text),
+    # MySQL indexes no TEXT column: a VARCHAR there, text like everywhere else
+    sa.Column("updated_at", sa.Text().with_variant(sa.String(40), "mysql", "mariadb")),
     sa.Index("orders_updated_at_idx", "updated_at"),  # required: keeps reads incremental
 )
 

@@ -25,7 +25,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .commands import DEMO_INIT
-from .db import DatabaseError, arrow_connect, arrow_errors, connect_error, guard, redact
+from .db import (
+    MYSQL,
+    DatabaseError,
+    arrow_connect,
+    arrow_errors,
+    connect_error,
+    connectorx_url,
+    dialect_of,
+    guard,
+    redact,
+)
 from .rows import COLUMNS
 from .times import UTC
 
@@ -72,6 +82,8 @@ def inspect_source(engine: Engine) -> SourceTable:
     col_type = table.c.updated_at.type
     if engine.dialect.name == "sqlite" or not isinstance(col_type, (sa.Date, sa.DateTime)):
         kind = "text"  # SQLite stores dates as text whatever the declared type
+    elif dialect_of(engine) == MYSQL and isinstance(col_type, sa.TIMESTAMP):
+        kind = "timestamptz"  # stored as UTC, read in the session's zone: UTC (db.py)
     elif isinstance(col_type, sa.DateTime):
         kind = "timestamptz" if col_type.timezone else "timestamp"
     else:
@@ -97,9 +109,15 @@ def _sql_bound(src: SourceTable, instant: datetime, tz: tzinfo, *, lower: bool):
 
 # --- the window, as SQL ------------------------------------------------------------------
 
-def _literal(value) -> str:
-    """A bound computed by :func:`_sql_bound` as SQL text (our own dates, never user text)."""
+def _literal(value, dialect: str) -> str:
+    """A bound computed by :func:`_sql_bound` as SQL text (our own dates, never user text).
+    MySQL takes no offset in a literal: an instant is written as its UTC wall clock, which
+    the session's zone (UTC) reads back as that instant."""
     if isinstance(value, datetime):
+        if dialect == MYSQL:
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+            return f"'{value.isoformat(sep=' ')}'"
         return f"'{value.isoformat()}'"
     if isinstance(value, date):
         return f"'{value.isoformat()}'"
@@ -120,14 +138,20 @@ def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
     scan in key order). A key column that is not an integer column is sorted
     as the integers it holds (9 before 10), as every reader of the scan expects.
     """
-    casts = {"sqlite": "CAST({c} AS TEXT)", "postgresql": "CAST({c} AS TEXT)"}[dialect]
     t = src.table.c
-    if dialect == "sqlite":
-        columns = [casts.format(c=c) + f" AS {c}" for c in ("order_id", "status", "amount",
-                                                             "updated_at")]
+    if dialect == MYSQL:  # everything as text, as on SQLite; a TIMESTAMP gets its zone
+        key = "order_id" if isinstance(t.order_id.type, sa.Integer) \
+            else "CAST(order_id AS CHAR) AS order_id"
+        updated = "CONCAT(CAST(updated_at AS CHAR), '+00:00')" \
+            if src.updated_at_kind == "timestamptz" else "CAST(updated_at AS CHAR)"
+        columns = [key, "CAST(status AS CHAR) AS status", "CAST(amount AS CHAR) AS amount",
+                   f"{updated} AS updated_at"]
+    elif dialect == "sqlite":
+        columns = [f"CAST({c} AS TEXT) AS {c}" for c in ("order_id", "status", "amount",
+                                                          "updated_at")]
     else:
         key = "order_id" if isinstance(t.order_id.type, sa.Integer) \
-            else casts.format(c="order_id") + " AS order_id"
+            else "CAST(order_id AS TEXT) AS order_id"
         updated = "updated_at" if src.updated_at_kind != "text" \
             else "CAST(updated_at AS TEXT) AS updated_at"
         columns = [key, "CAST(status AS TEXT) AS status", "CAST(amount AS TEXT) AS amount",
@@ -151,6 +175,8 @@ def _numeric_key(dialect: str) -> str:
     last, where validation names it."""
     if dialect == "sqlite":
         return "CAST(orders.order_id AS INTEGER), orders.order_id"
+    if dialect == MYSQL:
+        return "CAST(orders.order_id AS SIGNED), orders.order_id"
     return (r"CASE WHEN trim(CAST(orders.order_id AS TEXT)) ~ '^-?[0-9]{1,18}$' "
             "THEN CAST(trim(CAST(orders.order_id AS TEXT)) AS BIGINT) END, orders.order_id")
 
@@ -165,9 +191,11 @@ def window_filter(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | 
             "date": "::date"}.get(src.updated_at_kind, "") if dialect == "postgresql" else ""
     where = []
     if start is not None:
-        where.append(f"{column} >= {_literal(_sql_bound(src, start, tz, lower=True))}{cast}")
+        bound = _literal(_sql_bound(src, start, tz, lower=True), dialect)
+        where.append(f"{column} >= {bound}{cast}")
     if end is not None:
-        where.append(f"{column} < {_literal(_sql_bound(src, end, tz, lower=False))}{cast}")
+        bound = _literal(_sql_bound(src, end, tz, lower=False), dialect)
+        where.append(f"{column} < {bound}{cast}")
     return " WHERE " + " AND ".join(where) if where else ""
 
 
@@ -193,10 +221,14 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
     """The raw rows of the window's SQL superset as Arrow batches, in ``order_id`` order.
 
     Read through the Arrow ADBC driver of the source database (SQLite, or PostgreSQL
-    over binary ``COPY``), streamed: at most a few batches of ``batch_rows`` rows are in
-    memory whatever the table size. Nothing is validated here (see :mod:`.columnar`).
+    over binary ``COPY``), or connectorx for MySQL and MariaDB, streamed: at most a few
+    batches of ``batch_rows`` rows are in memory whatever the table size. Nothing is
+    validated here (see :mod:`.columnar`).
     """
-    dialect = engine.dialect.name
+    dialect = dialect_of(engine)
+    if dialect == MYSQL:
+        yield from mysql_batches(engine, scan_sql(src, dialect, tz, start, end), batch_rows)
+        return
     try:
         with closing(arrow_connect(engine, "SOURCE_DATABASE_URL")) as conn, \
                 closing(conn.cursor()) as cur:
@@ -217,6 +249,25 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
 
 
+def mysql_batches(engine: Engine, sql: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of ``sql`` on a MySQL or MariaDB source as Arrow batches, streamed by
+    connectorx (the ``mysql`` extra) in a session whose zone is UTC, as the engine's."""
+    try:
+        import connectorx
+    except ImportError:
+        raise DatabaseError("reading a MySQL or MariaDB source needs the mysql extra "
+                            "(pip install 'pipeline_assets[mysql]')") from None
+    try:
+        reader = connectorx.read_sql(connectorx_url(engine), sql, return_type="arrow_stream",
+                                     batch_size=batch_rows,
+                                     pre_execution_query=["SET time_zone = '+00:00'"])
+        for batch in reader:
+            for offset in range(0, batch.num_rows, batch_rows):
+                yield batch.slice(offset, batch_rows)
+    except RuntimeError as exc:  # connectorx's errors carry the server's error number
+        raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
+
+
 def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
               ) -> Iterator[pa.Array]:
     """Every ``order_id`` the source holds, whatever its ``updated_at``, as int64 arrays
@@ -224,10 +275,16 @@ def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
     deletes an order it no longer finds in its range."""
     from .columnar import keys_of
 
-    dialect = source.dialect.name
+    dialect = dialect_of(source)
+    cast = "CHAR" if dialect == MYSQL else "TEXT"
     key = "order_id" if dialect != "sqlite" and isinstance(src.table.c.order_id.type,
                                                            sa.Integer) \
-        else "CAST(order_id AS TEXT) AS order_id"
+        else f"CAST(order_id AS {cast}) AS order_id"
+    if dialect == MYSQL:
+        for batch in mysql_batches(source, f"SELECT {key} FROM orders", batch_rows):
+            if batch.num_rows:
+                yield keys_of(batch.column(0))
+        return
     try:
         with closing(arrow_connect(source, "SOURCE_DATABASE_URL")) as conn, \
                 closing(conn.cursor()) as cur:

@@ -16,7 +16,7 @@ from datetime import datetime, tzinfo
 
 from sqlalchemy.engine import Engine
 
-from ..db import guard
+from ..db import MYSQL, dialect_of, guard
 from ..source import SourceTable, inspect_source, window_filter
 from ..times import canonical, from_canonical
 
@@ -124,7 +124,7 @@ def _fingerprint(dialect: str) -> str | None:
     """SQL for the sum over the window of a per-row hash of ``(order_id, updated_at)``, or
     None.
 
-    PostgreSQL hashes the pair with md5; SQLite has no hash function, so it mixes the
+    PostgreSQL and MySQL hash the pair with md5; SQLite has no hash function, so it mixes the
     key with the instant ``julianday`` parses (to the millisecond; NULL, so left out,
     for text it cannot parse). Both cost one expression per row of the window.
     """
@@ -135,6 +135,9 @@ def _fingerprint(dialect: str) -> str | None:
     if dialect == "sqlite":
         return ("sum((((order_id % 2147483647) * 1000003) + (CAST(julianday(updated_at) * "
                 "86400000 AS BIGINT) % 2147483647)) % 2147483647)")
+    if dialect == MYSQL:  # the first 8 hex digits of md5 as a number, as on PostgreSQL
+        return ("sum(conv(substr(md5(concat(CAST(order_id AS CHAR), '|', "
+                "CAST(updated_at AS CHAR))), 1, 8), 16, 10))")
     return None
 
 
@@ -155,7 +158,7 @@ def observe(source: Engine, tz: tzinfo, start: datetime | None,
     reads.
     """
     src = src or inspect_source(source)
-    dialect = source.dialect.name
+    dialect = dialect_of(source)
     with guard(source, "SOURCE_DATABASE_URL"):
         with source.connect() as conn:
             if start is None:
