@@ -272,7 +272,8 @@ def test_errors_name_the_cause_in_one_line_and_never_the_password(mysql, mysql_a
     assert "lacks column(s) updated_at" in str(err) and not err.retryable
     database = reader.database
     with mysql_admin.connect() as conn:  # SELECT taken back: a right missing, not a down server
-        conn.exec_driver_sql(f"REVOKE SELECT ON `{database}`.`orders` FROM '{reader.username}'@'%%'")
+        conn.exec_driver_sql(f"REVOKE SELECT ON `{database}`.`orders` "
+                             f"FROM '{reader.username}'@'%%'")
         conn.exec_driver_sql(f"GRANT SELECT (order_id) ON `{database}`.`orders` "
                              f"TO '{reader.username}'@'%%'")
     err = _error(reader.render_as_string(hide_password=False), tmp_path)
