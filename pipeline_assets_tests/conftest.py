@@ -41,31 +41,32 @@ def nothing_written_in_the_checkout():
     assert not added, f"tests wrote into the checkout: {sorted(added)}"
 
 
-def _postgres_reachable() -> str | None:
+def _reachable(url: str) -> str | None:
+    """None when a server answers at ``url``, else why not (the driver missing too)."""
     try:
-        engine = sa.create_engine(ADMIN_URL, connect_args={"connect_timeout": 3})
+        engine = sa.create_engine(url, connect_args={"connect_timeout": 3})
         with engine.connect():
             pass
         engine.dispose()
         return None
-    except Exception as exc:  # the driver missing counts as unreachable too
+    except Exception as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
-@pytest.fixture(scope="session")
-def postgres_admin():
-    problem = _postgres_reachable()
+def _admin(url: str, what: str, variable: str):
+    """An autocommit engine on the server at ``url``; skips on a laptop, fails in CI."""
+    problem = _reachable(url)
     if problem:
-        unavailable(f"no PostgreSQL reachable at {ADMIN_URL} ({problem}); set "
-                    "PIPELINE_TEST_POSTGRES_URL to run these tests",
-                    ci_hint="CI must run the PostgreSQL tests: start the server")
-    engine = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    yield engine
-    engine.dispose()
+        unavailable(f"no {what} reachable at {url} ({problem}); set {variable} to run these "
+                    "tests", ci_hint=f"CI must run the {what} tests: start the server")
+    return sa.create_engine(url, isolation_level="AUTOCOMMIT")
 
 
-class PostgresDatabases:
-    """Creates throw-away databases and drops them at the end of the test."""
+class ServerDatabases:
+    """Creates throw-away databases on a server and drops them at the end of the test."""
+
+    CREATE = 'CREATE DATABASE "{}"'
+    DROP = 'DROP DATABASE IF EXISTS "{}" WITH (FORCE)'
 
     def __init__(self, admin: sa.Engine):
         self.admin = admin
@@ -74,14 +75,30 @@ class PostgresDatabases:
     def url(self, label: str) -> str:
         name = f"pa_{label}_{uuid.uuid4().hex[:12]}"
         with self.admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+            conn.exec_driver_sql(self.CREATE.format(name))
         self.names.append(name)
         return self.admin.url.set(database=name).render_as_string(hide_password=False)
 
     def drop_all(self) -> None:
         with self.admin.connect() as conn:
             for name in self.names:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                conn.exec_driver_sql(self.DROP.format(name))
+
+
+class PostgresDatabases(ServerDatabases):
+    pass
+
+
+class MysqlDatabases(ServerDatabases):
+    CREATE = "CREATE DATABASE `{}` CHARACTER SET utf8mb4"
+    DROP = "DROP DATABASE IF EXISTS `{}`"
+
+
+@pytest.fixture(scope="session")
+def postgres_admin():
+    engine = _admin(ADMIN_URL, "PostgreSQL", "PIPELINE_TEST_POSTGRES_URL")
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture
@@ -91,47 +108,11 @@ def postgres(postgres_admin):
     dbs.drop_all()
 
 
-def _mysql_reachable() -> str | None:
-    try:
-        engine = sa.create_engine(MYSQL_ADMIN_URL, connect_args={"connect_timeout": 3})
-        with engine.connect():
-            pass
-        engine.dispose()
-        return None
-    except Exception as exc:  # the driver missing counts as unreachable too
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-
-
 @pytest.fixture(scope="session")
 def mysql_admin():
-    problem = _mysql_reachable()
-    if problem:
-        unavailable(f"no MariaDB or MySQL reachable at {MYSQL_ADMIN_URL} ({problem}); set "
-                    "PIPELINE_TEST_MYSQL_URL to run these tests",
-                    ci_hint="CI must run the MariaDB tests: start the server")
-    engine = sa.create_engine(MYSQL_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    engine = _admin(MYSQL_ADMIN_URL, "MariaDB or MySQL", "PIPELINE_TEST_MYSQL_URL")
     yield engine
     engine.dispose()
-
-
-class MysqlDatabases:
-    """Creates throw-away MariaDB/MySQL databases and drops them at the end of the test."""
-
-    def __init__(self, admin: sa.Engine):
-        self.admin = admin
-        self.names: list[str] = []
-
-    def url(self, label: str) -> str:
-        name = f"pa_{label}_{uuid.uuid4().hex[:12]}"
-        with self.admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-        self.names.append(name)
-        return self.admin.url.set(database=name).render_as_string(hide_password=False)
-
-    def drop_all(self) -> None:
-        with self.admin.connect() as conn:
-            for name in self.names:
-                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
 
 
 @pytest.fixture
