@@ -13,17 +13,18 @@ A stored row is ``(order_id, status, amount, updated_at)`` as the warehouse keep
   what ``orders_match_source`` and ``pipeline-assets verify`` compare, day by day.
 
 The row hash, stated so that anyone can recompute it (the tests do, in plain Python):
-the state starts at :data:`SEED`; it takes ``order_id`` as a two's-complement 64-bit
-word, then for each of ``status``, ``amount`` and ``updated_at`` its UTF-8 byte length
-and then its bytes, zero-padded to a multiple of 8 and read as little-endian 64-bit
-words; taking a word ``w`` is ``s = (s XOR w) * M mod 2**64; s ^= s >> 32``; the hash is
-MurmurHash3's 64-bit finalizer of the last state. It is no cryptographic hash: it tells
-rows apart that differ by accident (a missed row, a changed amount), which is its job;
-anyone who can write the warehouse can make it say anything anyway.
+taking a 64-bit word ``w`` into a state ``s`` is ``s = (s XOR w) * M mod 2**64; s ^= s >> 32``.
+A text's hash starts at :data:`TEXT_SEED`, takes its UTF-8 byte length, then its bytes
+zero-padded to a multiple of 8, as little-endian words. A row's state starts at
+:data:`SEED`, takes ``order_id`` as a two's-complement 64-bit word, then the text hashes
+of ``status``, ``amount`` and ``updated_at``; its hash is MurmurHash3's 64-bit finalizer
+of that state. It is no cryptographic hash: it tells rows apart that differ by accident
+(a missed row, a changed amount), which is its job; anyone who can write the warehouse
+can make it say anything anyway.
 
-Everything here runs in Arrow's kernels (``pyarrow.compute``), which release the GIL: a
-per-row Python loop over a million rows costs seconds, these kernels tens of
-milliseconds.
+It runs in NumPy on the Arrow buffers (and :func:`feed_batch_digest` in Arrow's kernels),
+which release the GIL: a per-row Python loop over a million rows costs seconds, these
+tens of milliseconds.
 """
 
 from __future__ import annotations
