@@ -38,7 +38,7 @@ test: install
 # The fast loop while changing the code: lint, then every test that needs no server, no
 # subprocess and no browser (a few minutes on 2 cores). `make test` is the whole suite.
 check: lint
-	$(BIN)/python -m pytest -q -m "not postgres and not mysql and not e2e and not browser and not s3"
+	$(BIN)/python -m pytest -q -m "not postgres and not mysql and not e2e and not browser and not s3 and not celery"
 
 lint: install
 	$(BIN)/ruff check pipeline_assets pipeline_assets_tests benchmarks
@@ -54,6 +54,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_peer.py
 	$(BIN)/python benchmarks/bench_peer.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_backfill.py
+	$(BIN)/python benchmarks/bench_celery.py
 	$(BIN)/python benchmarks/bench_sensor_tick.py
 	$(BIN)/python benchmarks/bench_verify.py
 	$(BIN)/python benchmarks/bench_committed_lookup.py

@@ -14,7 +14,7 @@ from .automation import (
 from .core.times import utc_now
 from .io_manager import DailyFilesIOManager
 from .resources import SourceDatabase, Warehouse, WatermarkStore
-from .settings import Settings
+from .settings import Settings, SettingsError
 
 
 def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions:
@@ -41,6 +41,8 @@ def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions
         description="Load orders, then build the day files and totals of one day.",
     )
     return Definitions(
+        # every job, the implicit one of a UI backfill included; None: Dagster's default
+        executor=_executor(settings),
         assets=[orders, paid_orders, daily_revenue],
         jobs=[orders_job, daily_files_job, daily_job],
         schedules=[build_daily_schedule(settings, daily_job)],
@@ -53,6 +55,18 @@ def build_definitions(settings: Settings, clock: Clock = utc_now) -> Definitions
             "day_files": DailyFilesIOManager(url=settings.paid_orders_location),
         },
     )
+
+
+def _executor(settings: Settings):
+    if settings.executor != "celery":
+        return None
+    try:
+        from .celery_executor import build_celery_executor
+    except ImportError as exc:
+        raise SettingsError(
+            f"PIPELINE_EXECUTOR=celery needs the celery extra ({exc.name} is missing): "
+            "pip install 'pipeline_assets[celery]'") from None
+    return build_celery_executor(settings)
 
 
 defs = build_definitions(settings_module.from_env())

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from .core.broker import DEFAULT_BACKEND_URL, DEFAULT_BROKER_URL
 from .core.daily_files import is_url
 from .core.errors import PipelineError
 from .core.times import TimeValueError, parse_day, zone
@@ -19,7 +20,13 @@ DEFAULTS = {
     "PIPELINE_TIMEZONE": "UTC",
     "RECONCILE_DAYS": "7",
     "MAX_DELETE_SHARE": "0.5",
+    "PIPELINE_EXECUTOR": "default",
+    "CELERY_BROKER_URL": DEFAULT_BROKER_URL,
+    "CELERY_BACKEND_URL": DEFAULT_BACKEND_URL,
 }
+# default: Dagster's own (each step a process of the run's machine); celery: each step a
+# task on the Celery broker, run by the workers of deploy/celery-worker.sh
+EXECUTORS = ("default", "celery")
 
 
 class SettingsError(PipelineError):
@@ -49,6 +56,10 @@ class Settings:
     paid_orders_url: str = ""
     # a range load refuses to delete more than this share of the warehouse rows in its range
     max_delete_share: float = 0.5
+    # PIPELINE_EXECUTOR: "default" or "celery"; the broker and result backend of the latter
+    executor: str = "default"
+    celery_broker_url: str = DEFAULT_BROKER_URL
+    celery_backend_url: str = DEFAULT_BACKEND_URL
 
     @property
     def tz(self):
@@ -103,7 +114,19 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
         automation=_switch(env, "PIPELINE_AUTOMATION", default=True),
         reconcile_days=reconcile,
         max_delete_share=_share(env, "MAX_DELETE_SHARE"),
+        executor=_choice(env, "PIPELINE_EXECUTOR", EXECUTORS),
+        celery_broker_url=(env.get("CELERY_BROKER_URL") or "").strip()
+        or DEFAULTS["CELERY_BROKER_URL"],
+        celery_backend_url=(env.get("CELERY_BACKEND_URL") or "").strip()
+        or DEFAULTS["CELERY_BACKEND_URL"],
     )
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    raw = (env.get(name) or DEFAULTS[name]).strip().lower()
+    if raw not in choices:
+        raise SettingsError(f"{name}={raw!r} must be one of: {', '.join(choices)}")
+    return raw
 
 
 def _parsed(parse, raw: str, name: str):

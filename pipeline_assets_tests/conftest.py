@@ -149,6 +149,19 @@ def engines(db_urls):
     warehouse.dispose()
 
 
+# --- the Celery broker ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def rabbit():
+    """A virtual host of this test's own on the local RabbitMQ, deleted after it."""
+    from .brokers import RabbitVhost
+
+    vhost = RabbitVhost()
+    yield vhost
+    vhost.delete()
+
+
 # --- the two stores of the day files -------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -190,6 +191,104 @@ def start_dagster_dev(root: Path, *, instance: str = QUIET_INSTANCE,
     return launch([str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port),
                    "-w", "workspace.yaml"], root, env, root / "dagster-dev.log", home, data,
                   port)
+
+
+@dataclass
+class Deployment:
+    """The production shape on one machine: a code server (``dagster api grpc``), the
+    webserver and the daemon, each a process in a session of its own, so the daemon can
+    be killed and started again while the others run. ``web`` is the webserver as a
+    :class:`DevServer` (GraphQL, :meth:`DevServer.wait`)."""
+
+    web: DevServer
+    code: subprocess.Popen
+    daemon: subprocess.Popen | None = None
+
+    @property
+    def sessions(self) -> set[int]:
+        """The session ids of the three servers (run workers are in the code server's)."""
+        return {p.pid for p in (self.web.proc, self.code, self.daemon) if p is not None}
+
+    def start_daemon(self) -> None:
+        with open(self.web.home.parent / "daemon.log", "ab") as out:
+            self.daemon = subprocess.Popen(
+                [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                cwd=self.web.home.parent, env=self.web.env, stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def kill_daemon(self) -> None:
+        """SIGKILL the daemon: sensors, schedule, queue, monitoring and retries stop."""
+        _end_group(self.daemon, signal.SIGKILL)
+
+
+def _end_group(proc: subprocess.Popen | None, sig: int, timeout: float = 30) -> None:
+    if proc is None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=timeout)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        _end_group(proc, signal.SIGKILL)
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group outlived its leader
+    except ProcessLookupError:
+        pass
+
+
+def start_deployment(root: Path, *, instance: str,
+                     drop: tuple[str, ...] = CALLERS_SETTINGS,
+                     settings: Mapping[str, str] | None = None) -> Deployment:
+    """A code server, the webserver and the daemon from ``root`` (home ``root/home`` with
+    ``instance``, data ``root/data``), on a workspace that reaches the code server over
+    gRPC, as a deployment runs them."""
+    home, data = root / "home", root / "data"
+    home.mkdir(exist_ok=True)
+    data.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text(instance)
+    env = clean_env(drop, DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data),
+                    **dict(settings or {}))
+    code_port, web_port = free_port(), free_port()
+    (root / "workspace.yaml").write_text(
+        "load_from:\n  - grpc_server:\n      host: 127.0.0.1\n"
+        f"      port: {code_port}\n      location_name: pipeline_assets\n")
+    with open(root / "code-server.log", "wb") as out:
+        code = subprocess.Popen(
+            [str(BIN / "dagster"), "api", "grpc", "-m", "pipeline_assets.definitions",
+             "-h", "127.0.0.1", "-p", str(code_port)],
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+    _wait_listening(code, code_port, root / "code-server.log")  # before anyone asks it
+    web = launch([str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(web_port),
+                  "-w", "workspace.yaml"], root, env, root / "webserver.log", home, data,
+                 web_port)
+    deployment = Deployment(web, code)
+    deployment.start_daemon()
+    return deployment
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _end_group(proc, signal.SIGKILL)
+                raise Timeout(f"the code server did not listen on {port}:\n"
+                              f"{log.read_text(errors='replace')[-3000:]}") from None
+            time.sleep(0.2)
+
+
+def stop_deployment(deployment: Deployment) -> None:
+    """Stop the daemon, the code server (its run workers with it) and the webserver;
+    then nothing with this DAGSTER_HOME may be left."""
+    _end_group(deployment.daemon, signal.SIGTERM)
+    _end_group(deployment.code, signal.SIGTERM)
+    stop(deployment.web)
 
 
 @contextmanager

@@ -18,14 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dagster import DagsterInstance
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import (
@@ -40,11 +38,8 @@ from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
-from pipeline_assets.definitions import build_definitions
-from pipeline_assets.settings import from_env
 
 from .devserver import (
-    BIN,
     CALLERS_SETTINGS,
     LAUNCH_BACKFILL,
     ROOT,
@@ -57,6 +52,16 @@ from .devserver import (
     start_dagster_dev,
 )
 from .stores import SECRET, all_files
+from .worlds import (
+    BACKFILL,
+    CALLERS,
+    DAILY,
+    demo_world,
+    execute_job,
+    in_process,
+    psycopg2_url,
+    warehouse_tables,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3,
               pytest.mark.xdist_group("devserver")]
@@ -65,13 +70,6 @@ JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)
 # touches two consecutive days and the refresh sensor rebuilds them in one run (runs
 # wait for the pool one after the other; each starts its step processes: keep them few)
 TOUCHED = ["2026-01-20", "2026-01-21"]
-
-
-def psycopg2_url(url: str) -> str:
-    """The same database for dagster-postgres, which needs psycopg2 (a bare postgresql://
-    means psycopg 3 to SQLAlchemy 2.1, and dagster-postgres's NOTIFY fails under it)."""
-    return sa.engine.make_url(url).set(drivername="postgresql+psycopg2").render_as_string(
-        hide_password=False)
 
 
 def source_rows(source) -> list[tuple]:
@@ -200,72 +198,24 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
 # --- the multiprocess executor gives what in-process execution gives -----------------------
 
 
-def _world(root: Path, paid_orders_url: str | None = None) -> dict[str, str]:
-    """A demo source with a late and a moved order, and a SQLite warehouse, under ``root``."""
-    data = root / "data"
-    data.mkdir(parents=True)
-    env = {"PIPELINE_DATA_DIR": str(data), "PIPELINE_AUTOMATION": "off"}
-    if paid_orders_url:
-        env["PAID_ORDERS_URL"] = paid_orders_url
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
-    demo.init(source)
-    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
-    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
-    source.dispose()
-    return env
-
-
-def _warehouse_tables(data: Path) -> dict[str, list[tuple]]:
-    engine = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
-    try:
-        with engine.connect() as conn:
-            return {query: [tuple(r) for r in conn.execute(sa.text(query))] for query in (
-                "SELECT * FROM orders ORDER BY order_id",
-                "SELECT * FROM daily_revenue ORDER BY day",
-                "SELECT name, value FROM pipeline_watermark ORDER BY name")}
-    finally:
-        engine.dispose()
-
-
-RANGE_TAGS = {"dagster/asset_partition_range_start": "2026-01-01",
-              "dagster/asset_partition_range_end": "2026-01-26"}
-
-
 def test_the_multiprocess_executor_gives_the_same_files_and_warehouse(tmp_path, bucket):
     """The daily job (load, then the day's file and total) and a range backfill, run once
     in process and once with each step in its own process (the real ``dagster job
     execute``, files in the bucket): the same bytes in every day file, the same
     warehouse tables."""
-    in_process = _world(tmp_path / "in_process")
-    defs = build_definitions(from_env(in_process))
-    with DagsterInstance.ephemeral() as instance:
-        assert defs.resolve_job_def("daily_job").execute_in_process(
-            instance=instance, partition_key="2026-01-25").success
-        assert defs.resolve_job_def("daily_files_job").execute_in_process(
-            instance=instance, tags=RANGE_TAGS).success
+    files, tables = in_process(tmp_path / "in_process")
 
     url = f"{bucket}/paid_orders"
-    separate = _world(tmp_path / "separate", url)
+    data = tmp_path / "separate" / "data"
     (tmp_path / "home").mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                  "PAID_ORDERS"))}
-    env |= separate | {"DAGSTER_HOME": str(tmp_path / "home")}
-    for job, tags in (("daily_job", {"dagster/partition": "2026-01-25"}),
-                      ("daily_files_job", RANGE_TAGS)):
-        done = subprocess.run(
-            [str(BIN / "dagster"), "job", "execute", "-m", "pipeline_assets.definitions",
-             "-j", job, "--tags", json.dumps(tags)],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+    env = {key: value for key, value in os.environ.items() if not key.startswith(CALLERS)}
+    env |= demo_world(data, paid_orders_url=url) | {"DAGSTER_HOME": str(tmp_path / "home")}
+    for job, tags in (DAILY, BACKFILL):
+        done = execute_job(job, tags, env, tmp_path)
         assert "Executing steps using multiprocess executor" in done.stderr
         assert 'Launching subprocess for "paid_orders"' in done.stderr
 
-    local = all_files(tmp_path / "in_process" / "data" / "paid_orders")
     remote = all_files(open_store(url).path())
-    days = sorted(name for name in local if name.startswith("2026-"))
-    assert len(days) == 26
-    assert sorted(name for name in remote if name.startswith("2026-")) == days
-    assert {name: remote[name] for name in days} == {name: local[name] for name in days}
-    assert _warehouse_tables(tmp_path / "separate" / "data") == \
-        _warehouse_tables(tmp_path / "in_process" / "data")
+    assert len(files) == 26
+    assert {name: data for name, data in remote.items() if name.startswith("2026-")} == files
+    assert warehouse_tables(f"sqlite:///{data / 'warehouse.db'}") == tables

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -42,7 +43,8 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFil
 from pipeline_assets.core.daily_files import DayFilesError, UncommittedDayError, read_committed_day
 
 from . import app_writer
-from .devserver import BIN, ROOT, DevServer, location_loaded, start_dagster_dev, stop
+from .devserver import BIN, ROOT, location_loaded, start_dagster_dev, stop
+from .stores import all_files
 from .support import database_urls
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("devserver")]
@@ -85,17 +87,18 @@ def expected_days(source_rows: dict, first: date, last: date) -> dict[str, list]
     return days
 
 
-def file_rows(folder: Path, day: str) -> list | None:
+def file_rows(data: bytes | None) -> list | None:
     try:
-        rows = json.loads((folder / f"{day}.json").read_text())
-    except (OSError, ValueError):
+        rows = json.loads(data)
+    except (TypeError, ValueError):
         return None
     return [(row["order_id"], Decimal(row["amount"])) for row in rows]
 
 
-def differences(source: sa.Engine, warehouse: sa.Engine, folder: Path, first: date,
+def differences(source: sa.Engine, warehouse: sa.Engine, folder, first: date,
                 last: date) -> list[str]:
-    """What still differs; empty once the pipeline has converged."""
+    """What still differs; empty once the pipeline has converged. ``folder`` is the
+    ``paid_orders`` folder: a local ``Path`` or a bucket's ``UPath``."""
     src = table(source)
     out = []
     wh = table(warehouse)
@@ -105,16 +108,16 @@ def differences(source: sa.Engine, warehouse: sa.Engine, folder: Path, first: da
         out.append(f"warehouse: {len(missing)} missing {missing[:5]}, {len(stale)} stale "
                    f"{stale[:5]}")
     want = expected_days(src, first, last)
-    on_disk = {p.name[:-5] for p in folder.iterdir() if DAY_FILE.fullmatch(p.name)} \
-        if folder.exists() else set()
-    for day in sorted(set(want) | on_disk):
-        got = file_rows(folder, day)
+    stored = {name[:-5]: data for name, data in all_files(folder).items()
+              if DAY_FILE.fullmatch(name)}
+    for day in sorted(set(want) | set(stored)):
+        got = file_rows(stored.get(day))
         if got != want.get(day, []):
             out.append(f"{day}.json: {'missing' if got is None else f'{len(got)} rows'}, "
                        f"source has {len(want.get(day, []))} paid")
             continue
         try:
-            read_committed_day(folder, day)
+            read_committed_day(str(folder), day)
         except (UncommittedDayError, DayFilesError) as exc:
             out.append(f"{day}: not committed ({str(exc).splitlines()[0][:80]})")
     return out
@@ -129,12 +132,13 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-def killable(server: DevServer, pid: int | None) -> bool:
-    """A live run or step worker of this dagster dev: never one of its servers."""
-    if not pid or pid == server.proc.pid:
+def killable(sessions: set[int], pid: int | None) -> bool:
+    """A live run or step worker in one of ``sessions`` (those of the servers that launch
+    runs): never one of the servers themselves."""
+    if not pid or pid in sessions:
         return False
     try:
-        if os.getsid(pid) != server.proc.pid:
+        if os.getsid(pid) not in sessions:
             return False
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
@@ -157,7 +161,7 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def workers(instance: DagsterInstance, server: DevServer, runs) -> list[tuple]:
+def workers(instance: DagsterInstance, sessions: set[int], runs) -> list[tuple]:
     """(pid, role, run id, job) of the workers of ``runs``: the run worker is the process
     that reported RUN_START; the step workers are its child processes that run a step
     (from their start, not only once the step has reported STEP_START)."""
@@ -169,7 +173,7 @@ def workers(instance: DagsterInstance, server: DevServer, runs) -> list[tuple]:
             found.append((pid, "run worker", run.run_id, run.job_name))
             found += [(child, "step worker", run.run_id, run.job_name)
                       for child in children(pid) if "spawn_main" in cmdline(child)]
-    return [w for w in found if killable(server, w[0])]
+    return [w for w in found if killable(sessions, w[0])]
 
 
 def pick(rng: random.Random, found: list[tuple]) -> tuple:
@@ -185,6 +189,39 @@ def kill(worker: tuple, kills: list) -> None:
     except ProcessLookupError:
         return
     kills.append((time.monotonic(), *worker))
+
+
+def load_killer(instance: DagsterInstance, sessions: set[int], rng: random.Random,
+                kills: list, stopped_at: datetime) -> Callable[[], bool]:
+    """A probe that kills every live load it sees, and is true once it has killed one
+    created after ``stopped_at`` (the app's last write): that load reads every write, and
+    no later change will show, the trap of a cursor that advances on request. Half the
+    time the whole run dies (a preempted pod: run worker and step workers at once), half
+    the time only its step worker (an OOM kill), once it has one (if it gets one within
+    5 s; a run whose steps run on Celery workers has none)."""
+    first_seen: dict[str, tuple[float, bool]] = {}  # run id -> (seen at, whole run)
+
+    def kill_loads() -> bool:
+        loads = instance.get_run_records(RunsFilter(job_name="orders_job", statuses=LIVE))
+        for record in loads:
+            found = workers(instance, sessions, [record])
+            if not found:
+                continue
+            run_id = record.dagster_run.run_id
+            seen, whole = first_seen.setdefault(run_id, (time.monotonic(), rng.random() < 0.5))
+            steps = [w for w in found if w[1] == "step worker"]
+            if whole:
+                for worker in found:
+                    kill(worker, kills)
+            elif steps or time.monotonic() - seen >= 5:
+                kill(rng.choice(steps or found), kills)
+            else:
+                continue
+            if record.create_timestamp >= stopped_at + timedelta(seconds=1):
+                return True
+        return False
+
+    return kill_loads
 
 
 # --- the scenario -----------------------------------------------------------------------
@@ -239,7 +276,7 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
             time.sleep(0.2)
             if time.monotonic() < next_kill:
                 continue
-            candidates = workers(instance, server,
+            candidates = workers(instance, {server.proc.pid},
                                  instance.get_run_records(RunsFilter(statuses=LIVE)))
             if candidates:
                 kill(pick(rng, candidates), kills)
@@ -251,35 +288,9 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
         stopped_at = datetime.now(UTC)
 
         # every load from now on is killed, until one that was created after the app
-        # stopped (so it reads every write, and no later change will show) has died too:
-        # the trap of a cursor that advances on request. Half the time the whole run dies
-        # (a preempted pod: run worker and step workers at once), half the time only its
-        # step worker (an OOM kill), once it has one (if it gets one within 5 s)
-        first_seen: dict[str, tuple[float, bool]] = {}  # run id -> (seen at, whole run)
-
-        def kill_loads() -> bool:
-            loads = instance.get_run_records(RunsFilter(job_name="orders_job",
-                                                        statuses=LIVE))
-            for record in loads:
-                found = workers(instance, server, [record])
-                if not found:
-                    continue
-                run_id = record.dagster_run.run_id
-                seen, whole = first_seen.setdefault(run_id,
-                                                    (time.monotonic(), rng.random() < 0.5))
-                steps = [w for w in found if w[1] == "step worker"]
-                if whole:
-                    for worker in found:
-                        kill(worker, kills)
-                elif steps or time.monotonic() - seen >= 5:
-                    kill(rng.choice(steps or found), kills)
-                else:
-                    continue
-                if record.create_timestamp >= stopped_at + timedelta(seconds=1):
-                    return True
-            return False
-
-        server.wait("a load created after the app stopped, killed", kill_loads, 180,
+        # stopped has died too (see load_killer)
+        server.wait("a load created after the app stopped, killed",
+                    load_killer(instance, {server.proc.pid}, rng, kills, stopped_at), 180,
                     every=0.1, no_failed_runs=False)
         last_kill = kills[-1][0]
 
@@ -354,3 +365,210 @@ def assert_never_two_loads_at_once(records) -> None:
                    and r.start_time is not None and r.end_time is not None)
     for (_, end, first), (start, _, second) in zip(loads, loads[1:], strict=False):
         assert start >= end, f"loads {first} and {second} ran at the same time"
+
+
+# --- the same scenario with every step on Celery workers ---------------------------------
+
+# A worker dies whole (its pool with it, as a machine lost) in the middle of the first
+# load's step, with the load's transaction open, and in the middle of the first file
+# writer's step, with every day object of its run in the bucket and no manifest yet.
+WORKER_CRASHES = ("load_after_merge", "files_before_manifest")
+
+
+@pytest.mark.postgres
+@pytest.mark.s3
+@pytest.mark.celery
+def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabbit,
+                                                monkeypatch, record_property):
+    """The production stack of docs/deployment.md on one machine: a code server, the
+    webserver and the daemon as processes of their own, the instance of
+    ``deploy/dagster.yaml`` on PostgreSQL (run retries on), source and warehouse on
+    PostgreSQL, the day files in the bucket, every step a task on RabbitMQ run by two
+    workers of ``deploy/celery-worker.sh``. While the app writes, a worker dies in the
+    middle of a load and another in the middle of a file writer (each started again
+    two seconds later), and the daemon is SIGKILLed once and started again; then every
+    load is killed until one that reads every write has died. With nothing done by hand
+    the warehouse and every day file in the bucket converge to the source, ``verify``
+    agrees, and a range backfill launched as the UI does runs on the workers too."""
+    from upath import UPath
+
+    from .brokers import CeleryWorker
+    from .devserver import (
+        CALLERS_SETTINGS,
+        LAUNCH_BACKFILL,
+        backfill_runs_done,
+        start_deployment,
+        stop_deployment,
+    )
+    from .worlds import psycopg2_url
+
+    rng = random.Random(SEED)
+    today = datetime.now(UTC).date()
+    sim_start = datetime.combine(today - timedelta(days=11), datetime.min.time(), UTC)
+    first_day, last_day = (sim_start - timedelta(days=3)).date(), today - timedelta(days=1)
+    urls = {"source": postgres.url("source"), "warehouse": postgres.url("warehouse"),
+            "instance": psycopg2_url(postgres.url("instance"))}
+    source = app_writer.engine_for(urls["source"])
+    warehouse = sa.create_engine(urls["warehouse"])
+    app_writer.create_table(source)
+    app_writer.seed_orders(source, rng, sim_start - timedelta(days=2), 40)
+    folder = f"{bucket}/paid_orders"
+    production = (ROOT / "deploy" / "dagster.yaml").read_text()
+    monkeypatch.setenv("DAGSTER_POSTGRES_URL", urls["instance"])  # this test's instance
+
+    deployment = start_deployment(
+        tmp_path, instance=production,
+        drop=CALLERS_SETTINGS + ("PAID_ORDERS", "DAGSTER_", "CELERY_"),
+        settings={"SOURCE_DATABASE_URL": urls["source"],
+                  "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+                  "PARTITIONS_START_DATE": first_day.isoformat(),
+                  "PAID_ORDERS_URL": folder, "DAGSTER_POSTGRES_URL": urls["instance"],
+                  "PIPELINE_EXECUTOR": "celery", "CELERY_BROKER_URL": rabbit.url})
+    server = deployment.web
+    pool = []
+    for n in (1, 2):  # each worker: a home and a data folder of its own, no shared disk
+        home = tmp_path / f"worker{n}" / "home"
+        home.mkdir(parents=True)
+        (home / "dagster.yaml").write_text(production)
+        pool.append(CeleryWorker(f"w{n}", server.env | {
+            "DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(home.parent / "data"),
+            "PIPELINE_CRASH_AT": ",".join(WORKER_CRASHES), "PIPELINE_CRASH_MODE": "group",
+            "PIPELINE_CRASH_ONCE_FILE": str(tmp_path / "crashed")},
+            tmp_path / f"worker{n}.log"))
+    instance = None
+    kills: list[tuple] = []
+    try:
+        for worker in pool:
+            worker.start()
+        for worker in pool:
+            worker.wait_ready()
+        server.wait("code location loaded", lambda: location_loaded(server), 120,
+                    no_failed_runs=False)
+        instance = DagsterInstance.from_config(str(deployment.web.home))
+
+        app = subprocess.Popen(
+            [sys.executable, str(Path(app_writer.__file__)), urls["source"],
+             "--seed", str(SEED), "--seconds", str(WRITE_SECONDS),
+             "--sim-start", sim_start.isoformat(), "--sim-days", "9"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started = time.monotonic()
+        daemon_kill_at = started + rng.uniform(12, 24)
+        daemon_back_at = None
+        restart_at: dict[str, float] = {}
+        while app.poll() is None:
+            time.sleep(0.2)
+            now = time.monotonic()
+            for worker in pool:  # a dead worker comes back two seconds later
+                if not worker.alive and worker.name not in restart_at:
+                    kills.append((now, worker.proc.pid, "celery worker", "-", worker.name))
+                    restart_at[worker.name] = now + 2
+                elif worker.name in restart_at and now >= restart_at[worker.name]:
+                    del restart_at[worker.name]
+                    worker.start()
+            if daemon_kill_at and now >= daemon_kill_at:
+                deployment.kill_daemon()
+                kills.append((now, deployment.daemon.pid, "daemon", "-", "daemon"))
+                daemon_kill_at, daemon_back_at = None, now + rng.uniform(3, 8)
+            elif daemon_back_at and now >= daemon_back_at:
+                deployment.start_daemon()
+                daemon_back_at = None
+        out, err = app.communicate(timeout=30)
+        assert app.returncode == 0, err
+        written = json.loads(out.strip().splitlines()[-1])
+        app_stopped = time.monotonic()
+        stopped_at = datetime.now(UTC)
+        if daemon_back_at:
+            deployment.start_daemon()
+        for name in list(restart_at):
+            next(w for w in pool if w.name == name).start()
+        for worker in pool:
+            worker.wait_ready()
+        fired = sorted(p.name for p in tmp_path.glob("crashed.*"))
+        assert fired == [f"crashed.{point}" for point in sorted(WORKER_CRASHES)], \
+            f"no worker died at each point: {fired}\n{timeline(instance.get_run_records())}"
+        assert sum(k[2] == "celery worker" for k in kills) == 2, kills
+
+        server.wait("a load created after the app stopped, killed",
+                    load_killer(instance, deployment.sessions, rng, kills, stopped_at), 180,
+                    every=0.1, no_failed_runs=False)
+        last_kill = kills[-1][0]
+
+        store = UPath(folder, use_listings_cache=False)
+        left: list[str] = []
+
+        def converged() -> bool:
+            nonlocal left
+            left = differences(source, warehouse, store, first_day, last_day)
+            return not left
+
+        try:
+            server.wait("the warehouse and every day object equal to the source",
+                        converged, CONVERGE_DEADLINE, every=1, no_failed_runs=False)
+        except AssertionError as exc:
+            raise AssertionError(f"not converged: {left[:10]}\nruns:\n"
+                                 f"{timeline(instance.get_run_records())}\n{exc}") from None
+        healed = time.monotonic() - last_kill
+
+        verified = subprocess.run([str(BIN / "pipeline-assets"), "verify", "--require-all"],
+                                  env=server.env, capture_output=True, text=True,
+                                  timeout=120)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+
+        # a step lost with its worker went back to the broker and finished on a worker
+        records = instance.get_run_records()
+        assert any(redelivered(instance, r.dagster_run.run_id) for r in records)
+        # a range backfill launched as the UI does: one run, its steps on the workers
+        days = [(first_day + timedelta(days=n)).isoformat()
+                for n in range((last_day - first_day).days + 1)]
+        launched = server.graphql(LAUNCH_BACKFILL, {"params": {
+            "assetSelection": [{"path": ["paid_orders"]}, {"path": ["daily_revenue"]}],
+            "partitionNames": days}})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        server.wait("the backfill's run done",
+                    lambda: backfill_runs_done(server, launched["backfillId"]), 300,
+                    every=1, no_failed_runs=False)
+        backfill = [r for r in instance.get_run_records(RunsFilter(
+            tags={"dagster/backfill": launched["backfillId"]}))]
+        assert len(backfill) == 1
+        assert any("Submitting celery task" in (e.user_message or "")
+                   for e in instance.all_logs(backfill[0].dagster_run.run_id))
+        assert differences(source, warehouse, store, first_day, last_day) == []
+
+        records = instance.get_run_records()
+        failed = sum(r.dagster_run.status != DagsterRunStatus.SUCCESS for r in records)
+        retried = sum("dagster/retry_number" in r.dagster_run.tags for r in records)
+        roles = sorted({k[2] for k in kills})
+        killed = ", ".join(f"{role} x{sum(k[2] == role for k in kills)}" for role in roles)
+        message = (f"heal seed={SEED} celery (postgresql, bucket, retries on): "
+                   f"{len(kills)} kills ({killed}), {failed} of {len(records)} runs not "
+                   f"successful, {retried} Dagster retries; app wrote {written}; converged "
+                   f"{healed:.1f} s after the last kill ({last_kill - app_stopped:.1f} s "
+                   f"after the app stopped)")
+        print(f"\n{message}\n{timeline(records)}")
+        record_property("converged_after_last_kill_seconds", round(healed, 1))
+        assert_never_two_loads_at_once(records)
+    finally:
+        try:
+            for worker in pool:
+                worker.stop()
+            stop_deployment(deployment)
+        finally:
+            if instance is not None:
+                instance.dispose()
+            source.dispose()
+            warehouse.dispose()
+
+
+def redelivered(instance: DagsterInstance, run_id: str) -> bool:
+    """Whether a step of the run started in one worker process, was lost with it, and
+    succeeded after starting again in another (the broker gave it back)."""
+    started: dict[str, set[int]] = {}
+    succeeded = set()
+    for entry in instance.all_logs(run_id, of_type={DagsterEventType.STEP_START,
+                                                    DagsterEventType.STEP_SUCCESS}):
+        event = entry.dagster_event
+        if event.event_type == DagsterEventType.STEP_START:
+            started.setdefault(event.step_key, set()).add(event.pid)
+        else:
+            succeeded.add(event.step_key)
+    return any(len(pids) > 1 and step in succeeded for step, pids in started.items())

@@ -1,9 +1,13 @@
 """Named crash points, to prove that a crash at any step loses and doubles nothing.
 
-Off unless ``PIPELINE_CRASH_AT`` names a point (read here and nowhere else). Then the
-process dies there with SIGKILL, as a killed pod would, or raises :class:`SimulatedCrash`
-with ``PIPELINE_CRASH_MODE=raise``. With ``PIPELINE_CRASH_ONCE_FILE=<path>`` it crashes
-only while that file does not exist, and creates it, so the retry runs through.
+Off unless ``PIPELINE_CRASH_AT`` names a point, or several separated by commas (read
+here and nowhere else). Then the process dies there with SIGKILL, as a killed pod would;
+with ``PIPELINE_CRASH_MODE=raise`` it raises :class:`SimulatedCrash` instead, and with
+``PIPELINE_CRASH_MODE=group`` its whole process group dies with it (a Celery worker and
+its pool, as a machine lost in the middle of a step). With
+``PIPELINE_CRASH_ONCE_FILE=<path>`` each point crashes only while its marker does not
+exist — ``<path>`` itself for a single point, ``<path>.<point>`` for each of several —
+and creates it first (one process wins the marker), so the retry runs through.
 """
 
 from __future__ import annotations
@@ -36,15 +40,21 @@ class SimulatedCrash(RuntimeError):
 
 def crash_point(name: str) -> None:
     """Die here if the environment asks for it; one dict lookup otherwise."""
-    if os.environ.get("PIPELINE_CRASH_AT") != name:
+    wanted = os.environ.get("PIPELINE_CRASH_AT")
+    if not wanted or name not in wanted.split(","):
         return
     once = os.environ.get("PIPELINE_CRASH_ONCE_FILE")
     if once:
-        marker = Path(once)
-        if marker.exists():
+        marker = Path(once) if wanted == name else Path(f"{once}.{name}")
+        try:
+            with open(marker, "x") as handle:  # exclusive: one crash per marker
+                handle.write(name)
+        except FileExistsError:
             return
-        marker.write_text(name)
-    if os.environ.get("PIPELINE_CRASH_MODE") == "raise":
+    mode = os.environ.get("PIPELINE_CRASH_MODE")
+    if mode == "raise":
         raise SimulatedCrash(f"simulated crash at {name}")
+    if mode == "group":
+        os.killpg(os.getpgrp(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
 
