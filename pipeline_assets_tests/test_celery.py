@@ -247,9 +247,10 @@ def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_
                 120, no_failed_runs=False)[0].dagster_run.run_id
             redis.stop()
             stopped = time.monotonic()
-            failed = server.wait("that load failed", lambda: instance.get_run_by_id(
+            server.wait("that load failed", lambda: instance.get_run_by_id(
                 queued).status == DagsterRunStatus.FAILURE, 120, no_failed_runs=False)
-            assert failed and time.monotonic() - stopped < 60
+            waited = time.monotonic() - stopped
+            assert waited < 60  # a bound, not a speed: never minutes of silent retries
             # while the broker is down, the sensor asks again: those loads fail at once
             server.wait("a load launched while the broker was down, failed", lambda: [
                 r for r in _loads(instance, DagsterRunStatus.FAILURE)
@@ -264,6 +265,7 @@ def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_
                 [r.end_time - r.start_time for r in fast]
 
             # the broker and a worker back: nothing done by hand from here
+            back = time.monotonic()
             redis.start()
             worker.start()
             worker.wait_ready()
@@ -274,6 +276,12 @@ def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_
                 240, no_failed_runs=False)
             assert _loads(instance, DagsterRunStatus.SUCCESS)[0].end_time > \
                 max(r.end_time for r in failures)
+            first_line = _run_text(instance, queued).split("the Celery broker", 1)[1]
+            print(f"\nbroker down: the waiting load failed {waited:.1f} s after the broker "
+                  f"stopped; {len(fast)} load(s) launched meanwhile failed in "
+                  f"{', '.join(f'{r.end_time - r.start_time:.1f}' for r in fast)} s; "
+                  f"converged {time.monotonic() - back:.1f} s after the broker came back."
+                  f"\nthe message: the Celery broker{first_line.splitlines()[0]}")
             warehouse.dispose()
         for log in (server.log, worker.log, tmp_path / "redis" / "redis.log"):
             assert SECRET not in log.read_text(errors="replace"), log
