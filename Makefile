@@ -33,7 +33,7 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 # dagster dev tests form one group (xdist_group "devserver"), run one at a time.
 TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The fast loop while changing the code: lint, then every test that needs no server, no
 # subprocess and no browser (a few minutes on 2 cores). `make test` is the whole suite.

@@ -45,13 +45,15 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import workdir_for  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.daily_files import (  # noqa: E402
@@ -265,11 +267,7 @@ def main(argv=None) -> int:
     days, per_day, with_cli = args.days, args.paid_per_day, not args.no_cli
     if args.quick:
         days, per_day, with_cli = 10, 50, False
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix="bench_backfill_", dir=args.workdir))
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="bench_backfill_"))
+    workdir = workdir_for(args, "bench_backfill_")
     data_dir = workdir / "data"
     data_dir.mkdir()
     server, url = None, None

@@ -41,7 +41,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -57,6 +56,7 @@ from common import (  # noqa: E402
     build_source,
     change_some,
     postgres_url,
+    workdir_for,
 )
 
 from pipeline_assets.core import demo  # noqa: E402
@@ -424,11 +424,7 @@ def main(argv=None) -> int:
     args.postgres = postgres_url(args)
     n, small, repeat = (2_000, 500, 1) if args.quick else (args.orders, args.small,
                                                            args.repeat)
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix="bench_load_", dir=args.workdir))
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="bench_load_"))
+    workdir = workdir_for(args, "bench_load_")
     print(f"bench_load: {n:,} orders, workdir {workdir}, python {sys.version.split()[0]}, "
           f"sqlite {sqlite3.sqlite_version}, sqlalchemy {sa.__version__}, "
           f"{os.cpu_count()} cpu", flush=True)

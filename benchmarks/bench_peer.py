@@ -33,7 +33,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -51,6 +50,7 @@ from common import (  # noqa: E402
     dagster_home,
     materialize,
     postgres_url,
+    workdir_for,
 )
 
 from pipeline_assets.core.db import make_engine  # noqa: E402
@@ -162,11 +162,7 @@ def main(argv=None) -> int:
         return 0
     os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
     n = 5_000 if args.quick else args.orders
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="bench_peer_", dir=args.workdir))
-    else:
-        folder = Path(tempfile.mkdtemp(prefix="bench_peer_"))
+    folder = workdir_for(args, "bench_peer_")
     os.environ.setdefault("DLT_DATA_DIR", str(folder / "dlt_data"))
     started = time.perf_counter()
     backend = backend_for(folder, postgres_url(args))

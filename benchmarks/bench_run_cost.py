@@ -32,7 +32,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +49,7 @@ from common import (  # noqa: E402
     dagster_home,
     materialize,
     postgres_url,
+    workdir_for,
 )
 
 from pipeline_assets.core.db import make_engine, redact  # noqa: E402
@@ -150,11 +150,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sizes = [2_000] if args.quick else [int(x) for x in args.orders.split(",")]
     runs = 1 if args.quick else args.runs
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="bench_run_cost_", dir=args.workdir))
-    else:
-        folder = Path(tempfile.mkdtemp(prefix="bench_run_cost_"))
+    folder = workdir_for(args, "bench_run_cost_")
     started = time.perf_counter()
     backend = backend_for(folder, postgres_url(args))
     try:

@@ -10,6 +10,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from datetime import timedelta
@@ -192,6 +193,15 @@ def materialize(env: dict, cwd: Path, *target: str) -> float:
 OURS = ("-m", "pipeline_assets.definitions", "--select", "orders")
 TRIVIAL = ("-f", str(HERE / "trivial_location.py"), "--select", "trivial")
 TRIVIAL_SEPARATE = ("-f", str(HERE / "trivial_location.py"), "--select", "trivial_separate")
+
+
+def workdir_for(args, prefix: str) -> Path:
+    """A new folder for one run of a benchmark: under ``--workdir`` (kept), or a temporary
+    one (the caller removes it unless ``--workdir`` was given)."""
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=args.workdir))
+    return Path(tempfile.mkdtemp(prefix=prefix))
 
 
 def dagster_home(folder: Path) -> Path:
