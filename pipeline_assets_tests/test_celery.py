@@ -84,12 +84,11 @@ def test_pipeline_executor_gives_every_job_its_executor(tmp_path):
         from_env(base | {"PIPELINE_EXECUTOR": "k8s"})
 
 
-@pytest.mark.parametrize("url", [
-    f"redis://:{SECRET}@127.0.0.1:{{port}}/0",
-    f"pyamqp://guest:{SECRET}@127.0.0.1:{{port}}//",
-])
-def test_an_unreachable_broker_is_named_without_its_password_within_seconds(url):
-    url = url.format(port=free_port())  # nothing listens there
+@pytest.mark.parametrize("template", ["redis://:{secret}@127.0.0.1:{port}/0",
+                                      "pyamqp://guest:{secret}@127.0.0.1:{port}//"],
+                         ids=["redis", "rabbitmq"])
+def test_an_unreachable_broker_is_named_without_its_password_within_seconds(template):
+    url = template.format(secret=SECRET, port=free_port())  # nothing listens there
     started = time.monotonic()
     with pytest.raises(broker.BrokerUnreachable) as caught:
         broker.check_reachable(url)
