@@ -158,8 +158,8 @@ def main(argv=None) -> int:
 
         print(f"\nwhole `dagster asset materialize` (median of {runs}); ratio: Celery / "
               "default executor of the same case")
-        header = (f"{'case':<40} | {'default s':>9} | {'celery s':>9} | {'ratio':>6} | "
-                  "runs: default / celery")
+        header = (f"{'case':<40} | {'default seconds':>15} | {'celery seconds':>14} | "
+                  f"{'ratio':>6} | runs: default / celery")
         print(header)
         print("-" * len(header))
         for name, _target, _change in cases:
@@ -167,11 +167,11 @@ def main(argv=None) -> int:
             over = statistics.median(times[(name, "celery")])
             runs_text = " / ".join(" ".join(f"{t:.1f}" for t in times[(name, executor)])
                                    for executor in ("default", "celery"))
-            print(f"{name:<40} | {base:>9.2f} | {over:>9.2f} | {over / base:>5.2f}x | "
+            print(f"{name:<40} | {base:>15.2f} | {over:>14.2f} | {over / base:>5.2f}x | "
                   f"{runs_text}")
         floor = times[("trivial asset + check", "default")]
         print(f"{'trivial asset + check (Dagster floor)':<40} | "
-              f"{statistics.median(floor):>9.2f} | {'':>9} | {1:>5.2f}x | "
+              f"{statistics.median(floor):>15.2f} | {'':>14} | {1:>5.2f}x | "
               f"{' '.join(f'{t:.1f}' for t in floor)}")
         print(f"\n{steps} step(s) ran on the workers; the default executor ran each step "
               "in a subprocess of its run")
