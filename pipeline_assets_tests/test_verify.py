@@ -22,9 +22,12 @@ import subprocess
 import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from upath import UPath
 
 from pipeline_assets.cli import main
@@ -721,3 +724,49 @@ def test_a_reader_process_that_cannot_read_is_a_one_line_error(tmp_path):
     with pytest.raises(sqlite_reader.ReaderError) as err:
         list(sqlite_reader.read(str(tmp_path / "nothing.db"), ["SELECT 1"], 10))
     assert "\n" not in str(err.value) and str(err.value)
+
+
+# --- the day files' hashes, built by Arrow, equal the bytes the writer writes ---------------
+
+ZONES = ["UTC", "Europe/Berlin", "America/St_Johns", "Australia/Lord_Howe", "Asia/Kathmandu"]
+
+
+@given(st.data())
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_file_hashes_are_those_of_the_bytes_serialize_day_writes(tmp_path, data):
+    """``verify`` checks each committed file against a hash Arrow builds from the
+    warehouse in one scan; for any rows, zone and day it must be the sha256 of exactly the
+    bytes ``serialize_day`` writes from ``paid_orders_by_day``'s rows (the writer's own
+    path), and a day holding an amount the writer would refuse gets no hash at all."""
+    from pipeline_assets.core.daily_files import serialize_day, sha256_hex
+    from pipeline_assets.core.db import orders, prepare_warehouse
+    from pipeline_assets.core.verify.files import file_hashes
+
+    tz = zone(data.draw(st.sampled_from(ZONES), label="zone"))
+    moments = st.datetimes(min_value=datetime(1965, 1, 1), max_value=datetime(2040, 1, 1),
+                           timezones=st.just(UTC))
+    amounts = st.sampled_from(["40.00", "-5.5", "0", "12.30", "1e3"])
+    rows = data.draw(st.lists(st.tuples(st.sampled_from(["paid", "paid", "pending"]),
+                                        amounts, moments), min_size=0, max_size=60),
+                     label="rows")
+    warehouse = make_engine(f"sqlite:///{tmp_path / f'wh-{uuid4().hex}.db'}",
+                            role="warehouse")
+    try:
+        prepare_warehouse(warehouse)
+        with warehouse.begin() as conn:
+            for order_id, (status, amount, moment) in enumerate(rows, start=1):
+                conn.execute(orders.insert().values(
+                    order_id=order_id, status=status, amount=amount,
+                    updated_at=canonical(moment)))
+        days = sorted({m.astimezone(tz).date().isoformat() for _, _, m in rows}
+                      | {"2026-01-25"})  # a day without any order: "[]"
+        expected = {}
+        for day, day_rows in paid_orders_by_day(warehouse, days, tz).items():
+            if any(r["amount"] == "1e3" for r in day_rows):
+                continue  # serialize_day refuses it: no hash, the slow path words it
+            data_bytes = serialize_day(day, day_rows)
+            expected[day] = (len(day_rows), sha256_hex(data_bytes))
+        assert file_hashes(warehouse, tz, days) == expected
+    finally:
+        warehouse.dispose()

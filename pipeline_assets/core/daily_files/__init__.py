@@ -73,7 +73,7 @@ from .layout import (
     manifest_name,
     pointer_name,
 )
-from .serialize import ROW_FIELDS, serialize_day, sha256_hex
+from .serialize import ROW_FIELDS, DayFileHashes, serialize_day, sha256_hex
 from .state import (
     DayStatus,
     UncommittedDayError,
@@ -116,7 +116,8 @@ def pointer_path(folder: str | os.PathLike | Store, day: str) -> os.PathLike:
 __all__ = [
     "COMMITTED", "DAY_FILE_RE", "HEAD", "HEAD_NAME", "LOCK_NAME", "MANIFEST_RE", "NOT_BUILT",
     "POINTER_DIR", "ROW_FIELDS", "TEMP_SUFFIX", "UNCOMMITTED",
-    "DayFilesBatch", "DayFilesError", "DayStatus", "LocalStore", "ObjectStore", "Store",
+    "DayFileHashes", "DayFilesBatch", "DayFilesError", "DayStatus", "LocalStore",
+    "ObjectStore", "Store",
     "UncommittedDayError", "WrittenRun", "atomic_replace", "check_day", "day_file_path",
     "day_status", "describe_days", "folder_lock", "is_temp_name", "is_url", "known_days",
     "manifest_path", "open_store", "pointer_path", "read_committed_day", "read_committed_days",

@@ -20,7 +20,7 @@ Plain Python, no Dagster: the caller passes the engines, the folder, the time zo
 from ..commands import orders_range_command, rebuild_command, repair_commands
 from ..days import runs
 from .compare import DayCounts, compare_days, compare_orders, differing_days
-from .files import FILE_BATCH_DAYS, FileCheck, check_files
+from .files import FileCheck, check_files
 from .reconcile import verify
 from .report import (
     DIFFERS_FROM_SOURCE,
@@ -33,7 +33,7 @@ from .report import (
 from .sides import VerifyError
 
 __all__ = [
-    "DIFFERS_FROM_SOURCE", "FILE_BATCH_DAYS", "FILE_DIFFERS", "FILE_NOT_BUILT",
+    "DIFFERS_FROM_SOURCE", "FILE_DIFFERS", "FILE_NOT_BUILT",
     "FILE_UNCOMMITTED", "DayCounts", "FileCheck", "Problem", "VerifyError", "VerifyResult",
     "check_files", "compare_days", "compare_orders", "differing_days",
     "orders_range_command", "rebuild_command", "repair_commands", "runs",

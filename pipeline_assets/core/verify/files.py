@@ -2,32 +2,39 @@
 
 The statuses come from :func:`~pipeline_assets.core.daily_files.settled_statuses` (a
 writer is waited for instead of being called torn: under the shared lock on local disk,
-by polling the head, briefly, on an object store); the expected rows
-from :func:`~pipeline_assets.core.paid.paid_orders_by_day`, one range query per span of
-at most :data:`FILE_BATCH_DAYS` days, so memory stays bounded on a year of files.
+by polling the head, briefly, on an object store). What each file should hold is the
+sha256 of the bytes the warehouse's paid orders of its day would be written as
+(:class:`~pipeline_assets.core.daily_files.DayFileHashes`), computed in one ordered read
+of the warehouse over the days' ranges, streamed: a hash per day is all it keeps. Only a
+day whose hash differs is read again row by row
+(:func:`~pipeline_assets.core.paid.paid_orders_by_day`), to say how its file differs, or
+that only the byte layout of an older writer does.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, tzinfo
+from datetime import timedelta, tzinfo
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
 from ..daily_files import (
     COMMITTED,
+    DayFileHashes,
     DayStatus,
     Store,
     serialize_day,
     settled_statuses,
     sha256_hex,
 )
+from ..days import runs
 from ..paid import paid_orders_by_day
+from ..times import EPOCH, day_start, parse_day
+from .sides import warehouse_rows
 
-FILE_BATCH_DAYS = 31  # days per paid_orders_by_day query when comparing files
 # object stores: how long a day is re-checked while the head says a run is writing (a
 # run killed mid-write leaves it so until the next run: verify does not wait long)
 WRITER_WAIT_SECONDS = 5.0
@@ -50,36 +57,39 @@ class FileCheck:
                 "warehouse_paid": self.warehouse_paid, "detail": self.detail}
 
 
-def _batches(days: Sequence[str], span: int = FILE_BATCH_DAYS) -> Iterator[list[str]]:
-    """Sorted days cut so that each batch covers at most ``span`` calendar days."""
-    batch: list[str] = []
-    for day in sorted(days):
-        if batch and (date.fromisoformat(day) - date.fromisoformat(batch[0])).days >= span:
-            yield batch
-            batch = []
-        batch.append(day)
-    if batch:
-        yield batch
-
-
 def check_files(folder: str | Path | Store, warehouse: Engine | None, tz: tzinfo,
                 days: Sequence[str], warehouse_paid: dict[str, int]) -> list[FileCheck]:
     """Status of each day file in ``days``, and for committed ones: rows == warehouse rows?"""
     statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
-    committed = [s for s in statuses if s.state == COMMITTED]
-    expected: dict[str, list[dict]] = {}
-    if warehouse is not None:
-        for batch in _batches([s.day for s in committed]):
-            expected.update(paid_orders_by_day(warehouse, batch, tz))
+    committed = [s.day for s in statuses if s.state == COMMITTED]
+    hashes = file_hashes(warehouse, tz, committed) if warehouse is not None else {}
     out = []
     for status in statuses:
         paid = warehouse_paid.get(status.day, 0)
         if status.state != COMMITTED:
             out.append(FileCheck(status.day, status.state, None, None, paid, status.reason))
             continue
-        rows = expected.get(status.day, [])
-        out.append(_compare_file(status, rows, paid))
+        rows, sha = hashes.get(status.day, (None, None))
+        if sha == status.sha256:
+            out.append(FileCheck(status.day, status.state, True, rows, paid))
+            continue
+        expected = [] if warehouse is None else \
+            paid_orders_by_day(warehouse, [status.day], tz)[status.day]
+        out.append(_compare_file(status, expected, paid))
     return out
+
+
+def file_hashes(warehouse: Engine, tz: tzinfo, days: Sequence[str]
+                ) -> dict[str, tuple[int, str]]:
+    """``{day: (paid rows, sha256 of its file's bytes)}`` from the warehouse, for ``days``
+    (a day it cannot vouch for is left out), in one ordered read of their ranges."""
+    numbers = {(parse_day(day) - EPOCH).days: day for day in days}
+    hashes = DayFileHashes(numbers, tz)
+    spans = [(day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(1), tz))
+             for first, last in runs(days)]
+    for table in warehouse_rows(warehouse, tz, spans, ordered=True):
+        hashes.add(table)
+    return {numbers[number]: found for number, found in hashes.result().items()}
 
 
 def _compare_file(status: DayStatus, rows: list[dict], paid: int) -> FileCheck:
