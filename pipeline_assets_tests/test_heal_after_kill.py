@@ -388,6 +388,30 @@ def assert_never_two_loads_at_once(records) -> None:
         assert start >= end, f"loads {first} and {second} ran at the same time"
 
 
+def assert_file_writers_never_overlap(instance: DagsterInstance, records) -> None:
+    """The ``paid_orders`` steps of all runs, from their first start to their last end
+    (or their run's end), never overlap in time, whichever worker ran them: the pool
+    ``paid_orders_files`` (limit 1) holds on the instance, not in a worker."""
+    spans = []
+    for record in records:
+        events = [(entry.timestamp, entry.dagster_event.event_type) for entry in
+                  instance.all_logs(record.dagster_run.run_id,
+                                    of_type={DagsterEventType.STEP_START,
+                                             DagsterEventType.STEP_SUCCESS,
+                                             DagsterEventType.STEP_FAILURE})
+                  if entry.dagster_event.step_key == "paid_orders"]
+        if not events:
+            continue
+        events.sort()
+        last_time, last_kind = events[-1]
+        ended = last_kind != DagsterEventType.STEP_START  # else it died: its run's end
+        spans.append((events[0][0], last_time if ended else record.end_time or last_time,
+                      record.dagster_run.run_id))
+    spans.sort()
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
+        assert start >= end, f"the file writers of {first} and {second} overlapped"
+
+
 # --- the same scenario with every step on Celery workers ---------------------------------
 
 # A worker dies whole (its pool with it, as a machine lost) in the middle of the first
@@ -548,6 +572,7 @@ def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabb
                      healed, last_kill - app_stopped))
         record_property("converged_after_last_kill_seconds", round(healed, 1))
         assert_never_two_loads_at_once(records)
+        assert_file_writers_never_overlap(instance, records)
     finally:
         try:
             for worker in pool:
