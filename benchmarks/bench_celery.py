@@ -148,7 +148,8 @@ def main(argv=None) -> int:
             for name, target, change in cases:
                 for executor, run_env in (("default", env), ("celery", celery)):
                     if change:
-                        change_some(env_source(data), CHANGED, seed=100 * round_ + len(times),
+                        change_some(f"sqlite:///{data / 'app.db'}", CHANGED,
+                                    seed=100 * round_ + len(times),
                                     status="paid", amount=f"{round_ + 1}.23")
                     times.setdefault((name, executor), []).append(
                         materialize(run_env, folder, *target))
@@ -184,10 +185,6 @@ def main(argv=None) -> int:
             shutil.rmtree(folder, ignore_errors=True)
     print(f"\ntotal {time.perf_counter() - started:.0f}s")
     return 0
-
-
-def env_source(data: Path) -> str:
-    return f"sqlite:///{data / 'app.db'}"
 
 
 if __name__ == "__main__":

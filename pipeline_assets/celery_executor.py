@@ -22,6 +22,7 @@ Imported only when ``PIPELINE_EXECUTOR=celery`` (it needs the ``celery`` extra).
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from typing import Any
@@ -31,16 +32,15 @@ from celery.exceptions import DuplicateTaskNameWarning
 from dagster import (
     DagsterInstance,
     DagsterRunStatus,
+    Executor,
     Failure,
+    InitExecutorContext,
+    deserialize_value,
     executor,
     multiple_process_executor_requirements,
 )
-from dagster._core.execution.retries import RetryMode, get_retries_config
-from dagster._core.executor.base import Executor
-from dagster._grpc.types import ExecuteStepArgs
-from dagster._serdes import unpack_value
 from dagster_celery.config import DEFAULT_CONFIG
-from dagster_celery.executor import CeleryExecutor
+from dagster_celery.executor import CELERY_CONFIG, CeleryExecutor, celery_executor
 from dagster_celery.make_app import make_app
 from dagster_celery.tasks import create_task
 
@@ -74,8 +74,7 @@ class PipelineCeleryExecutor(CeleryExecutor):
 def celery_config(settings: Settings) -> dict[str, Any]:
     """The Celery settings of the run worker and the workers alike: dagster-celery's
     defaults, then ours (``core.broker.celery_settings``)."""
-    return dict(DEFAULT_CONFIG, **broker.celery_settings(settings.celery_broker_url,
-                                                         settings.celery_backend_url))
+    return dict(DEFAULT_CONFIG, **broker.celery_settings(settings.celery_backend_url))
 
 
 def build_celery_executor(settings: Settings):
@@ -83,23 +82,26 @@ def build_celery_executor(settings: Settings):
     in the settings (read from the environment in each process), never in run config,
     so its password is in no run's configuration or event."""
 
-    @executor(name="celery", config_schema={"retries": get_retries_config()},
+    @executor(name="celery", config_schema={"retries": CELERY_CONFIG["retries"]},
               requirements=multiple_process_executor_requirements())
-    def celery_executor(init_context) -> Executor:
+    def pipeline_celery_executor(init_context: InitExecutorContext) -> Executor:
+        # dagster-celery's own executor reads the run's retry setting; ours takes it over
+        retries = celery_executor.executor_creation_fn(InitExecutorContext(
+            job=init_context.job, executor_def=celery_executor,
+            executor_config={"retries": init_context.executor_config["retries"]},
+            instance=init_context.instance)).retries
         return PipelineCeleryExecutor(
-            retries=RetryMode.from_config(init_context.executor_config["retries"]),
-            broker=settings.celery_broker_url, backend=settings.celery_backend_url,
-            config_source=celery_config(settings),
-        )
+            retries=retries, broker=settings.celery_broker_url,
+            backend=settings.celery_backend_url, config_source=celery_config(settings))
 
-    return celery_executor
+    return pipeline_celery_executor
 
 
 class StepTask(Task):
     """dagster-celery's step task, run only while the step's run is in progress."""
 
     def __call__(self, execute_step_args_packed, executable_dict):
-        args = unpack_value(execute_step_args_packed, as_type=ExecuteStepArgs)
+        args = deserialize_value(json.dumps(execute_step_args_packed))
         instance = DagsterInstance.from_ref(args.instance_ref)
         try:
             run = instance.get_run_by_id(args.run_id)

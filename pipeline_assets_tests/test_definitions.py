@@ -98,16 +98,8 @@ def test_pyproject_declares_every_package_the_code_imports():
     assert pyproject["requires-python"] == ">=3.11"
 
 
-# The one exception: the Celery executor extends dagster-celery's executor and task, which
-# are built from Dagster's internals (RetryMode, ExecuteStepArgs); the `celery` extra pins
-# dagster-celery to the release that goes with Dagster 1.13.
-USES_DAGSTER_CELERY_INTERNALS = {"celery_executor.py"}
-
-
 def test_no_private_dagster_imports_in_the_package():
     for path in PACKAGE.rglob("*.py"):
-        if path.name in USES_DAGSTER_CELERY_INTERNALS:
-            continue
         text = path.read_text()
         assert "dagster._" not in text, f"{path.name} imports Dagster internals"
 

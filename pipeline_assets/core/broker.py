@@ -16,7 +16,6 @@ from .secrets import scrub
 
 DEFAULT_BROKER_URL = "pyamqp://guest:guest@127.0.0.1:5672//"
 DEFAULT_BACKEND_URL = "rpc://"
-QUEUE = "dagster"  # dagster-celery's queue: the run worker and the workers agree on it
 # How long the run worker tries to reach the broker before the run fails: a down broker
 # fails a run in seconds, never after minutes of silent retries.
 CONNECT_TIMEOUT_SECONDS = 4.0
@@ -47,8 +46,10 @@ def where(url: str) -> str:
     return f"{scheme} {host}:{port}" if port else f"{scheme} {host}"
 
 
-def celery_settings(broker_url: str, backend_url: str) -> dict:
-    """The Celery settings both sides use, beyond dagster-celery's defaults.
+def celery_settings(backend_url: str) -> dict:
+    """The Celery settings both sides use, over dagster-celery's defaults (its queue, one
+    task at a time per worker process: a worker never holds a step it is not running,
+    and short publish retries).
 
     - ``task_acks_late``: a task is acknowledged when it has finished, not when a worker
       takes it, so a worker lost in the middle of a step (SIGKILL, a machine gone) gives
@@ -63,27 +64,20 @@ def celery_settings(broker_url: str, backend_url: str) -> dict:
     - ``worker_cancel_long_running_tasks_on_connection_loss``: a worker cut from the
       broker stops the steps it runs, since the broker gives them to another worker;
       never two copies of one step at once.
-    - one task at a time per worker process (``worker_prefetch_multiplier`` 1): a worker
-      never holds a step it is not running.
     """
     settings = {
         "task_acks_late": True,
         "task_reject_on_worker_lost": False,
         "worker_cancel_long_running_tasks_on_connection_loss": True,
-        "worker_prefetch_multiplier": 1,
         "broker_connection_timeout": CONNECT_TIMEOUT_SECONDS,
         # a worker waits for a broker that is down, however long, and reconnects
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
         "broker_heartbeat": HEARTBEAT_SECONDS,
-        # the publish retries of the run worker: a few, short (dagster-celery's too)
-        "broker_transport_options": {"max_retries": 3, "interval_start": 0,
-                                     "interval_step": 0.2, "interval_max": 0.5},
+        # the run worker's publish retries: as few and short as its transport's
         "task_publish_retry_policy": {"max_retries": 3, "interval_start": 0,
                                       "interval_step": 0.2, "interval_max": 0.5},
         "worker_hijack_root_logger": False,
-        "task_default_queue": QUEUE,
-        "task_default_priority": 5,
     }
     if backend_url.startswith("redis"):
         settings["redis_socket_connect_timeout"] = CONNECT_TIMEOUT_SECONDS
@@ -121,9 +115,6 @@ def connection_errors(broker_url: str) -> tuple[type[BaseException], ...]:
 def unreachable(broker_url: str, exc: BaseException) -> BrokerUnreachable:
     """The one message of a broker that does not answer, from whatever the client raised."""
     detail = scrub(f"{type(exc).__name__}: {exc}".strip(), broker_url)
-    password = urlsplit(broker_url).password
-    if password:
-        detail = detail.replace(password, "***")
     return BrokerUnreachable(
         f"the Celery broker ({where(broker_url)}, CELERY_BROKER_URL) did not answer: "
         f"{detail.splitlines()[0].rstrip('.') if detail else 'no reason given'}. Start the "

@@ -76,8 +76,11 @@ class DayFileHashes:
     """
 
     def __init__(self, days, tz):
+        import pyarrow as pa
+
         self.tz = tz
         self._hashes = {day: [hashlib.sha256(), 0] for day in days}
+        self._wanted = pa.array(sorted(self._hashes), pa.int32())
         self._unsure: set[int] = set()
 
     def add(self, table) -> None:
@@ -87,9 +90,8 @@ class DayFileHashes:
 
         from ..columnar import INSTANT, local_text
 
-        wanted = pa.array(sorted(self._hashes), pa.int32())
         rows = table.filter(pc.and_(pc.equal(table["status"], "paid"),
-                                    pc.is_in(table["day"], value_set=wanted)))
+                                    pc.is_in(table["day"], value_set=self._wanted)))
         if not rows.num_rows:
             return
         rows = rows.sort_by([("day", "ascending"), ("order_id", "ascending")])
