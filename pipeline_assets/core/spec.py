@@ -1,0 +1,430 @@
+"""A declared table: the one object every layer takes instead of naming a column.
+
+A :class:`TableSpec` says which source table to read (``table``), what to call it here
+(``name``: the asset and the warehouse table), its key (``primary_key``, one column or
+several), its change stamp (``cursor``: the watermark, and the day a row belongs to), the
+columns copied and their types (:mod:`.types`), and its outputs: daily files of a
+filtered view (:class:`DailyFiles`), each with optional per-day totals (:class:`Totals`).
+
+:func:`declare` builds one from the attributes of a ``defs.yaml`` (plain values, as YAML
+gives them), checking everything a run would otherwise trip over later: an unknown
+type, a key or filter column that is not declared, a sum over text, a name that is not
+a valid asset name or that is one of the pipeline's own tables. Each refusal is a
+:class:`DeclarationError` naming the attribute's path (``columns.amount_cents``,
+``daily_files[0].where.status``) and the value.
+
+:data:`ORDERS` is the chapter's table, declared: ``pipeline_assets/defs/orders``
+holds the same declaration as YAML, and a test checks they agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import tzinfo
+
+from .errors import PipelineError
+from .times import UTC
+from .types import ColumnType, TypeValueError, UnknownTypeError
+
+# The warehouse tables the pipeline keeps for itself: no declaration may take their names.
+OWN_TABLES = ("pipeline_watermark", "pipeline_watermark_history", "pipeline_batches")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a Dagster name that is also a SQL name
+_MAX_NAME = 48  # room for suffixes (_match_source, _refresh_sensor) within SQL's 63
+CURSOR_KINDS = ("timestamp", "date")
+
+
+class DeclarationError(PipelineError):
+    """A declaration the pipeline cannot run: names the attribute's path and the value."""
+
+    def __init__(self, path: str, value: object, reason: str, *, where: str = ""):
+        self.path, self.value, self.reason, self.where = path, value, reason, where
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{path}: {value!r}: {reason}")
+
+    def located(self, where: str) -> DeclarationError:
+        """The same error, naming the file it came from."""
+        return DeclarationError(self.path, self.value, self.reason, where=where)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: ColumnType
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Per-day totals of a daily file: the row count and the exact sum of each column."""
+
+    name: str
+    sum: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DailyFiles:
+    """One JSON file per day of the rows matching ``where`` (column → allowed values),
+    holding ``columns``; ``url`` is its folder (None: ``<PIPELINE_DATA_DIR>/<name>``)."""
+
+    name: str
+    where: tuple[tuple[str, tuple], ...]
+    columns: tuple[str, ...]
+    url: str | None = None
+    totals: Totals | None = None
+
+    def matches(self, row: Mapping) -> bool:
+        """Whether a row (parsed values by column name) belongs in this view."""
+        return all(row.get(column) in allowed for column, allowed in self.where)
+
+
+@dataclass(frozen=True)
+class Names:
+    """Every Dagster name of one declaration, by the one rule (``orders`` excepted)."""
+
+    asset: str
+    match_check: str
+    lateness_check: str
+    new_sensor: str
+    load_job: str
+    daily_job: str
+    schedule: str
+    files: dict[str, FileNames] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileNames:
+    asset: str
+    totals: str | None
+    refresh_sensor: str
+    job: str
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    table: str
+    primary_key: tuple[str, ...]
+    cursor: str
+    columns: tuple[Column, ...]
+    daily_files: tuple[DailyFiles, ...] = ()
+    source_url: str | None = None
+    lookback_days: int | None = None
+    reconcile_days: int | None = None
+    max_delete_share: float | None = None
+
+    def column(self, name: str) -> Column:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def source_name(self) -> str:
+        """The source table without its schema: ``shop.payments`` → ``payments``."""
+        return self.table.rpartition(".")[2]
+
+    @property
+    def names(self) -> Names:
+        """``N``, ``N_match_source``, ``new_N_sensor``, ``N_job``, ``N_daily_job``,
+        ``N_daily_schedule``; per file ``F``: ``F``, its totals, ``F_refresh_sensor``,
+        ``F_job``. ``orders`` keeps the names it had before declarations existed:
+        ``daily_files_job``, ``daily_job`` and ``daily_schedule``."""
+        n = self.name
+        legacy = n == "orders"
+        files = {
+            f.name: FileNames(
+                asset=f.name, totals=f.totals.name if f.totals else None,
+                refresh_sensor=f"{f.name}_refresh_sensor",
+                job="daily_files_job" if legacy and i == 0 else f"{f.name}_job")
+            for i, f in enumerate(self.daily_files)
+        }
+        return Names(
+            asset=n, match_check=f"{n}_match_source", lateness_check="lateness_within_lookback",
+            new_sensor=f"new_{n}_sensor", load_job=f"{n}_job",
+            daily_job="daily_job" if legacy else f"{n}_daily_job",
+            schedule="daily_schedule" if legacy else f"{n}_daily_schedule", files=files)
+
+    def taken_names(self) -> dict[str, str]:
+        """Every asset and warehouse-table name this declaration takes, by attribute path:
+        what two declarations of one code location may not share."""
+        out = {"name": self.name}
+        for i, f in enumerate(self.daily_files):
+            out[f"daily_files[{i}].name"] = f.name
+            if f.totals:
+                out[f"daily_files[{i}].totals.name"] = f.totals.name
+        return out
+
+
+# --- reading a declaration ----------------------------------------------------------------
+
+def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
+    """A :class:`TableSpec` from a declaration's attributes (as YAML gives them), or the
+    first :class:`DeclarationError` found, naming the attribute's path and value."""
+    if not isinstance(attributes, Mapping):
+        raise DeclarationError("attributes", attributes, "a declaration is a mapping")
+    known = {"table", "name", "source_url", "primary_key", "cursor", "columns",
+             "lookback_days", "reconcile_days", "max_delete_share", "daily_files"}
+    for key in attributes:
+        if key not in known:
+            raise DeclarationError(str(key), attributes[key],
+                                   f"unknown attribute; the attributes are {', '.join(sorted(known))}")
+    table = _required_text(attributes, "table")
+    if not re.fullmatch(r"[^.\s\"`]+(\.[^.\s\"`]+)?", table):
+        raise DeclarationError("table", table, "a table name, optionally schema-qualified "
+                               "(shop.payments), without quotes or spaces")
+    name = attributes.get("name")
+    name = table.rpartition(".")[2] if name is None else name
+    _check_name("name", name)
+    columns = _columns(attributes.get("columns"))
+    by_name = {c.name: c for c in columns}
+    primary_key = _primary_key(attributes.get("primary_key"), by_name)
+    cursor = _cursor(attributes.get("cursor"), by_name)
+    files = _daily_files(attributes.get("daily_files"), by_name, primary_key, tz)
+    spec = TableSpec(
+        name=name, table=table, primary_key=primary_key, cursor=cursor, columns=columns,
+        daily_files=files,
+        source_url=_optional_text(attributes, "source_url"),
+        lookback_days=_days(attributes, "lookback_days"),
+        reconcile_days=_days(attributes, "reconcile_days"),
+        max_delete_share=_share(attributes, "max_delete_share"),
+    )
+    seen: dict[str, str] = {}
+    for path, taken in spec.taken_names().items():
+        if taken in seen:
+            raise DeclarationError(path, taken, f"is also {seen[taken]}; each asset needs a "
+                                   "name of its own")
+        seen[taken] = path
+    return spec
+
+
+def check_apart(specs: Sequence[tuple[str, TableSpec]]) -> None:
+    """Refuse two declarations (``(where, spec)`` pairs) that take the same name."""
+    owner: dict[str, tuple[str, str]] = {}
+    for where, spec in specs:
+        for path, taken in spec.taken_names().items():
+            if taken in owner and owner[taken][0] != where:
+                raise DeclarationError(
+                    path, taken, f"is taken by {owner[taken][0]} ({owner[taken][1]}); "
+                    "give one of them another name", where=where)
+            owner.setdefault(taken, (where, path))
+
+
+def _required_text(attributes: Mapping, key: str) -> str:
+    value = attributes.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DeclarationError(key, value, "required: a non-empty text")
+    return value.strip()
+
+
+def _optional_text(attributes: Mapping, key: str) -> str | None:
+    value = attributes.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise DeclarationError(key, value, "a non-empty text, or leave it out")
+    return value.strip()
+
+
+def _check_name(path: str, name: object) -> None:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or len(name) > _MAX_NAME:
+        raise DeclarationError(path, name, f"a name of letters, digits and _ (not starting "
+                               f"with a digit, at most {_MAX_NAME} characters)")
+    if name.lower() in OWN_TABLES or name.lower().startswith("pipeline_"):
+        raise DeclarationError(path, name, "names starting with pipeline_ are the "
+                               "pipeline's own tables; choose another")
+
+
+def _columns(raw: object) -> tuple[Column, ...]:
+    if not isinstance(raw, Mapping) or not raw:
+        raise DeclarationError("columns", raw, "required: a mapping of column name to type "
+                               "(payment_id: integer)")
+    out = []
+    for name, kind in raw.items():
+        path = f"columns.{name}"
+        if not isinstance(name, str) or not name.strip() or '"' in name:
+            raise DeclarationError(path, name, "a column name (any text without a double "
+                                   "quote)")
+        nullable = False
+        if isinstance(kind, Mapping):
+            extra = set(kind) - {"type", "nullable"}
+            if extra:
+                raise DeclarationError(f"{path}.{sorted(extra)[0]}", kind[sorted(extra)[0]],
+                                       "unknown; a column takes type and nullable")
+            nullable = kind.get("nullable", False)
+            if not isinstance(nullable, bool):
+                raise DeclarationError(f"{path}.nullable", nullable, "true or false")
+            kind, path = kind.get("type"), f"{path}.type"
+        try:
+            column_type = ColumnType.named(kind)
+        except UnknownTypeError as exc:
+            raise DeclarationError(path, kind, str(exc).split(": ", 1)[-1]) from None
+        out.append(Column(name, column_type, nullable))
+    return tuple(out)
+
+
+def _primary_key(raw: object, by_name: Mapping[str, Column]) -> tuple[str, ...]:
+    keys = [raw] if isinstance(raw, str) else raw
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
+        raise DeclarationError("primary_key", raw, "required: a column, or a list of columns")
+    if len(set(keys)) != len(keys):
+        raise DeclarationError("primary_key", raw, "names a column twice")
+    for key in keys:
+        column = by_name.get(key)
+        if column is None:
+            raise DeclarationError("primary_key", key, "is not a declared column (columns)")
+        if not column.type.key_type:
+            raise DeclarationError("primary_key", key, f"a key column must be integer, text, "
+                                   f"date or timestamp, not {column.type}")
+        if column.nullable:
+            raise DeclarationError("primary_key", key, "a key column cannot be nullable")
+    return tuple(keys)
+
+
+def _cursor(raw: object, by_name: Mapping[str, Column]) -> str:
+    if not isinstance(raw, str) or raw not in by_name:
+        raise DeclarationError("cursor", raw, "required: a declared column of type timestamp "
+                               "or date (the change stamp)")
+    column = by_name[raw]
+    if column.type.kind not in CURSOR_KINDS:
+        raise DeclarationError("cursor", raw, f"the change stamp must be a timestamp or a "
+                               f"date, not {column.type}")
+    if column.nullable:
+        raise DeclarationError("cursor", raw, "the change stamp cannot be nullable: every row "
+                               "needs one to be read incrementally")
+    return raw
+
+
+def _daily_files(raw: object, by_name: Mapping[str, Column], primary_key: tuple[str, ...],
+                 tz: tzinfo) -> tuple[DailyFiles, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise DeclarationError("daily_files", raw, "a list of daily files")
+    out = []
+    for i, item in enumerate(raw):
+        at = f"daily_files[{i}]"
+        if not isinstance(item, Mapping):
+            raise DeclarationError(at, item, "a mapping with name, where, columns, url, totals")
+        extra = set(item) - {"name", "where", "columns", "url", "totals"}
+        if extra:
+            key = sorted(extra)[0]
+            raise DeclarationError(f"{at}.{key}", item[key], "unknown; a daily file takes "
+                                   "name, where, columns, url and totals")
+        name = item.get("name")
+        _check_name(f"{at}.name", name)
+        where = _where(item.get("where"), by_name, f"{at}.where", tz)
+        columns = item.get("columns")
+        if columns is None:
+            columns = list(by_name)
+        if not isinstance(columns, list) or not columns or \
+                not all(isinstance(c, str) for c in columns):
+            raise DeclarationError(f"{at}.columns", columns, "a list of declared columns")
+        for column in columns:
+            if column not in by_name:
+                raise DeclarationError(f"{at}.columns", column, "is not a declared column")
+        if len(set(columns)) != len(columns):
+            raise DeclarationError(f"{at}.columns", columns, "names a column twice")
+        missing = [k for k in primary_key if k not in columns]
+        if missing:
+            raise DeclarationError(f"{at}.columns", columns, f"must hold the key "
+                                   f"({', '.join(missing)}): a day file's rows are told apart "
+                                   "and sorted by it")
+        url = item.get("url")
+        if url is not None and (not isinstance(url, str) or not url.strip()):
+            raise DeclarationError(f"{at}.url", url, "a folder path or an fsspec URL "
+                                   "(s3://bucket/prefix)")
+        totals = _totals(item.get("totals"), by_name, columns, f"{at}.totals")
+        out.append(DailyFiles(name, where, tuple(columns), url.strip() if url else None,
+                              totals))
+    return tuple(out)
+
+
+def _where(raw: object, by_name: Mapping[str, Column], at: str, tz: tzinfo
+           ) -> tuple[tuple[str, tuple], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise DeclarationError(at, raw, "a mapping of column to a value or a list of values "
+                               "(status: captured)")
+    out = []
+    for column, values in raw.items():
+        path = f"{at}.{column}"
+        if column not in by_name:
+            raise DeclarationError(path, column, "is not a declared column")
+        listed = values if isinstance(values, list) else [values]
+        if not listed:
+            raise DeclarationError(path, values, "needs at least one value")
+        parsed = []
+        for value in listed:
+            if value is None:
+                parsed.append(None)
+                continue
+            try:
+                parsed.append(by_name[column].type.parse(value, tz))
+            except TypeValueError as exc:
+                raise DeclarationError(path, value, f"not a {by_name[column].type} "
+                                       f"({exc.reason})") from None
+        out.append((column, tuple(parsed)))
+    return tuple(out)
+
+
+def _totals(raw: object, by_name: Mapping[str, Column], columns: list[str], at: str
+            ) -> Totals | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"name", "sum"}:
+        raise DeclarationError(at, raw, "a mapping with name and sum")
+    _check_name(f"{at}.name", raw.get("name"))
+    summed = raw.get("sum", [])
+    summed = [summed] if isinstance(summed, str) else summed
+    if not isinstance(summed, list):
+        raise DeclarationError(f"{at}.sum", summed, "a list of numeric columns")
+    for column in summed:
+        if column not in by_name:
+            raise DeclarationError(f"{at}.sum", column, "is not a declared column")
+        if not by_name[column].type.numeric:
+            raise DeclarationError(f"{at}.sum", column, f"a sum needs a numeric column "
+                                   f"(integer, decimal, float), not {by_name[column].type}")
+        if column not in columns:
+            raise DeclarationError(f"{at}.sum", column, "is not one of the file's columns "
+                                   "(the totals are read from the files)")
+    return Totals(raw["name"], tuple(summed))
+
+
+def _days(attributes: Mapping, key: str) -> int | None:
+    value = attributes.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DeclarationError(key, value, "a whole number of days, 0 or more")
+    return value
+
+
+def _share(attributes: Mapping, key: str) -> float | None:
+    value = attributes.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0 <= value <= 1:
+        raise DeclarationError(key, value, "a share between 0 and 1, such as 0.5")
+    return float(value)
+
+
+# The chapter's table, as a declaration: the names, columns, filter and totals the
+# pipeline had before declarations existed (pipeline_assets/defs/orders/defs.yaml).
+ORDERS_ATTRIBUTES = {
+    "table": "orders",
+    "primary_key": "order_id",
+    "cursor": "updated_at",
+    "columns": {"order_id": "integer", "status": "text", "amount": "decimal",
+                "updated_at": "timestamp"},
+    "daily_files": [{"name": "paid_orders", "where": {"status": "paid"},
+                     "totals": {"name": "daily_revenue", "sum": ["amount"]}}],
+}
+ORDERS = declare(ORDERS_ATTRIBUTES)
