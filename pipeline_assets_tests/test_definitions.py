@@ -86,7 +86,8 @@ def test_pyproject_declares_every_package_the_code_imports():
         imported |= _imports(path)
     third_party = imported - set(sys.stdlib_module_names) - {"pipeline_assets"}
     # the distributions whose import name differs from their name
-    third_party = {{"upath": "universal_pathlib"}.get(name, name) for name in third_party}
+    third_party = {{"upath": "universal_pathlib", "yaml": "pyyaml"}.get(name, name)
+                   for name in third_party}
     # imported only where an extra's feature runs, and that extra must bring it:
     # import name -> (extra, distribution)
     optional = {"connectorx": ("mysql", "connectorx"), "celery": ("celery", "celery"),

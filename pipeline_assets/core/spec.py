@@ -173,7 +173,8 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
     for key in attributes:
         if key not in known:
             raise DeclarationError(str(key), attributes[key],
-                                   f"unknown attribute; the attributes are {', '.join(sorted(known))}")
+                                   "unknown attribute; the attributes are "
+                                   + ", ".join(sorted(known)))
     table = _required_text(attributes, "table")
     if not re.fullmatch(r"[^.\s\"`]+(\.[^.\s\"`]+)?", table):
         raise DeclarationError("table", table, "a table name, optionally schema-qualified "
@@ -203,11 +204,32 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
     return spec
 
 
-def check_apart(specs: Sequence[tuple[str, TableSpec]]) -> None:
-    """Refuse two declarations (``(where, spec)`` pairs) that take the same name."""
+def taken_names(attributes: Mapping) -> dict[str, str]:
+    """The names a declaration's raw attributes take, by attribute path, without checking
+    the rest (a neighbour's file, read only to tell whether two declarations clash)."""
+    out: dict[str, str] = {}
+    table = attributes.get("table")
+    name = attributes.get("name") or (table.rpartition(".")[2] if isinstance(table, str)
+                                      else None)
+    if isinstance(name, str):
+        out["name"] = name
+    files = attributes.get("daily_files")
+    for i, item in enumerate(files if isinstance(files, list) else []):
+        if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+            out[f"daily_files[{i}].name"] = item["name"]
+            totals = item.get("totals")
+            if isinstance(totals, Mapping) and isinstance(totals.get("name"), str):
+                out[f"daily_files[{i}].totals.name"] = totals["name"]
+    return out
+
+
+def check_apart(specs: Sequence[tuple[str, TableSpec | dict[str, str]]]) -> None:
+    """Refuse two declarations that take the same name: ``(where, spec)`` pairs, a spec
+    given as a :class:`TableSpec` or as the :func:`taken_names` of its attributes."""
     owner: dict[str, tuple[str, str]] = {}
     for where, spec in specs:
-        for path, taken in spec.taken_names().items():
+        names = spec.taken_names() if isinstance(spec, TableSpec) else spec
+        for path, taken in names.items():
             if taken in owner and owner[taken][0] != where:
                 raise DeclarationError(
                     path, taken, f"is taken by {owner[taken][0]} ({owner[taken][1]}); "
@@ -263,7 +285,7 @@ def _columns(raw: object) -> tuple[Column, ...]:
         try:
             column_type = ColumnType.named(kind)
         except UnknownTypeError as exc:
-            raise DeclarationError(path, kind, str(exc).split(": ", 1)[-1]) from None
+            raise DeclarationError(path, kind, exc.reason) from None
         out.append(Column(name, column_type, nullable))
     return tuple(out)
 

@@ -58,6 +58,10 @@ class TypeValueError(PipelineError):
 class UnknownTypeError(PipelineError):
     """A type name that is none of :data:`KINDS` (or a malformed ``decimal(P,S)``)."""
 
+    def __init__(self, name: object, reason: str):
+        super().__init__(f"{name!r}: {reason}")
+        self.reason = reason
+
 
 def parse_decimal(value: object) -> Decimal:
     """An exact decimal from text, an integer or a ``Decimal``; the scale is kept, so
@@ -97,13 +101,12 @@ class ColumnType:
         kind = match.group(1).lower() if match else None
         if kind not in KINDS or (match.group(2) is not None and kind != "decimal"):
             raise UnknownTypeError(
-                f"{name!r} is not a type; use one of {', '.join(KINDS)} or decimal(P,S)")
+                name, f"not a type; use one of {', '.join(KINDS)} or decimal(P,S)")
         if match.group(2) is None:
             return cls(kind)
         precision, scale = int(match.group(2)), int(match.group(3))
         if not 1 <= precision <= 1000 or scale > precision:
-            raise UnknownTypeError(
-                f"{name!r}: a decimal(P,S) needs 1 <= P <= 1000 and 0 <= S <= P")
+            raise UnknownTypeError(name, "a decimal(P,S) needs 1 <= P <= 1000 and 0 <= S <= P")
         return cls(kind, precision, scale)
 
     @property

@@ -1,0 +1,145 @@
+"""``pipeline_assets.IncrementalTable``: a table declared in a ``defs.yaml``, as a component.
+
+The attributes are those of docs/contract.md ("Declared tables"); they are checked by
+:func:`~pipeline_assets.core.spec.declare`, which names the attribute's path and the
+value of any mistake, when the definitions load (``dg check defs``, ``dagster dev``).
+
+No `from __future__ import annotations` here: Dagster and pydantic read the annotations
+at runtime.
+"""
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import dagster as dg
+import yaml
+from pydantic import Field
+
+from . import settings as settings_module
+from .core.spec import ORDERS, DeclarationError, TableSpec, check_apart, declare, taken_names
+
+TYPE_NAME = "pipeline_assets.IncrementalTable"
+
+
+class IncrementalScaffolder(dg.Scaffolder):
+    """``dg scaffold defs pipeline_assets.IncrementalTable payments``: a ``defs.yaml`` to
+    complete, with the table's columns, key and change stamp read from the source when
+    ``SOURCE_DATABASE_URL`` (or ``--json-params '{"source_url": …}'``) reaches it."""
+
+    @classmethod
+    def get_scaffold_params(cls):
+        return ScaffoldParams
+
+    def scaffold(self, request: dg.ScaffoldRequest) -> None:
+        from .core.scaffold import suggest_declaration
+
+        params = request.params if isinstance(request.params, ScaffoldParams) \
+            else ScaffoldParams()
+        table = params.table or Path(request.target_path).name
+        url = params.source_url or settings_module.from_env().source_url
+        attributes = suggest_declaration(url, table)
+        if params.source_url:
+            attributes["source_url"] = params.source_url
+        request.target_path.mkdir(parents=True, exist_ok=True)
+        body = yaml.safe_dump({"type": TYPE_NAME, "attributes": attributes},
+                              sort_keys=False, default_flow_style=False, allow_unicode=True)
+        (request.target_path / "defs.yaml").write_text(body, encoding="utf-8")
+
+
+class ScaffoldParams(dg.Model):
+    table: Optional[str] = Field(  # noqa: UP045 - pydantic reads it at runtime
+        default=None, description="the source table (default: the folder's name)")
+    source_url: Optional[str] = Field(  # noqa: UP045
+        default=None, description="SQLAlchemy URL of the source (default SOURCE_DATABASE_URL)")
+
+
+@dg.scaffold_with(IncrementalScaffolder)
+class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
+    """An app table loaded incrementally into the warehouse (tie-safe watermark with a
+    lookback, one transaction per batch, deletions by range load under a guard), with
+    optional daily files of a filtered view, each with a manifest and per-day totals."""
+
+    table: str = Field(description="the source table (schema-qualified allowed)")
+    name: Optional[str] = Field(  # noqa: UP045
+        default=None, description="asset and warehouse table name (default: table, "
+        "unqualified)")
+    source_url: Optional[str] = Field(  # noqa: UP045
+        default=None, description="SQLAlchemy URL of the source (default "
+        "SOURCE_DATABASE_URL)")
+    primary_key: Union[str, list[str]] = Field(  # noqa: UP007
+        description="the key: one column or a list of columns")
+    cursor: str = Field(description="the change stamp (timestamp or date): the watermark, "
+                        "and the day a row belongs to")
+    columns: dict[str, Any] = Field(
+        description="column: type (integer, text, decimal, decimal(P,S), float, boolean, "
+        "date, timestamp), or {type: …, nullable: true}")
+    lookback_days: Optional[int] = Field(default=None)  # noqa: UP045
+    reconcile_days: Optional[int] = Field(default=None)  # noqa: UP045
+    max_delete_share: Optional[float] = Field(default=None)  # noqa: UP045
+    daily_files: Optional[list[dict[str, Any]]] = Field(  # noqa: UP045
+        default=None, description="daily files of a filtered view: name, where, columns, "
+        "url, totals")
+
+    def spec(self, where: str = "") -> TableSpec:
+        """The declaration, checked; a mistake names ``where`` (the file), the attribute
+        and the value."""
+        attributes = self.model_dump(exclude_none=True)
+        try:
+            return declare(attributes, tz=settings_module.from_env().tz)
+        except DeclarationError as exc:
+            raise exc.located(where) if where else exc from None
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        where = _declaration_file(context)
+        spec = self.spec(str(where))
+        check_apart(_siblings(context, where, spec))
+        from .definitions import build_definitions
+
+        return build_definitions(_settings_for(spec), spec=spec)
+
+
+def _declaration_file(context: dg.ComponentLoadContext) -> Path:
+    path = Path(context.path)
+    found = path / "defs.yaml" if path.is_dir() else path
+    try:
+        return found.relative_to(Path(context.project_root))
+    except ValueError:
+        return found
+
+
+def _siblings(context: dg.ComponentLoadContext, where: Path, spec: TableSpec
+              ) -> list[tuple[str, TableSpec]]:
+    """This declaration and the names every other IncrementalTable of the project takes,
+    read from their files (so two of them fail on the first to load, naming both)."""
+    out: list[tuple[str, Any]] = [(str(where), spec)]
+    root = Path(context.project_root)
+    for other in sorted(Path(context.defs_module_path).rglob("defs.yaml")):
+        shown = other.relative_to(root) if other.is_relative_to(root) else other
+        if str(shown) == str(where):
+            continue
+        try:
+            documents = list(yaml.safe_load_all(other.read_text(encoding="utf-8")))
+        except (OSError, yaml.YAMLError):
+            continue  # its own load reports it
+        for document in documents:
+            if isinstance(document, dict) and document.get("type") == TYPE_NAME:
+                out.append((str(shown), taken_names(document.get("attributes") or {})))
+    return out
+
+
+def _settings_for(spec: TableSpec):
+    """The environment's settings, with what the declaration sets itself."""
+    base = settings_module.from_env()
+    changes: dict[str, Any] = {}
+    if spec.lookback_days is not None:
+        changes["lookback_days"] = spec.lookback_days
+    if spec.reconcile_days is not None:
+        changes["reconcile_days"] = spec.reconcile_days
+    if spec.max_delete_share is not None:
+        changes["max_delete_share"] = spec.max_delete_share
+    if spec.source_url is not None:
+        changes |= {"source_url": spec.source_url, "source_url_from_env": False}
+    if spec.daily_files and spec.daily_files[0].url is not None and spec.name == ORDERS.name:
+        changes["paid_orders_url"] = spec.daily_files[0].url
+    return dataclasses.replace(base, **changes)
