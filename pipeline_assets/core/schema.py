@@ -1,0 +1,69 @@
+"""A declared table's warehouse table: its columns in their stored forms, its key, and the
+index on its change stamp.
+
+The stored form of each type is :meth:`.types.ColumnType.stored`'s: exact text for
+decimals, canonical UTC text for timestamps (fixed width, so it sorts as it compares, on
+SQLite and PostgreSQL alike), ``YYYY-MM-DD`` for dates, 64-bit integers, double precision
+floats, booleans (0/1 on SQLite). Key columns are NOT NULL; every other column is
+nullable in the warehouse, "required" being checked when the source is read, so a column
+added to a declaration later can be added to a table that already holds rows.
+
+``orders`` keeps the table it has always had (:data:`.db.orders`), byte for byte.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sqlalchemy as sa
+
+from .db import orders
+from .spec import ORDERS, TableSpec
+from .types import ColumnType
+
+
+def column_sql_type(kind: ColumnType, *, rowid: bool = False) -> sa.types.TypeEngine:
+    """The SQLAlchemy type of a stored column of ``kind`` (``rowid``: the single integer
+    key, which SQLite makes the table's rowid when declared INTEGER)."""
+    if kind.kind == "integer":
+        return sa.BigInteger().with_variant(sa.Integer(), "sqlite") if rowid \
+            else sa.BigInteger()
+    if kind.kind == "float":
+        return sa.Float(53)
+    if kind.kind == "boolean":
+        return sa.Boolean(create_constraint=False)
+    if kind.kind == "timestamp":
+        return sa.String(32)
+    if kind.kind == "date":
+        return sa.String(10)
+    return sa.Text()
+
+
+@lru_cache(maxsize=64)
+def warehouse_table(spec: TableSpec) -> sa.Table:
+    """The warehouse table of ``spec`` (its own MetaData: created with the first load)."""
+    if spec == ORDERS:
+        return orders
+    rowid = len(spec.primary_key) == 1 and spec.column(spec.primary_key[0]).type.kind == \
+        "integer"
+    columns = [
+        sa.Column(c.name, column_sql_type(c.type, rowid=rowid),
+                  nullable=c.name not in spec.primary_key, autoincrement=False, quote=True)
+        for c in spec.columns
+    ]
+    # the key's columns in key order, whatever their order among the columns
+    table = sa.Table(spec.name, sa.MetaData(), *columns,
+                     sa.PrimaryKeyConstraint(*spec.primary_key), quote=True)
+    sa.Index(index_name(spec), table.c[spec.cursor])
+    return table
+
+
+def index_name(spec: TableSpec) -> str:
+    """``<name>_<cursor>_idx``, as ``orders_updated_at_idx`` (kept within SQL's 63)."""
+    return f"{spec.name}_{spec.cursor}_idx"[:63]
+
+
+def ensure_table(conn: sa.Connection, spec: TableSpec) -> None:
+    """Create the warehouse table of ``spec`` and its index if missing, in ``conn``'s
+    transaction."""
+    warehouse_table(spec).create(conn, checkfirst=True)
