@@ -55,7 +55,7 @@ from .core import demo
 from .core import watermark as wm
 from .core.commands import DEMO_INIT
 from .core.db import DatabaseError, make_engine, redact, scrub, sqlite_file
-from .core.errors import PipelineError
+from .core.errors import CommandError, PipelineError
 from .core.load import load_orders
 from .core.money import parse_amount
 from .core.times import day_of, from_canonical, parse_day, resolve_relative, to_instant, utc_now
@@ -65,12 +65,6 @@ PROG = "pipeline-assets"
 IN_MEMORY_WAREHOUSE = "sqlite://"
 
 Clock = Callable[[], datetime]
-
-
-class CommandError(PipelineError):
-    """A command that cannot do what was asked: a bad option value, a folder it cannot make."""
-
-    retryable = False
 
 
 class UsageError(Exception):

@@ -5,9 +5,10 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
-from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
+from dagster import ConfigurableIOManager, Failure, InputContext, MetadataValue, OutputContext
 from pydantic import Field
 
 from .core.daily_files import (
@@ -18,6 +19,19 @@ from .core.daily_files import (
     read_committed_days,
     write_day_files,
 )
+from .core.errors import PipelineError
+
+
+@contextmanager
+def _failure_unless_transient() -> Iterator[None]:
+    """A :class:`PipelineError` as a step failure with its one line, retried only when it
+    is transient (a store that did not answer), as the assets do: Dagster's RetryPolicy
+    retries any other error of an IO manager, a day to rebuild or a bad output included.
+    The error stays the failure's cause."""
+    try:
+        yield
+    except PipelineError as exc:
+        raise Failure(description=str(exc), allow_retries=exc.retryable) from exc
 
 
 class DailyFilesIOManager(ConfigurableIOManager):
@@ -61,6 +75,10 @@ class DailyFilesIOManager(ConfigurableIOManager):
 
     def handle_output(self, context: OutputContext, obj) -> None:
         """Write the run's day files, then its manifest; record what was written."""
+        with _failure_unless_transient():
+            self._handle_output(context, obj)
+
+    def _handle_output(self, context: OutputContext, obj) -> None:
         keys = self._partition_keys(context, "store")
         if isinstance(obj, DayFilesBatch):
             days, watermark, written_at = obj.days, obj.watermark, obj.written_at
@@ -105,8 +123,9 @@ class DailyFilesIOManager(ConfigurableIOManager):
 
     def load_input(self, context: InputContext) -> dict:
         """Rows of each upstream day partition, from committed days only."""
-        keys = self._partition_keys(context, "load")
-        return read_committed_days(self.store_for(context), keys)
+        with _failure_unless_transient():
+            keys = self._partition_keys(context, "load")
+            return read_committed_days(self.store_for(context), keys)
 
 
 def _run_created(context: OutputContext) -> str:

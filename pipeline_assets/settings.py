@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .core.broker import DEFAULT_BACKEND_URL, DEFAULT_BROKER_URL
 from .core.daily_files import is_url
-from .core.errors import PipelineError
+from .core.errors import SettingsError
 from .core.times import TimeValueError, parse_day, zone
 
 DEFAULTS = {
@@ -27,12 +27,6 @@ DEFAULTS = {
 # default: Dagster's own (each step a process of the run's machine); celery: each step a
 # task on the Celery broker, run by the workers of deploy/celery-worker.sh
 EXECUTORS = ("default", "celery")
-
-
-class SettingsError(PipelineError):
-    """An environment variable with a value the pipeline cannot use."""
-
-    retryable = False  # bad input does not fix itself on a retry
 
 
 @dataclass(frozen=True)

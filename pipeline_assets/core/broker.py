@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from .errors import PipelineError
+from .errors import BrokerUnreachable
 from .secrets import scrub
 
 DEFAULT_BROKER_URL = "pyamqp://guest:guest@127.0.0.1:5672//"
@@ -26,12 +26,6 @@ HEARTBEAT_SECONDS = 10
 # kombu's own name of each scheme, for the default port of the message
 _DEFAULT_PORTS = {"amqp": 5672, "pyamqp": 5672, "amqps": 5671, "redis": 6379,
                   "rediss": 6379}
-
-
-class BrokerUnreachable(PipelineError):
-    """The broker did not answer the run worker."""
-
-    retryable = True  # a broker that is restarting comes back; the sensors ask again
 
 
 def where(url: str) -> str:

@@ -10,27 +10,9 @@ from urllib.parse import unquote
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
-from .errors import PipelineError
+from .errors import DatabaseError
 from .failures import BUSY, FULL, NO_PERMISSION, READ_ONLY, UNREACHABLE, classify
 from .secrets import redact, scrub
-
-
-class DatabaseError(PipelineError):
-    """A database the pipeline cannot use; the message never contains a password.
-
-    ``kind`` is what :func:`classify` found (read-only, full, unreachable, ...), or None
-    for a problem of the pipeline's own finding (a missing table, two URLs the same).
-    """
-
-    def __init__(self, message: str, *, kind: str | None = None):
-        super().__init__(message)
-        self.kind = kind
-
-    @property
-    def retryable(self) -> bool:
-        """A server that is down, a lock, a full disk may pass; a read-only database, a
-        missing right or a setting the pipeline refuses will not, however often it runs."""
-        return self.kind in (UNREACHABLE, BUSY, FULL)
 
 
 def sqlite_file(url: str | URL) -> Path | None:

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 
 from .columnar import days_of
 from .crash import crash_point
-from .errors import PipelineError
+from .errors import DeleteRefused
 from .source import SourceTable, scan_keys
 from .staging import Stage
 
@@ -36,32 +36,6 @@ class DeletePolicy:
 
 
 GUARDED = DeletePolicy()  # the default: at most MAX_DELETE_SHARE, never more
-
-
-class DeleteRefused(PipelineError):
-    """A range load that would delete more of its range than the policy lets it."""
-
-    retryable = False  # the source will not find its rows by being asked again
-
-    def __init__(self, would_delete: int, in_range: int, start: datetime, end: datetime,
-                 max_share: float):
-        self.would_delete, self.in_range = would_delete, in_range
-        self.start, self.end, self.max_share = start, end, max_share
-        super().__init__(
-            f"the range load of [{start.isoformat()}, {end.isoformat()}) would delete "
-            f"{would_delete} of the {in_range} order(s) the warehouse holds stamped in it "
-            f"({would_delete / in_range:.0%}, more than MAX_DELETE_SHARE={max_share:g}), "
-            "because the source no longer holds them; nothing was written. A source that "
-            "answers with missing rows (a wrong SOURCE_DATABASE_URL, a replica being "
-            "rebuilt, a half-restored backup) looks exactly like this: check it first. If "
-            "those orders really are gone, run the load again with run config "
-            "allow_deletes: true.")
-
-    @property
-    def metadata(self) -> dict:
-        return {"would_delete": self.would_delete, "rows_in_range": self.in_range,
-                "range_start": self.start.isoformat(), "range_end": self.end.isoformat(),
-                "max_delete_share": self.max_share}
 
 
 @dataclass(frozen=True)

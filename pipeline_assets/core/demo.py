@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from .commands import DEMO_INIT
 from .db import DatabaseError, guard, has_table, redact, writing
-from .errors import PipelineError
+from .errors import DemoError
 from .money import format_amount, parse_amount
 from .times import UTC, to_instant
 
@@ -66,12 +66,6 @@ source_orders = sa.Table(
     sa.Column("updated_at", sa.Text().with_variant(sa.String(40), "mysql", "mariadb")),
     sa.Index("orders_updated_at_idx", "updated_at"),  # required: keeps reads incremental
 )
-
-
-class DemoError(PipelineError):
-    """A demo command that cannot do what was asked."""
-
-    retryable = False  # bad input does not fix itself on a retry
 
 
 @contextmanager

@@ -1,13 +1,26 @@
-"""The one family of errors a user can fix.
+"""The pipeline's error types, all in this one module.
 
 Every error the pipeline raises on purpose is a :class:`PipelineError`: its message is
 one line that says what failed (which row, day, file or database) and what to do next,
 with passwords redacted. The edges — the CLI's ``main``, the assets, the sensors — catch
 this family and nothing broader, so anything else (a bug) surfaces as itself, with its
 traceback.
+
+The rule of retries: an error is **terminal** (``retryable`` False: a Dagster step fails
+at once, without its RetryPolicy) unless it is classified **transient** below. Terminal
+is bad input, a setting, a refusal, a day to rebuild: running again unchanged fails the
+same way. Transient is only what may pass by itself: a database that is unreachable,
+busy or full (by the driver's code, ``core/failures.py``), a broker that did not answer,
+a file store that did not answer or is full. The modules that raise these errors import
+them from here (``from .errors import ...``) and re-export them under their old names.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from .failures import BUSY, FULL, UNREACHABLE
 
 
 class PipelineError(Exception):
@@ -15,7 +28,153 @@ class PipelineError(Exception):
 
     ``retryable`` says whether running again unchanged may succeed (an unreachable
     database may come back; a bad row in the source does not fix itself), so a Dagster
-    run retries only the errors that can pass.
+    run retries only the errors that can pass. False unless a subclass below says so.
     """
 
-    retryable: bool = True
+    retryable: bool = False
+
+
+# --- terminal: running again unchanged fails the same way ---------------------------------
+
+
+class SettingsError(PipelineError):
+    """An environment variable with a value the pipeline cannot use."""
+
+
+class CommandError(PipelineError):
+    """A command that cannot do what was asked: a bad option value, a folder it cannot make."""
+
+
+class TimeValueError(PipelineError):
+    """A value that is not a date or timestamp of a form the pipeline understands."""
+
+
+class AmountError(PipelineError):
+    """An amount that is not a plain decimal number."""
+
+
+class InvalidRowError(PipelineError):
+    """A source row that fails validation; names the order, the column and the value."""
+
+    def __init__(self, order_id: object, column: str, value: object, reason: str):
+        self.order_id, self.column, self.value, self.reason = order_id, column, value, reason
+        who = "a row with no order_id" if order_id is None else f"order {order_id}"
+        super().__init__(
+            f"{who}: column {column} = {value!r}: {reason}. Nothing was written and the "
+            "watermark is unchanged; fix the row in the source and run again."
+        )
+
+
+class DemoError(PipelineError):
+    """A demo command that cannot do what was asked."""
+
+
+class LoadError(PipelineError):
+    """A load asked for something impossible (say, an empty range)."""
+
+
+class DeleteRefused(PipelineError):
+    """A range load that would delete more of its range than the policy lets it.
+
+    Terminal: the source will not find its rows by being asked again.
+    """
+
+    def __init__(self, would_delete: int, in_range: int, start: datetime, end: datetime,
+                 max_share: float):
+        self.would_delete, self.in_range = would_delete, in_range
+        self.start, self.end, self.max_share = start, end, max_share
+        super().__init__(
+            f"the range load of [{start.isoformat()}, {end.isoformat()}) would delete "
+            f"{would_delete} of the {in_range} order(s) the warehouse holds stamped in it "
+            f"({would_delete / in_range:.0%}, more than MAX_DELETE_SHARE={max_share:g}), "
+            "because the source no longer holds them; nothing was written. A source that "
+            "answers with missing rows (a wrong SOURCE_DATABASE_URL, a replica being "
+            "rebuilt, a half-restored backup) looks exactly like this: check it first. If "
+            "those orders really are gone, run the load again with run config "
+            "allow_deletes: true.")
+
+    @property
+    def metadata(self) -> dict:
+        return {"would_delete": self.would_delete, "rows_in_range": self.in_range,
+                "range_start": self.start.isoformat(), "range_end": self.end.isoformat(),
+                "max_delete_share": self.max_share}
+
+
+class WatermarkError(PipelineError):
+    """A watermark operation that would break the rules of ``core/watermark.py``.
+
+    Terminal: a negative lookback, a rewind forward or without a reason; a load moving it
+    back cannot happen under the watermark's lock, so it is a bug, not a race.
+    """
+
+
+class VerifyError(PipelineError):
+    """Verify could not compare: an invalid source row, an unreadable warehouse row."""
+
+
+class DayFilesError(PipelineError):
+    """Bad input to a write, or a store that refused it: says which file and what to do.
+
+    Terminal: a bad day, run id or row; a folder the pipeline may not write, a bucket
+    that does not exist or refuses the credentials, a store it cannot open. A store that
+    did not answer, or is full, is :class:`StoreUnavailable`, below.
+    """
+
+
+class UncommittedDayError(PipelineError):
+    """One or more days that are not committed: missing, edited, or never finished.
+
+    Terminal: a reader already waits for a run that is writing right now
+    (``daily_files.settled_statuses``), so the days it reports need a rebuild, which its
+    message names; reading them again does not commit them.
+    """
+
+    def __init__(self, reasons: Mapping[str, str]):
+        # imported here: commands imports times, which imports this module
+        from .commands import rebuild_command
+
+        self.reasons = dict(sorted(reasons.items()))
+        self.days = tuple(self.reasons)
+        parts = [f"paid_orders day {day} is not committed: {why}."
+                 for day, why in self.reasons.items()]
+        commands = "; ".join(rebuild_command(day) for day in self.days)
+        them = "it" if len(self.days) == 1 else "them"
+        super().__init__(" ".join(parts) + f" Rebuild {them}: {commands}")
+
+
+# --- transient: may pass when run again ----------------------------------------------------
+
+
+class DatabaseError(PipelineError):
+    """A database the pipeline cannot use; the message never contains a password.
+
+    ``kind`` is what :func:`classify` found (read-only, full, unreachable, ...), or None
+    for a problem of the pipeline's own finding (a missing table, two URLs the same).
+    """
+
+    def __init__(self, message: str, *, kind: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def retryable(self) -> bool:
+        """A server that is down, a lock, a full disk may pass; a read-only database, a
+        missing right or a setting the pipeline refuses will not, however often it runs."""
+        return self.kind in (UNREACHABLE, BUSY, FULL)
+
+
+class BrokerUnreachable(PipelineError):
+    """The broker did not answer the run worker."""
+
+    retryable = True  # a broker that is restarting comes back; the sensors ask again
+
+
+class StoreUnavailable(DayFilesError):
+    """The day files' store did not answer, or is full: a network failure, a timeout, a
+    throttled or failing object store, no space left on the disk.
+
+    Transient, as a database that is unreachable or full is: the store comes back, space
+    is freed, and the write of a run replaces each file whole, so a retry is safe.
+    """
+
+    retryable = True

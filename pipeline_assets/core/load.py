@@ -34,7 +34,7 @@ from .db import (
 )
 from .deletions import GUARDED, DeletePolicy, DeleteRefused, Deletions, delete_lost
 from .digest import DayDigest, add_days, feed_batch_digest
-from .errors import PipelineError
+from .errors import LoadError
 from .source import SCAN_BATCH, SourceTable, ahead, inspect_source, scan_orders
 from .staging import Changes, Stage
 from .times import EPOCH, canonical, whole_days
@@ -43,12 +43,6 @@ FUTURE_TOLERANCE = timedelta(hours=1)
 __all__ = ["DeletePolicy", "DeleteRefused", "LoadError", "LoadResult", "WholeDays",
            "batch_id_for", "load_orders"]
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
-
-
-class LoadError(PipelineError):
-    """A load asked for something impossible (say, an empty range)."""
-
-    retryable = False  # bad input does not fix itself on a retry
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,9 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from .errors import PipelineError
+from .errors import AmountError
 
 _AMOUNT_RE = re.compile(r"[+-]?\d+(?:\.\d+)?")
-
-
-class AmountError(PipelineError):
-    """An amount that is not a plain decimal number."""
-
-    retryable = False  # bad input does not fix itself on a retry
 
 
 def parse_amount(value: object) -> Decimal:

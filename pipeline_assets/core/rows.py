@@ -6,26 +6,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from decimal import Decimal
 
-from .errors import PipelineError
+from .errors import InvalidRowError
 from .money import AmountError, format_amount, parse_amount
 from .times import UTC, TimeValueError, canonical, day_of, to_instant
 
 COLUMNS = ("order_id", "status", "amount", "updated_at")
 PAID = "paid"
-
-
-class InvalidRowError(PipelineError):
-    """A source row that fails validation; names the order, the column and the value."""
-
-    retryable = False  # bad input does not fix itself on a retry
-
-    def __init__(self, order_id: object, column: str, value: object, reason: str):
-        self.order_id, self.column, self.value, self.reason = order_id, column, value, reason
-        who = "a row with no order_id" if order_id is None else f"order {order_id}"
-        super().__init__(
-            f"{who}: column {column} = {value!r}: {reason}. Nothing was written and the "
-            "watermark is unchanged; fix the row in the source and run again."
-        )
 
 
 @dataclass(frozen=True, slots=True)

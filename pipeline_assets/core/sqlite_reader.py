@@ -20,8 +20,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-STARTUP_SECONDS = 0.35  # what starting the reader costs: worth it from tens of thousands of rows
-
 
 class ReaderError(RuntimeError):
     """The reader process could not read (its first line of stderr says why)."""

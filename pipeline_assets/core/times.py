@@ -13,7 +13,7 @@ import re
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .errors import PipelineError
+from .errors import TimeValueError
 
 UTC = timezone.utc
 EPOCH = date(1970, 1, 1)  # day numbers (Arrow's date32) count from here
@@ -23,12 +23,6 @@ _TIMESTAMP_RE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
     r"\s*(?:(Z|z)|([+-])(\d{2})(?::?(\d{2}))?)?"
 )
-
-
-class TimeValueError(PipelineError):
-    """A value that is not a date or timestamp of a form the pipeline understands."""
-
-    retryable = False  # bad input does not fix itself on a retry
 
 
 def utc_now() -> datetime:

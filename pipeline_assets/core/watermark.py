@@ -25,13 +25,8 @@ from .db import (
     watermark_state,
     writing,
 )
-from .errors import PipelineError
+from .errors import WatermarkError
 from .times import canonical, from_canonical
-
-
-class WatermarkError(PipelineError):
-    """A watermark operation that would break the rules above."""
-
 
 # --- pure rules -------------------------------------------------------------------------
 

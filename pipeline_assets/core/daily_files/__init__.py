@@ -89,10 +89,8 @@ from .store import (
     ObjectStore,
     Store,
     atomic_replace,
-    folder_lock,
     is_url,
     open_store,
-    remove_stale_temps,
     temp_path_for,
 )
 from .writer import DayFilesBatch, WrittenRun, rebuild_pointers, write_day_files
@@ -119,8 +117,8 @@ __all__ = [
     "DayFileHashes", "DayFilesBatch", "DayFilesError", "DayStatus", "LocalStore",
     "ObjectStore", "Store",
     "UncommittedDayError", "WrittenRun", "atomic_replace", "check_day", "day_file_path",
-    "day_status", "describe_days", "folder_lock", "is_temp_name", "is_url", "known_days",
+    "day_status", "describe_days", "is_temp_name", "is_url", "known_days",
     "manifest_path", "open_store", "pointer_path", "read_committed_day", "read_committed_days",
-    "rebuild_pointers", "remove_stale_temps", "serialize_day",
+    "rebuild_pointers", "serialize_day",
     "settled_statuses", "sha256_hex", "temp_path_for", "write_day_files",
 ]

@@ -17,7 +17,7 @@ import re
 import secrets
 from datetime import date
 
-from ..errors import PipelineError
+from ..errors import DayFilesError
 
 DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.json$")
 MANIFEST_RE = re.compile(r"^_manifest_([A-Za-z0-9][A-Za-z0-9_.-]*)\.json$")
@@ -32,10 +32,6 @@ UNCOMMITTED = "uncommitted"
 NOT_BUILT = "not built"
 
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class DayFilesError(PipelineError):
-    """Bad input to a write, or a store that refused it: says which file and what to do."""
 
 
 def check_day(day: str) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..commands import rebuild_command
-from ..errors import PipelineError
+from ..errors import UncommittedDayError
 from .layout import (
     COMMITTED,
     DAY_FILE_RE,
@@ -37,19 +37,6 @@ from .store import Store, open_store
 # the head says a run is writing polls the head this long before it reports the day.
 WRITER_WAIT_SECONDS = 20.0
 _POLL_SECONDS = 0.2
-
-
-class UncommittedDayError(PipelineError):
-    """One or more days that are not committed: missing, edited, or never finished."""
-
-    def __init__(self, reasons: Mapping[str, str]):
-        self.reasons = dict(sorted(reasons.items()))
-        self.days = tuple(self.reasons)
-        parts = [f"paid_orders day {day} is not committed: {why}."
-                 for day, why in self.reasons.items()]
-        commands = "; ".join(rebuild_command(day) for day in self.days)
-        them = "it" if len(self.days) == 1 else "them"
-        super().__init__(" ".join(parts) + f" Rebuild {them}: {commands}")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ secret and no credential in a URL ever reaches a message.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
@@ -34,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..crash import crash_point
+from ..errors import StoreUnavailable
 from ..secrets import redact, scrub
 from .layout import LOCK_NAME, POINTER_DIR, DayFilesError, is_temp_name, temp_name_for
 
@@ -41,6 +43,9 @@ if TYPE_CHECKING:
     from upath import UPath
 
 _LOCAL_PROTOCOLS = ("", "file", "local")
+# A local write that failed for want of space passes once space is freed (as a full
+# database does, core/failures.py): transient. A folder it may not write is not.
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 class Store(ABC):
     """A folder of files named relative to it, ``/``-separated (``_committed/x.json``)."""
 
@@ -123,7 +128,8 @@ class LocalStore(Store):
             os.replace(temp, final)
             _fsync_dir(final.parent)
         except OSError as exc:  # a full disk, a read-only folder: say which file, and that
-            raise DayFilesError(  # the committed version was not touched
+            error = StoreUnavailable if exc.errno in _FULL_ERRNOS else DayFilesError
+            raise error(  # the committed version was not touched
                 f"could not write {final.name} in {final.parent}: "
                 f"{exc.strerror or exc}. The previous version, if any, is untouched and still "
                 "committed; free space or fix permissions, then run again."
@@ -274,6 +280,11 @@ class ObjectStore(Store):
         return [PurePosixPath(entry).name for entry in entries]
 
     def _error(self, verb: str, name: str, exc: Exception) -> DayFilesError:
+        """The SDK's error, reworded. A bucket that does not exist (FileNotFoundError) or
+        refuses the credentials (PermissionError: s3fs's translation of AccessDenied,
+        InvalidAccessKeyId, ExpiredToken...) is terminal; anything else (no answer from
+        the endpoint, a timeout, throttling, a 5xx) is :class:`StoreUnavailable`, retried:
+        a retry costs seconds, while a transient error taken for terminal fails the run."""
         why = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
         hint = ("the bucket does not exist: create it, or fix PAID_ORDERS_URL"
                 if isinstance(exc, FileNotFoundError) else
@@ -281,8 +292,10 @@ class ObjectStore(Store):
                 "(for S3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL)")
         then = (" The previous version, if any, is untouched and still committed."
                 if verb == "write" else "")
-        return DayFilesError(f"could not {verb} {name} in {self.location}: "
-                             f"{type(exc).__name__}: {why}.{then} {hint}, then run again.")
+        terminal = isinstance(exc, (FileNotFoundError, PermissionError))
+        return (DayFilesError if terminal else StoreUnavailable)(
+            f"could not {verb} {name} in {self.location}: "
+            f"{type(exc).__name__}: {why}.{then} {hint}, then run again.")
 
 
 def is_url(location: str) -> bool:
@@ -329,14 +342,3 @@ def temp_path_for(final: str | os.PathLike) -> Path:
     """A unique temp name beside ``final``: starts with ``.``, ends ``.partial``."""
     final = Path(final)
     return final.with_name(temp_name_for(final.name))
-
-
-def folder_lock(folder: str | os.PathLike | Store, *, shared: bool = False
-                ) -> ContextManager[None]:
-    """The store's lock: ``flock`` on ``<folder>/.lock`` locally, nothing on object stores."""
-    return open_store(folder).lock(shared=shared)
-
-
-def remove_stale_temps(folder: str | os.PathLike | Store) -> list[str]:
-    """Delete leftover ``.*.partial`` files; call only while holding the lock."""
-    return open_store(folder).clear_temps()

@@ -40,7 +40,7 @@ from ..db import (
     sqlite_name,
 )
 from ..digest import DayDigest, add_days
-from ..errors import PipelineError
+from ..errors import VerifyError
 from ..secrets import redact
 from ..source import SCAN_BATCH, SMALL_WINDOW, inspect_source, scan_orders
 from ..times import canonical, from_canonical
@@ -49,10 +49,6 @@ Span = tuple[datetime | None, datetime | None]  # [start, end); None: open on th
 EVERYTHING: tuple[Span, ...] = ((None, None),)
 STORED = ("order_id", "status", "amount", "updated_at")
 _ENV = "WAREHOUSE_DATABASE_URL"
-
-
-class VerifyError(PipelineError):
-    """Verify could not compare: an invalid source row, an unreadable warehouse row."""
 
 
 def source_rows(source: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
