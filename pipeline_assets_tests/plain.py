@@ -14,6 +14,9 @@ import sqlite3
 import struct
 from collections.abc import Mapping
 from contextlib import closing
+from datetime import tzinfo
+
+from .model import stored_row
 
 
 def query(url: str, sql: str) -> list[tuple]:
@@ -48,10 +51,19 @@ def source_orders(url: str) -> list[tuple]:
                       "FROM orders ORDER BY order_id")
 
 
-def warehouse_orders(url: str) -> list[tuple]:
-    """The warehouse's ``orders`` rows as stored."""
-    return query(url, "SELECT order_id, status, amount, updated_at FROM orders "
-                      "ORDER BY order_id")
+def source_rows(url: str, tz: tzinfo | None = None) -> list[tuple]:
+    """The app's ``orders`` by ``order_id``: as stored (:func:`source_orders`), or, given
+    the pipeline's zone ``tz``, each row as the warehouse must hold it, by the test's own
+    rules (:func:`.model.stored_row`: the exact plain amount, the canonical UTC time)."""
+    rows = source_orders(url)
+    return rows if tz is None else [stored_row(*row, tz) for row in rows]
+
+
+def warehouse_rows(url: str) -> list[tuple]:
+    """The warehouse's ``orders`` by ``order_id`` as stored: (order_id, status, amount,
+    updated_at), the key an ``int`` whatever integer type the database returns."""
+    return [(int(r[0]), *r[1:]) for r in query(
+        url, "SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id")]
 
 
 # --- the fingerprints of pipeline_assets.core.digest, from its docstring alone --------------

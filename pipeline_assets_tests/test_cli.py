@@ -26,6 +26,7 @@ from pipeline_assets.core.load import load_orders
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
+from .plain import source_rows
 
 CHAPTER = [
     (101, "paid", "40.00", "2026-01-03"),
@@ -76,10 +77,9 @@ def initialized(cli, data) -> Path:
     return data
 
 
-def source_rows(data: Path) -> list[tuple]:
-    with sqlite3.connect(data / "app.db") as conn:
-        return conn.execute("SELECT order_id, status, amount, updated_at FROM orders "
-                            "ORDER BY order_id").fetchall()
+def app_url(data: Path) -> str:
+    """The demo's source in the data folder ``data``, as a URL."""
+    return f"sqlite:///{data / 'app.db'}"
 
 
 def fingerprint(path: Path) -> tuple[list[str], str, list[str]]:
@@ -121,8 +121,8 @@ def test_demo_init_creates_the_chapter_orders_and_its_folder(cli, tmp_path):
     assert (code, err) == (0, "")
     assert out == f"created the orders table in sqlite:///{nested / 'app.db'} with 6 orders: " \
                   "101-106\n"
-    assert source_rows(nested) == CHAPTER
-    assert dict((r[0], r[1]) for r in source_rows(nested))[105] == "pending"
+    assert source_rows(app_url(nested)) == CHAPTER
+    assert dict((r[0], r[1]) for r in source_rows(app_url(nested)))[105] == "pending"
 
 
 def test_demo_init_lives_in_the_present_of_its_clock(capsys, tmp_path):
@@ -132,7 +132,7 @@ def test_demo_init_lives_in_the_present_of_its_clock(capsys, tmp_path):
                 clock=lambda: datetime(2027, 3, 10, 0, 5, tzinfo=UTC))
     out = capsys.readouterr().out
     assert code == 0
-    rows = source_rows(data)
+    rows = source_rows(app_url(data))
     assert out.endswith(f"with {len(rows)} orders: 101-106 and {len(rows) - 6} more over the "
                         "28 days before 2027-03-10\n")
     assert rows[:6] == [(101, "paid", "40.00", "2027-02-14"), (102, "paid", "15.50", "2027-02-19"),
@@ -158,7 +158,7 @@ def test_demo_init_reads_its_day_in_the_pipeline_time_zone(capsys, tmp_path):
                                            "PIPELINE_TIMEZONE": "America/New_York"},
                 clock=lambda: datetime(2027, 3, 10, 3, 0, tzinfo=UTC))
     assert code == 0
-    rows = source_rows(data)
+    rows = source_rows(app_url(data))
     assert rows[5] == (106, "paid", "18.20", "2027-03-03")
     assert max(r[3][:10] for r in rows[6:]) == "2027-03-08"
     assert all(r[3].endswith(("-05:00", "-04:00")) for r in rows[6:])
@@ -167,13 +167,13 @@ def test_demo_init_reads_its_day_in_the_pipeline_time_zone(capsys, tmp_path):
 def test_demo_init_twice_needs_force_and_keeps_the_data(cli, initialized):
     assert cli("demo", "set", "105", "--status", "paid", "--amount", "22.00",
                "--updated-at", "2026-01-25")[0] == 0
-    before = source_rows(initialized)
+    before = source_rows(app_url(initialized))
     err = one_line_error(*cli("demo", "init"))
     assert "already has an orders table; pass --force" in err
-    assert source_rows(initialized) == before
+    assert source_rows(app_url(initialized)) == before
 
     assert cli("demo", "init", "--force", "--history-days", "0")[0] == 0
-    assert source_rows(initialized) == CHAPTER
+    assert source_rows(app_url(initialized)) == CHAPTER
 
 
 def test_demo_generate_is_deterministic_and_adds_late_orders(cli, tmp_path):
@@ -185,7 +185,7 @@ def test_demo_generate_is_deterministic_and_adds_late_orders(cli, tmp_path):
                              "--start", "2026-02-01", "--late-fraction", "0.25", "--seed", "7",
                              PIPELINE_DATA_DIR=str(folder))
         assert (code, err) == (0, "")
-        runs.append((json.loads(out), source_rows(folder)))
+        runs.append((json.loads(out), source_rows(app_url(folder))))
     (summary, rows), (summary_b, rows_b) = runs
     assert (summary, rows) == (summary_b, rows_b)
     assert {k: summary[k] for k in ("orders", "first_order_id", "last_order_id", "start",
@@ -205,7 +205,7 @@ def test_demo_generate_with_another_seed_differs(cli, tmp_path):
         cli("demo", "init", PIPELINE_DATA_DIR=str(folder))
         assert cli("demo", "generate", "--orders", "20", "--days", "3", "--seed", seed,
                    PIPELINE_DATA_DIR=str(folder))[0] == 0
-        outcomes.append(source_rows(folder))
+        outcomes.append(source_rows(app_url(folder)))
     assert outcomes[0] != outcomes[1]
 
 
@@ -217,7 +217,7 @@ def test_demo_set_updates_and_inserts(cli, initialized):
                          "--updated-at", "2026-01-24T23:30:00+01:00")
     assert (code, out, err) == (0, "order 186 inserted: paid 9.90 2026-01-24T23:30:00+01:00\n",
                                 "")
-    rows = source_rows(initialized)
+    rows = source_rows(app_url(initialized))
     assert rows[4] == (105, "paid", "22.00", "2026-01-25")
     assert rows[-1] == (186, "paid", "9.90", "2026-01-24T23:30:00+01:00")
 
@@ -239,7 +239,7 @@ def test_demo_set_takes_days_relative_to_the_clock(capsys, initialized, env, val
                 clock=lambda: clock)
     out, err = capsys.readouterr()
     assert (code, out, err) == (0, f"order 105 updated: paid 22.00 {stored}\n", "")
-    assert source_rows(initialized)[4] == (105, "paid", "22.00", stored)
+    assert source_rows(app_url(initialized))[4] == (105, "paid", "22.00", stored)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -496,7 +496,7 @@ def test_python_dash_m_runs_the_commands(tmp_path):
     done = _subprocess(tmp_path, "plan")
     assert (done.returncode, done.stderr) == (0, "")
     plan = json.loads(done.stdout)
-    rows = source_rows(tmp_path)  # dated by the real clock: expected from the data
+    rows = source_rows(app_url(tmp_path))  # dated by the real clock: expected from the data
     assert (plan["rows_read"], plan["days_touched"]) == (
         len(rows), sorted({r[3][:10] for r in rows}))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]

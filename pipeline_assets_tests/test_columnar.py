@@ -13,12 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline_assets.core.columnar import days_of, normalize, zone_name
-from pipeline_assets.core.db import make_engine, orders
+from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import load_orders
 from pipeline_assets.core.rows import InvalidRowError, validate
 from pipeline_assets.core.times import UTC, day_of, zone
 
 from .conftest import NOW
+from .plain import warehouse_rows
 
 NY = zone("America/New_York")
 ZONES = [UTC, NY, zone("Asia/Kolkata"), zone("Pacific/Chatham"), zone("Europe/London"),
@@ -141,11 +142,6 @@ def keyless_source(url: str, rows: list[tuple]) -> sa.Engine:
     return engine
 
 
-def stored(warehouse) -> list[tuple]:
-    with warehouse.connect() as conn:
-        return [tuple(r) for r in conn.execute(sa.select(orders).order_by(orders.c.order_id))]
-
-
 def load_keyless(db_urls, rows: list[tuple], chunk_size: int):
     """A first load of ``rows`` from a source without a key: (result, stored rows)."""
     source = keyless_source(db_urls["source"], rows)
@@ -153,7 +149,7 @@ def load_keyless(db_urls, rows: list[tuple], chunk_size: int):
     try:
         result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
                              chunk_size=chunk_size)
-        return result, stored(warehouse)
+        return result, warehouse_rows(db_urls["warehouse"])
     finally:
         source.dispose()
         warehouse.dispose()
@@ -200,7 +196,8 @@ def test_two_copies_with_the_same_updated_at_and_different_values_refuse_the_bat
             load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
         assert err.value.order_id == 1 and "order 1:" in str(err.value)
         assert "Nothing was written" in str(err.value)
-        assert not sa.inspect(warehouse).has_table("orders") or stored(warehouse) == []
+        assert not sa.inspect(warehouse).has_table("orders") or \
+            warehouse_rows(db_urls["warehouse"]) == []
         with source.begin() as conn:  # identical copies are one row
             conn.exec_driver_sql("UPDATE orders SET status = 'paid' WHERE order_id = 1")
         result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)

@@ -37,7 +37,8 @@ from pipeline_assets.core.times import UTC, to_instant
 
 from . import plain
 from .conftest import NOW
-from .model import canonical, instant_of, stored_row
+from .model import canonical, instant_of
+from .plain import source_rows, warehouse_rows
 from .support import database_urls
 
 BIN = Path(sys.executable).parent
@@ -46,20 +47,11 @@ LOAD_POINTS = ["load_after_stage", "load_after_compare", "load_before_delete",
                "load_after_watermark", "load_before_commit", "load_after_commit"]
 
 
-def source_rows(urls: dict) -> list[tuple]:
-    """The source as the warehouse must hold it, by the test's own rules (UTC zone)."""
-    return [stored_row(*row, UTC) for row in plain.source_orders(urls["source"])]
-
-
-def warehouse_rows(urls: dict) -> list[tuple]:
-    return [(int(r[0]), *r[1:]) for r in plain.warehouse_orders(urls["warehouse"])]
-
-
 def assert_invariants(urls: dict, warehouse, rows: int, batches: int | None = None):
     """Warehouse = source, each batch once, watermark = newest row, history monotone."""
-    expected = source_rows(urls)
+    expected = source_rows(urls["source"], UTC)
     assert len(expected) == rows  # the scenario fixes how many orders the app wrote
-    assert warehouse_rows(urls) == expected
+    assert warehouse_rows(urls["warehouse"]) == expected
     ids = [r[0] for r in plain.query(urls["warehouse"], "SELECT batch_id FROM pipeline_batches")]
     history = plain.query(urls["warehouse"],
                           "SELECT old_value, new_value FROM pipeline_watermark_history "
@@ -126,33 +118,34 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
-    before = warehouse_rows(db_urls)
+    before = warehouse_rows(db_urls["warehouse"])
     assert len(before) == 6
     args = ["--select", "orders"]
     if "delete" in point:
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)  # the story, in
         with source.begin() as conn:
             conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 103")
-        before = warehouse_rows(db_urls)
+        before = warehouse_rows(db_urls["warehouse"])
         args += ["--config-json", json.dumps({"ops": {"orders": {"config": {
             "start": "2026-01-01", "end": "2026-02-01"}}}})]
 
     killed = materialize(env_for(db_urls, PIPELINE_CRASH_AT=point), tmp_path, *args)
     assert killed.returncode != 0
     if "delete" in point:  # the transaction died: 103 is still there, nothing else moved
-        assert warehouse_rows(db_urls) == before and 103 in [r[0] for r in before]
+        assert warehouse_rows(db_urls["warehouse"]) == before and 103 in [r[0] for r in before]
         rerun = materialize(env_for(db_urls), tmp_path, *args)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
-        assert warehouse_rows(db_urls) == source_rows(db_urls)  # 103 deleted, once
+        # 103 deleted, once
+        assert warehouse_rows(db_urls["warehouse"]) == source_rows(db_urls["source"], UTC)
         assert_invariants(db_urls, warehouse, rows=6, batches=3)
         return
     committed = point == "load_after_commit"
     if committed:
         assert wm.current(warehouse) == to_instant("2026-01-25", UTC)
-        assert len(warehouse_rows(db_urls)) == 7
-        assert warehouse_rows(db_urls) == source_rows(db_urls)
+        assert len(warehouse_rows(db_urls["warehouse"])) == 7
+        assert warehouse_rows(db_urls["warehouse"]) == source_rows(db_urls["source"], UTC)
     else:  # the transaction died with the process: nothing of it is visible
-        assert warehouse_rows(db_urls) == before
+        assert warehouse_rows(db_urls["warehouse"]) == before
         assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
 
     rerun = materialize(env_for(db_urls), tmp_path, "--select", "orders")
@@ -271,7 +264,8 @@ def test_overlapping_range_backfills_leave_files_and_manifests_that_agree(
         run.wait(timeout=300)
         log.close()
         assert run.returncode == 0, Path(log.name).read_text()[-2000:]
-    assert len(source_rows(db_urls)) == 306 == len(warehouse_rows(db_urls))
+    assert len(source_rows(db_urls["source"], UTC)) == 306 == \
+        len(warehouse_rows(db_urls["warehouse"]))
     days = [f"2026-01-{d:02d}" for d in range(8, 21)]
     assert all(s.committed for s in describe_days(folder, days))
     manifests = [json.loads(p.read_text()) for p in folder.glob("_manifest_*.json")]

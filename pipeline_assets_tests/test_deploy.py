@@ -51,6 +51,7 @@ from .devserver import (
     runs,
     start_dagster_dev,
 )
+from .plain import source_rows
 from .stores import SECRET, all_files
 from .worlds import (
     BACKFILL,
@@ -70,13 +71,6 @@ JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)
 # touches two consecutive days and the refresh sensor rebuilds them in one run (runs
 # wait for the pool one after the other; each starts its step processes: keep them few)
 TOUCHED = ["2026-01-20", "2026-01-21"]
-
-
-def source_rows(source) -> list[tuple]:
-    """The source's orders as the warehouse stores them (id, status, amount text)."""
-    with source.connect() as conn:
-        rows = conn.execute(sa.text("SELECT order_id, status, amount, updated_at FROM orders"))
-        return sorted((r[0], r[1], str(r[2]), str(r[3])) for r in rows)
 
 
 def paid_by_day(rows: list[tuple]) -> dict[str, list[tuple[int, str]]]:
@@ -152,7 +146,7 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         server.wait("no run in progress", lambda: idle(server), 300)
 
         # files: every day of January committed in the bucket, equal to the source's
-        expected = paid_by_day(source_rows(source))
+        expected = paid_by_day(source_rows(server.urls["source"]))
         for day in JANUARY:
             rows = committed(url, day)
             assert rows is not None, day
@@ -173,7 +167,7 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         with warehouse.connect() as conn:
             stored = conn.execute(sa.text("SELECT order_id, status, amount FROM orders"))
             assert sorted((r[0], r[1], str(r[2])) for r in stored) == \
-                [r[:3] for r in source_rows(source)]
+                [r[:3] for r in source_rows(server.urls["source"])]
         assert verify(source, warehouse, url, tz=UTC).ok
 
         # the instance: every run is in PostgreSQL, each step ran in its own process

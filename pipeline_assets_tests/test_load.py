@@ -15,12 +15,13 @@ import sqlalchemy as sa
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.crash import SimulatedCrash
-from pipeline_assets.core.db import batches, metadata, orders, watermark_history
+from pipeline_assets.core.db import batches, metadata, watermark_history
 from pipeline_assets.core.load import LoadError, load_orders
 from pipeline_assets.core.rows import InvalidRowError
 from pipeline_assets.core.times import UTC, to_instant, zone
 
 from .conftest import NOW
+from .plain import warehouse_rows
 
 
 def run(engines, *, lookback=2, tz=UTC, **kw):
@@ -31,11 +32,6 @@ def run(engines, *, lookback=2, tz=UTC, **kw):
 def app_set(engines, order_id, status, amount, updated_at, tz=UTC):
     demo.set_order(engines[0], order_id, status=status, amount=amount,
                    updated_at=updated_at, tz=tz)
-
-
-def warehouse_rows(engines) -> list[tuple]:
-    with engines[1].connect() as conn:
-        return [tuple(r) for r in conn.execute(sa.select(orders).order_by(orders.c.order_id))]
 
 
 def snapshot(engines) -> dict[str, list[tuple]]:
@@ -53,7 +49,7 @@ def stamp(day: str) -> str:
     return to_instant(day, UTC).isoformat(timespec="microseconds")
 
 
-def test_the_chapter_story(engines):
+def test_the_chapter_story(engines, db_urls):
     demo.init(engines[0])
 
     first = run(engines)  # no watermark yet: read everything
@@ -67,7 +63,7 @@ def test_the_chapter_story(engines):
     assert again.window_start == to_instant("2026-01-19", UTC)
     assert (again.rows_read, again.inserted, again.updated, again.unchanged) == (2, 0, 0, 2)
     assert again.days_touched == ()
-    assert len(warehouse_rows(engines)) == 6
+    assert len(warehouse_rows(db_urls["warehouse"])) == 6
 
     app_set(engines, 105, "paid", "22.00", "2026-01-25")  # 105 is paid
     paid = run(engines)
@@ -82,7 +78,7 @@ def test_the_chapter_story(engines):
     assert late.days_touched == ("2026-01-24",)
     assert late.watermark_after == late.watermark_before == to_instant("2026-01-25", UTC)
 
-    assert warehouse_rows(engines) == [
+    assert warehouse_rows(db_urls["warehouse"]) == [
         (101, "paid", "40.00", stamp("2026-01-03")),
         (102, "paid", "15.50", stamp("2026-01-08")),
         (103, "refunded", "30.00", stamp("2026-01-12")),
@@ -107,7 +103,8 @@ def test_an_unchanged_source_is_recognized_as_the_same_batch(engines):
 
 
 @pytest.mark.parametrize("point", ["load_before_commit", "load_after_commit"])
-def test_a_retry_after_a_crash_stores_nothing_twice(engines, monkeypatch, tmp_path, point):
+def test_a_retry_after_a_crash_stores_nothing_twice(engines, db_urls, monkeypatch, tmp_path,
+                                                     point):
     demo.init(engines[0])
     run(engines)
     app_set(engines, 105, "paid", "22.00", "2026-01-25")
@@ -119,7 +116,7 @@ def test_a_retry_after_a_crash_stores_nothing_twice(engines, monkeypatch, tmp_pa
         run(engines)
 
     retry = run(engines)
-    rows = warehouse_rows(engines)
+    rows = warehouse_rows(db_urls["warehouse"])
     assert len(rows) == len({r[0] for r in rows}) == 7
     if point == "load_after_commit":  # the write had landed: the retry changes nothing
         assert (retry.inserted, retry.updated) == (0, 0)
@@ -163,7 +160,7 @@ def test_bad_input_leaves_warehouse_and_watermark_exactly_as_they_were(engines, 
     assert snapshot(engines) == before
 
 
-def test_a_row_equal_to_the_watermark_arriving_later_is_not_lost(engines):
+def test_a_row_equal_to_the_watermark_arriving_later_is_not_lost(engines, db_urls):
     demo.init(engines[0])
     run(engines, lookback=0)
     assert wm.current(engines[1]) == to_instant("2026-01-21", UTC)
@@ -171,10 +168,10 @@ def test_a_row_equal_to_the_watermark_arriving_later_is_not_lost(engines):
     result = run(engines, lookback=0)
     assert result.window_start == to_instant("2026-01-21", UTC)
     assert result.inserted == 1
-    assert 190 in [r[0] for r in warehouse_rows(engines)]
+    assert 190 in [r[0] for r in warehouse_rows(db_urls["warehouse"])]
 
 
-def test_an_explicit_range_reads_exactly_it_and_leaves_the_watermark(engines):
+def test_an_explicit_range_reads_exactly_it_and_leaves_the_watermark(engines, db_urls):
     demo.init(engines[0])
     run(engines)
     app_set(engines, 103, "paid", "31.00", "2026-01-12T23:59:59")
@@ -183,8 +180,9 @@ def test_an_explicit_range_reads_exactly_it_and_leaves_the_watermark(engines):
     assert (result.kind, result.rows_read, result.updated) == ("range", 1, 1)
     assert result.watermark_after == result.watermark_before == to_instant("2026-01-21", UTC)
     assert wm.current(engines[1]) == to_instant("2026-01-21", UTC)
-    assert warehouse_rows(engines)[2] == (103, "paid", "31.00", stamp("2026-01-12T23:59:59"))
-    assert warehouse_rows(engines)[3][3] == stamp("2026-01-15")  # 104 not re-read
+    stored = warehouse_rows(db_urls["warehouse"])
+    assert stored[2] == (103, "paid", "31.00", stamp("2026-01-12T23:59:59"))
+    assert stored[3][3] == stamp("2026-01-15")  # 104 not re-read
 
 
 def test_an_empty_range_is_refused(engines):
@@ -201,7 +199,7 @@ def test_days_touched_include_the_old_day_of_a_paid_row_that_moved(engines):
     assert result.days_touched == ("2026-01-15", "2026-01-21", "2026-01-22")
 
 
-def test_mixed_forms_and_offsets_are_read_as_instants(engines):
+def test_mixed_forms_and_offsets_are_read_as_instants(engines, db_urls):
     """Text timestamps with offsets sort wrongly as strings; the window must not miss them."""
     demo.init(engines[0])
     run(engines)  # watermark 2026-01-21T00:00Z, window from the 19th
@@ -211,7 +209,7 @@ def test_mixed_forms_and_offsets_are_read_as_instants(engines):
     app_set(engines, 202, "paid", "2.00", "2026-01-18T22:00:00-05:00")
     app_set(engines, 203, "paid", "3.00", "2026-01-22T10:00:00Z")
     result = run(engines)
-    ids = [r[0] for r in warehouse_rows(engines)]
+    ids = [r[0] for r in warehouse_rows(db_urls["warehouse"])]
     assert 202 in ids and 203 in ids and 201 not in ids
     assert result.inserted == 2
     assert result.watermark_after == to_instant("2026-01-22T10:00:00Z", UTC)
@@ -295,7 +293,8 @@ def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
     results = {}
     for name, ddl in (("new", None), ("old", "BIGINT")):
         source = make_engine(f"sqlite:///{tmp_path / f'{name}-app.db'}", role="source")
-        warehouse = make_engine(f"sqlite:///{tmp_path / f'{name}-wh.db'}", role="warehouse")
+        warehouse_url = f"sqlite:///{tmp_path / f'{name}-wh.db'}"
+        warehouse = make_engine(warehouse_url, role="warehouse")
         demo.init(source)
         if ddl:
             with warehouse.begin() as conn:
@@ -313,7 +312,7 @@ def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
                 "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlite_autoindex_orders%'"
             ).scalar()
         results[name] = ((first.inserted, second.updated, second.days_touched),
-                         warehouse_rows(engines), keyed)
+                         warehouse_rows(warehouse_url), keyed)
         source.dispose()
         warehouse.dispose()
     assert results["new"][:2] == results["old"][:2]

@@ -33,15 +33,10 @@ from pipeline_assets.settings import from_env
 
 from . import plain
 from .conftest import NOW
+from .plain import warehouse_rows
 
 pytestmark = pytest.mark.mysql
 JANUARY = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC))
-
-
-def rows(warehouse) -> list[tuple]:
-    with warehouse.connect() as conn:
-        return [tuple(r) for r in conn.exec_driver_sql(
-            "SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id")]
 
 
 def app(url: str, *statements: str, zone: str = "+00:00") -> None:
@@ -93,7 +88,7 @@ def test_the_story_with_the_app_on_mariadb(mysql, warehouse_backend, tmp_path, i
     assert second["days_touched"] == ["2026-01-24", "2026-01-25"]
     assert second["watermark_after"].startswith("2026-01-25")
     warehouse = make_engine(warehouse_url, role="warehouse")
-    assert [(r[0], r[2]) for r in rows(warehouse)] == [
+    assert [(r[0], r[2]) for r in warehouse_rows(warehouse_url)] == [
         (101, "40.00"), (102, "15.50"), (103, "30.00"), (104, "12.75"), (105, "22.00"),
         (106, "18.20"), (186, "30.00")]
     warehouse.dispose()
@@ -126,11 +121,12 @@ def test_native_columns_read_by_the_contract_whatever_the_session_zone(
     app(url, NATIVE.format(kind=kind),
         f"INSERT INTO orders VALUES (7, 'paid', 40.5, '{written}')", zone=zone)
     source = make_engine(url, role="source")
-    warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
+    warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
+    warehouse = make_engine(warehouse_url, role="warehouse")
     ny = ZoneInfo("America/New_York")
     result = load_orders(source, warehouse, tz=ny, lookback_days=2, now=NOW)
     assert result.rows_read == 1
-    assert rows(warehouse) == [(7, "paid", "40.50", expected)]
+    assert warehouse_rows(warehouse_url) == [(7, "paid", "40.50", expected)]
     # the sensor's session reads the same zone: the window query finds the row
     start = datetime.fromisoformat(expected) - timedelta(hours=1)
     assert sensing.observe(source, ny, start).rows == 1
@@ -149,9 +145,10 @@ def test_text_columns_take_every_form_the_contract_allows(mysql, tmp_path):
     for n, text in enumerate(forms):
         demo.set_order(source, 300 + n, status="paid", amount=f"{n}.5", updated_at=text,
                        tz=UTC)
-    warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
+    warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
+    warehouse = make_engine(warehouse_url, role="warehouse")
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-    stored = {r[0]: r[3] for r in rows(warehouse)}
+    stored = {r[0]: r[3] for r in warehouse_rows(warehouse_url)}
     for n, text in enumerate(forms):
         assert stored[300 + n] == validate(300 + n, "paid", "1", text, UTC).stored[3], text
     source.dispose()
@@ -169,7 +166,8 @@ def test_a_row_the_contract_refuses_is_refused_with_the_same_message(mysql, tmp_
     with source.begin() as conn:
         conn.execute(sa.text(f"UPDATE orders SET {column} = :v WHERE order_id = 104"),
                      {"v": value})
-    warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
+    warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
+    warehouse = make_engine(warehouse_url, role="warehouse")
     with pytest.raises(InvalidRowError) as err:
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     row = dict(order_id=104, status="paid", amount="12.75", updated_at="2026-01-15")
@@ -177,7 +175,7 @@ def test_a_row_the_contract_refuses_is_refused_with_the_same_message(mysql, tmp_
     with pytest.raises(InvalidRowError) as want:
         validate(*row.values(), tz=UTC)
     assert str(err.value) == str(want.value)
-    assert not sa.inspect(warehouse).has_table("orders") or rows(warehouse) == []
+    assert not sa.inspect(warehouse).has_table("orders") or warehouse_rows(warehouse_url) == []
     source.dispose()
     warehouse.dispose()
 
@@ -302,8 +300,9 @@ def test_timezone_of_rows_is_utc_in_the_warehouse(mysql, tmp_path):
     app(url, NATIVE.format(kind="TIMESTAMP(6)"),
         "INSERT INTO orders VALUES (1, 'paid', 1, '2026-07-01 12:00:00')", zone="+02:00")
     source = make_engine(url, role="source")
-    warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
+    warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
+    warehouse = make_engine(warehouse_url, role="warehouse")
     load_orders(source, warehouse, tz=timezone.utc, lookback_days=2, now=NOW)
-    assert rows(warehouse)[0][3] == "2026-07-01T10:00:00.000000+00:00"
+    assert warehouse_rows(warehouse_url)[0][3] == "2026-07-01T10:00:00.000000+00:00"
     source.dispose()
     warehouse.dispose()
