@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from pipeline_assets.cli import main
 from pipeline_assets.core.db import make_engine
 
 from .support import database_urls, unavailable
@@ -147,6 +149,33 @@ def engines(db_urls):
     yield source, warehouse
     source.dispose()
     warehouse.dispose()
+
+
+# --- the command line, in this process -------------------------------------------------------
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The command line's environment where a call names none: a data folder under tmp_path."""
+    return {"PIPELINE_DATA_DIR": str(tmp_path / "data")}
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path: Path, env):
+    """``cli(*argv, environ=env, **extra_env)`` → ``(exit code, stdout, stderr)``: ``main``
+    in this process on the fixed clock, in ``environ`` plus ``extra_env``, from tmp_path
+    (nothing written in the checkout)."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*argv: str, environ: Mapping[str, str] | None = None,
+            **extra: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv), environ={**(env if environ is None else environ), **extra},
+                    clock=lambda: NOW)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 # --- the Celery broker ----------------------------------------------------------------------

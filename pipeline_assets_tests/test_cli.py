@@ -48,26 +48,8 @@ def _stay_out_of_the_checkout(tmp_path: Path, monkeypatch):
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {"PIPELINE_DATA_DIR": str(tmp_path / "data")}
-
-
-@pytest.fixture
 def data(env) -> Path:
     return Path(env["PIPELINE_DATA_DIR"])
-
-
-@pytest.fixture
-def cli(capsys, env):
-    """``cli(*argv, **extra_env)`` → ``(exit code, stdout, stderr)``."""
-
-    def run(*argv: str, **extra: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main(list(argv), environ={**env, **extra}, clock=lambda: NOW)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 @pytest.fixture

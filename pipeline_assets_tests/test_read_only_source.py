@@ -20,7 +20,6 @@ import pytest
 import sqlalchemy as sa
 from dagster import DagsterInstance, build_sensor_context
 
-from pipeline_assets.cli import main
 from pipeline_assets.core import demo
 from pipeline_assets.core.db import make_engine, sqlite_file
 from pipeline_assets.core.load import load_orders
@@ -105,7 +104,7 @@ def test_the_source_url_really_cannot_write(read_only_source):
 
 
 def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source, tmp_path,
-                                                               capsys):
+                                                               cli):
     source_url, warehouse_url, snapshot = read_only_source
     before = snapshot()
     env = {"PIPELINE_DATA_DIR": str(tmp_path / "data"), "SOURCE_DATABASE_URL": source_url,
@@ -141,16 +140,11 @@ def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source
         assert after_load.run_requests == []
         assert "watermark moved on" in after_load.skip_message
 
-    def cli(*argv):
-        capsys.readouterr()
-        code = main(list(argv), environ=env, clock=lambda: NOW)
-        return code, *capsys.readouterr()
-
-    code, out, err = cli("plan")
+    code, out, err = cli("plan", environ=env)
     assert (code, err) == (0, "")
     assert json.loads(out)["rows_read"] == 2  # the lookback window: 105 and 106
 
-    code, out, err = cli("verify", "--json")
+    code, out, err = cli("verify", "--json", environ=env)
     assert (code, err) == (0, "")
     report = json.loads(out)
     assert report["ok"] and report["source_rows"] == report["warehouse_rows"] == CHAPTER_ROWS

@@ -30,7 +30,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from upath import UPath
 
-from pipeline_assets.cli import main
 from pipeline_assets.core import demo
 from pipeline_assets.core.columnar import days_of
 from pipeline_assets.core.daily_files import write_day_files
@@ -165,20 +164,6 @@ def built(pipeline):
     return pipeline
 
 
-@pytest.fixture
-def cli(capsys, monkeypatch, tmp_path):
-    """``cli(pipeline, *argv)`` → ``(exit code, stdout, stderr)``, fixed clock, no cwd writes."""
-    monkeypatch.chdir(tmp_path)
-
-    def run(p: Pipeline, *argv: str, **extra: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main(["verify", *argv], environ=p.env(**extra), clock=lambda: NOW)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
 def problems(result) -> list[tuple[str, str, bool]]:
     return [(p.day, p.kind, p.fails) for p in result.problems]
 
@@ -186,7 +171,7 @@ def problems(result) -> list[tuple[str, str, bool]]:
 # --- the cases ------------------------------------------------------------------------------
 
 def test_everything_agrees_exit_0(built, cli):
-    code, out, err = cli(built)
+    code, out, err = cli("verify", environ=built.env())
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == ("source vs warehouse: 6 days, 6 source rows, 6 warehouse rows, "
@@ -195,7 +180,7 @@ def test_everything_agrees_exit_0(built, cli):
                         "warehouse; 0 day(s) not built")
     assert lines[-1] == "OK: source, warehouse and committed day files agree"
 
-    code, out, _ = cli(built, "--json")
+    code, out, _ = cli("verify", "--json", environ=built.env())
     report = json.loads(out)
     assert (code, report["ok"], report["exit_code"]) == (0, True, 0)
     assert report["problems"] == [] and report["repair"] == [] and report["failing_days"] == []
@@ -222,7 +207,7 @@ def test_a_source_change_not_yet_loaded_lists_both_days_with_one_orders_run(buil
     assert "source 0 rows, warehouse 1 rows: 1 changed since the last load; the source now " \
         "puts them on 2026-01-25" in result.problems[0].detail
 
-    code, out, err = cli(built)
+    code, out, err = cli("verify", environ=built.env())
     assert (code, err) == (1, "")
     assert f"FAIL 2026-01-25 {DIFFERS_FROM_SOURCE}: source 1 rows, warehouse 0 rows: 1 changed " \
         "since the last load" in out
@@ -252,19 +237,19 @@ def test_a_new_unloaded_order_is_not_loaded(built):
 def test_a_file_edited_by_hand_is_uncommitted_with_the_partition_command(built, cli):
     path = built.folder / "2026-01-08.json"
     path.write_text(path.read_text().replace("15.50", "1550.00"))
-    code, out, _ = cli(built)
+    code, out, _ = cli("verify", environ=built.env())
     assert code == 1
     assert f"FAIL 2026-01-08 {FILE_UNCOMMITTED}: the file's sha256 " in out
     assert (f"     repair: {DEFS} --select paid_orders,daily_revenue --partition 2026-01-08"
             in out)
-    report = json.loads(cli(built, "--json")[1])
+    report = json.loads(cli("verify", "--json", environ=built.env())[1])
     assert report["failing_days"] == ["2026-01-08"]
     assert report["repair"] == [rebuild_command("2026-01-08", "2026-01-08")]
     [problem] = report["problems"]
     assert (problem["kind"], problem["fails"]) == (FILE_UNCOMMITTED, True)
 
     built.build(["2026-01-08"])
-    assert cli(built)[0] == 0
+    assert cli("verify", environ=built.env())[0] == 0
 
 
 def test_a_committed_file_older_than_the_warehouse_differs(built):
@@ -284,17 +269,17 @@ def test_a_committed_file_older_than_the_warehouse_differs(built):
 def test_paid_orders_without_a_file_are_not_built_and_fail_only_with_require_all(pipeline, cli):
     pipeline.load()
     pipeline.build(["2026-01-03", "2026-01-04"])  # 01-08, 01-15, 01-21 have paid orders
-    code, out, _ = cli(pipeline)
+    code, out, _ = cli("verify", environ=pipeline.env())
     assert code == 0
     assert (f"INFO 2026-01-08 {FILE_NOT_BUILT}: 1 paid order(s) in the warehouse, no file yet "
             "(fails only with --require-all)") in out
     assert out.splitlines()[-1] == "OK: source, warehouse and committed day files agree"
 
-    code, out, _ = cli(pipeline, "--require-all")
+    code, out, _ = cli("verify", "--require-all", environ=pipeline.env())
     assert code == 1
     assert f"FAIL 2026-01-15 {FILE_NOT_BUILT}: 1 paid order(s) in the warehouse, no file yet\n" \
         in out
-    report = json.loads(cli(pipeline, "--require-all", "--json")[1])
+    report = json.loads(cli("verify", "--require-all", "--json", environ=pipeline.env())[1])
     assert report["failing_days"] == ["2026-01-08", "2026-01-15", "2026-01-21"]
     assert report["repair"] == [rebuild_command(d, d)
                                 for d in ("2026-01-08", "2026-01-15", "2026-01-21")]
@@ -381,7 +366,8 @@ def test_days_follow_the_pipeline_time_zone(tmp_path, cli):
         p.load()
         demo.set_order(p.source, 400, status="paid", amount="1.00",
                        updated_at="2026-01-25T03:00:00+00:00", tz=ny)  # 01-24 in New York
-        code, out, _ = cli(p, "--json", PIPELINE_TIMEZONE="America/New_York")
+        code, out, _ = cli("verify", "--json", environ=p.env(),
+                           PIPELINE_TIMEZONE="America/New_York")
         report = json.loads(out)
         assert (code, report["timezone"], report["failing_days"]) == \
             (1, "America/New_York", ["2026-01-24"])
@@ -486,7 +472,7 @@ def test_files_that_break_the_rules_differ_from_the_warehouse(new_york):
 def test_an_invalid_source_row_is_a_one_line_error(built, cli):
     with built.source.begin() as conn:
         conn.execute(sa.text("UPDATE orders SET amount = 'ten' WHERE order_id = 104"))
-    code, out, err = cli(built)
+    code, out, err = cli("verify", environ=built.env())
     assert (code, out) == (1, "")
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("pipeline-assets: error: cannot verify: the source's order 104 has "
@@ -500,13 +486,13 @@ def test_an_invalid_source_row_is_a_one_line_error(built, cli):
      "--days-from 2026-01-10 is after --days-to 2026-01-09"),
 ])
 def test_bad_days_are_a_one_line_error(built, cli, argv, message):
-    code, out, err = cli(built, *argv)
+    code, out, err = cli("verify", *argv, environ=built.env())
     assert (code, out) == (1, "")
     assert err.startswith("pipeline-assets: error: ") and message in err
 
 
 def test_verify_never_creates_a_warehouse(pipeline, cli):
-    code, out, _ = cli(pipeline, "--json")
+    code, out, _ = cli("verify", "--json", environ=pipeline.env())
     report = json.loads(out)
     assert (code, report["source_rows"], report["warehouse_rows"]) == (1, 6, 0)
     assert report["repair"] == [orders_range_command(d, d) for d in (
@@ -520,7 +506,7 @@ def test_a_missing_source_file_is_a_one_line_error(tmp_path, cli):
     p = Pipeline(tmp_path, f"sqlite:///{tmp_path / 'app.db'}",
                  f"sqlite:///{tmp_path / 'warehouse.db'}")
     try:
-        code, out, err = cli(p)
+        code, out, err = cli("verify", environ=p.env())
     finally:
         p.close()
     assert (code, out) == (1, "")
@@ -537,11 +523,11 @@ def test_postgresql_source_and_warehouse(tmp_path, postgres, cli):
         demo.init(p.source)
         p.load()
         p.build(ALL_DAYS)
-        assert cli(p)[0] == 0
+        assert cli("verify", environ=p.env())[0] == 0
         demo.set_order(p.source, 106, status="paid", amount="18.25", updated_at="2026-01-21",
                        tz=UTC)
         (p.folder / "2026-01-03.json").write_text("[]\n")
-        report = json.loads(cli(p, "--json")[1])
+        report = json.loads(cli("verify", "--json", environ=p.env())[1])
         assert report["failing_days"] == ["2026-01-03", "2026-01-21"]
         assert [(x["day"], x["kind"]) for x in report["problems"]] == [
             ("2026-01-03", FILE_UNCOMMITTED), ("2026-01-21", DIFFERS_FROM_SOURCE)]
@@ -570,7 +556,7 @@ def test_verify_agrees_with_the_load_on_a_source_holding_two_copies_of_an_order(
                 dict(i=2, s="paid", a="2.00", u="2026-01-05")])
         assert p.load().duplicate_rows == 1
         p.build(ALL_DAYS)
-        code, out, err = cli(p)
+        code, out, err = cli("verify", environ=p.env())
         assert (code, err) == (0, ""), out
         assert out.splitlines()[0].startswith("source vs warehouse: 2 days, 2 source rows, "
                                               "2 warehouse rows, 0 day(s) differ")
@@ -631,7 +617,7 @@ def test_running_the_printed_repair_commands_makes_verify_agree(pipeline, cli, t
                    updated_at="2026-01-24T10:00:00", tz=UTC)
     # edited by hand: uncommitted
     (pipeline.folder / "2026-01-03.json").write_text("[]\n")
-    report = json.loads(cli(pipeline, "--require-all", "--json")[1])
+    report = json.loads(cli("verify", "--require-all", "--json", environ=pipeline.env())[1])
     assert report["failing_days"] == ["2026-01-03", "2026-01-19", "2026-01-21", "2026-01-24",
                                       "2026-01-25"]
     assert report["repair"] == [
@@ -655,7 +641,7 @@ def test_running_the_printed_repair_commands_makes_verify_agree(pipeline, cli, t
         assert done.returncode == 0, (command, done.stderr[-3000:])
     assert json.dumps(_watermark(pipeline)) == watermark_before  # range loads leave it alone
 
-    code, out, _ = cli(pipeline, "--require-all")
+    code, out, _ = cli("verify", "--require-all", environ=pipeline.env())
     assert code == 0, out
     assert out.splitlines()[-1] == "OK: source, warehouse and committed day files agree"
 
