@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -19,70 +18,26 @@ from dagster import AssetKey
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.daily_files import read_committed_day
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.definitions import build_definitions
-from pipeline_assets.settings import from_env
+
+from .worlds import Pipeline
 
 RANGE = {"dagster/asset_partition_range_start": "2026-01-20",
          "dagster/asset_partition_range_end": "2026-01-25"}
 
 
-class Pipeline:
-    def __init__(self, tmp_path: Path, instance, db_urls: dict | None = None, **env):
-        (tmp_path / "data").mkdir(exist_ok=True)
-        environ = {"PIPELINE_DATA_DIR": str(tmp_path / "data"), **env}
-        if db_urls:
-            environ |= {"SOURCE_DATABASE_URL": db_urls["source"],
-                        "WAREHOUSE_DATABASE_URL": db_urls["warehouse"]}
-        self.settings = from_env(environ, cwd=tmp_path)
-        self.defs = build_definitions(self.settings)
-        self.instance = instance
-        self.source = make_engine(self.settings.source_url, role="source")
-        self.warehouse = make_engine(self.settings.warehouse_url, role="warehouse")
-        self.folder = self.settings.paid_orders_dir
-
-    def app_set(self, order_id, status, amount, updated_at):
-        demo.set_order(self.source, order_id, status=status, amount=amount,
-                       updated_at=updated_at, tz=self.settings.tz)
-
-    def load(self):
-        result = self.defs.resolve_job_def("orders_job").execute_in_process(
-            instance=self.instance)
-        assert result.success
-        (event,) = result.get_asset_materialization_events()
-        return event.materialization.metadata["days_touched"].value
-
-    def build(self, partition: str | None = None, tags: dict | None = None):
-        result = self.defs.resolve_job_def("daily_files_job").execute_in_process(
-            instance=self.instance, partition_key=partition, tags=tags)
-        assert result.success
-        return result
-
-    def file(self, day: str) -> bytes:
-        return (self.folder / f"{day}.json").read_bytes()
-
-    def manifests(self) -> list[dict]:
-        return [json.loads(p.read_text()) for p in sorted(self.folder.glob("_manifest_*.json"))]
-
-    def dispose(self):
-        self.source.dispose()
-        self.warehouse.dispose()
-
-
-
 @pytest.fixture
 def pipe(tmp_path, instance):
-    p = Pipeline(tmp_path, instance)
+    p = Pipeline(tmp_path / "data", instance=instance)
     demo.init(p.source)
     p.app_set(105, "paid", "22.00", "2026-01-25")
     p.app_set(186, "paid", "30.00", "2026-01-24")
-    p.load()
+    p.run_orders_job()
     yield p
-    p.dispose()
+    p.close()
 
 
 def test_one_day_is_one_exact_file_and_one_manifest(pipe):
-    pipe.build("2026-01-25")
+    pipe.run_daily_files_job("2026-01-25")
     assert pipe.file("2026-01-25") == (
         b'[{"amount":"22.00","order_id":105,"status":"paid",'
         b'"updated_at":"2026-01-25T00:00:00+00:00"}]\n')
@@ -96,7 +51,7 @@ def test_one_day_is_one_exact_file_and_one_manifest(pipe):
 
 def test_a_range_is_one_run_with_n_files_and_one_manifest(pipe):
     before = wm.current(pipe.warehouse)
-    result = pipe.build(tags=RANGE)
+    result = pipe.run_daily_files_job(tags=RANGE)
     days = ["2026-01-20", "2026-01-21", "2026-01-22", "2026-01-23", "2026-01-24", "2026-01-25"]
     assert sorted(p.stem for p in pipe.folder.glob("2026-*.json")) == days
     (manifest,) = pipe.manifests()
@@ -122,7 +77,7 @@ def test_a_range_is_one_run_with_n_files_and_one_manifest(pipe):
 
 
 def test_a_rerun_gives_identical_bytes_and_readers_never_see_a_gap(pipe):
-    pipe.build(tags=RANGE)
+    pipe.run_daily_files_job(tags=RANGE)
     first = {day: pipe.file(day) for day in ("2026-01-21", "2026-01-24", "2026-01-25")}
     seen, problems, stop = [], [], threading.Event()
 
@@ -140,7 +95,7 @@ def test_a_rerun_gives_identical_bytes_and_readers_never_see_a_gap(pipe):
     reader.start()
     try:
         for _ in range(3):
-            pipe.build(tags=RANGE)
+            pipe.run_daily_files_job(tags=RANGE)
     finally:
         stop.set()
         reader.join()
@@ -151,33 +106,33 @@ def test_a_rerun_gives_identical_bytes_and_readers_never_see_a_gap(pipe):
 
 
 def test_a_row_that_stopped_being_paid_leaves_its_old_day(pipe):
-    pipe.build(tags=RANGE)
+    pipe.run_daily_files_job(tags=RANGE)
     pipe.app_set(106, "refunded", "18.20", "2026-01-25T10:00:00Z")  # was paid on the 21st
-    touched = pipe.load()
+    touched = pipe.run_orders_job()
     assert touched == ["2026-01-21", "2026-01-25"]
     for day in touched:  # what the refresh sensor does: rebuild exactly those days
-        pipe.build(day)
+        pipe.run_daily_files_job(day)
     assert read_committed_day(pipe.folder, "2026-01-21") == []
     assert [r["order_id"] for r in read_committed_day(pipe.folder, "2026-01-25")] == [105]
 
 
 def test_the_time_zone_decides_which_file_a_row_is_in(tmp_path, instance):
-    pipe = Pipeline(tmp_path, instance, PIPELINE_TIMEZONE="America/New_York")
+    pipe = Pipeline(tmp_path / "data", instance=instance, PIPELINE_TIMEZONE="America/New_York")
     demo.init(pipe.source)
     pipe.app_set(300, "paid", "5.00", "2026-01-25T03:00:00+00:00")
-    assert pipe.load() == ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15",
-                           "2026-01-19", "2026-01-21", "2026-01-24"]
-    pipe.build(tags={"dagster/asset_partition_range_start": "2026-01-24",
-                     "dagster/asset_partition_range_end": "2026-01-25"})
+    assert pipe.run_orders_job() == ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15",
+                                     "2026-01-19", "2026-01-21", "2026-01-24"]
+    pipe.run_daily_files_job(tags={"dagster/asset_partition_range_start": "2026-01-24",
+                                   "dagster/asset_partition_range_end": "2026-01-25"})
     assert [r["order_id"] for r in read_committed_day(pipe.folder, "2026-01-24")] == [300]
     assert read_committed_day(pipe.folder, "2026-01-24")[0]["updated_at"] == \
         "2026-01-24T22:00:00-05:00"
     assert read_committed_day(pipe.folder, "2026-01-25") == []
-    pipe.dispose()
+    pipe.close()
 
 
 def test_daily_revenue_refuses_a_day_edited_by_hand(pipe):
-    pipe.build("2026-01-24")
+    pipe.run_daily_files_job("2026-01-24")
     path = pipe.folder / "2026-01-24.json"
     path.write_text(path.read_text().replace("30.00", "3000.00"))
     result = pipe.defs.resolve_job_def("daily_files_job").execute_in_process(
@@ -195,11 +150,11 @@ def test_the_same_range_on_postgresql(tmp_path, instance, postgres, monkeypatch)
     urls = {"source": postgres.url("source"), "warehouse": postgres.url("warehouse")}
     monkeypatch.setenv("SOURCE_DATABASE_URL", urls["source"])  # resolved as EnvVar at run time
     monkeypatch.setenv("WAREHOUSE_DATABASE_URL", urls["warehouse"])
-    pipe = Pipeline(tmp_path, instance, urls)
+    pipe = Pipeline(tmp_path / "data", urls["source"], urls["warehouse"], instance=instance)
     demo.init(pipe.source)
     pipe.app_set(186, "paid", "30.00", "2026-01-24")
-    pipe.load()
-    pipe.build(tags=RANGE)
+    pipe.run_orders_job()
+    pipe.run_daily_files_job(tags=RANGE)
     assert [r["order_id"] for r in read_committed_day(pipe.folder, "2026-01-24")] == [186]
     assert len(pipe.manifests()) == 1
-    pipe.dispose()
+    pipe.close()

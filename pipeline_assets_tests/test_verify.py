@@ -28,11 +28,9 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from upath import UPath
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.columnar import days_of
-from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import DeletePolicy, load_orders
@@ -47,13 +45,13 @@ from pipeline_assets.core.verify import (
     rebuild_command,
     repair_commands,
     runs,
-    verify,
 )
 from pipeline_assets.core.verify.compare import compare_days, compare_orders, differing_days
 
 from . import plain
 from .conftest import NOW
 from .model import Model, Version, day_file_bytes, instant_of
+from .worlds import Pipeline
 
 BIN = Path(sys.executable).parent
 DEFS = "dagster asset materialize -m pipeline_assets.definitions"
@@ -102,55 +100,16 @@ def test_loads_come_before_the_rebuilds_that_read_them():
 
 # --- state built with core ----------------------------------------------------------------
 
-class Pipeline:
-    """The demo source, the warehouse and the day files of one test, driven through core."""
-
-    def __init__(self, data: Path, source_url: str, warehouse_url: str, tz=UTC, folder=None):
-        # the day files: <data>/paid_orders by default, or a bucket (PAID_ORDERS_URL)
-        self.data, self.tz = data, tz
-        self.folder = data / "paid_orders" if folder is None else folder
-        self.source_url, self.warehouse_url = source_url, warehouse_url
-        self.source = make_engine(source_url, role="source")
-        self.warehouse = make_engine(warehouse_url, role="warehouse")
-        self.runs = 0
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = {"PIPELINE_DATA_DIR": str(self.data), "SOURCE_DATABASE_URL": self.source_url,
-               "WAREHOUSE_DATABASE_URL": self.warehouse_url, **extra}
-        if self.folder != self.data / "paid_orders":
-            env["PAID_ORDERS_URL"] = str(self.folder)
-        return env
-
-    def load(self):
-        return load_orders(self.source, self.warehouse, tz=self.tz, lookback_days=2, now=NOW)
-
-    def build(self, days):
-        """One ``paid_orders`` run over ``days``, as the asset and its IO manager do it."""
-        self.runs += 1
-        by_day = paid_orders_by_day(self.warehouse, days, self.tz)
-        write_day_files(self.folder, by_day, run_id=f"run-{self.runs}",
-                        written_at=NOW, watermark=NOW)
-
-    def verify(self, **options):
-        return verify(self.source, self.warehouse, self.folder, tz=self.tz,
-                      today=NOW.astimezone(self.tz).date(),
-                      partitions_start=date(2026, 1, 1), **options)
-
-    def close(self):
-        self.source.dispose()
-        self.warehouse.dispose()
-
-
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
 def pipeline(request, tmp_path: Path):
     """The demo pipeline with its day files in a local folder, or in a bucket."""
     data = tmp_path / "data"
     data.mkdir()
-    folder = None
+    in_bucket = {}
     if request.param == "s3":
-        folder = UPath(request.getfixturevalue("bucket") + "/paid_orders")
+        in_bucket["PAID_ORDERS_URL"] = request.getfixturevalue("bucket") + "/paid_orders"
     p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}",
-                 folder=folder)
+                 **in_bucket)
     demo.init(p.source)
     yield p
     p.close()
@@ -360,14 +319,13 @@ def test_days_follow_the_pipeline_time_zone(tmp_path, cli):
     data.mkdir()
     ny = zone("America/New_York")
     p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}",
-                 tz=ny)
+                 PIPELINE_TIMEZONE="America/New_York")
     try:
         demo.init(p.source)
         p.load()
         demo.set_order(p.source, 400, status="paid", amount="1.00",
                        updated_at="2026-01-25T03:00:00+00:00", tz=ny)  # 01-24 in New York
-        code, out, _ = cli("verify", "--json", environ=p.env(),
-                           PIPELINE_TIMEZONE="America/New_York")
+        code, out, _ = cli("verify", "--json", environ=p.env())
         report = json.loads(out)
         assert (code, report["timezone"], report["failing_days"]) == \
             (1, "America/New_York", ["2026-01-24"])
@@ -413,7 +371,7 @@ def new_york(tmp_path: Path):
     data = tmp_path / "data"
     data.mkdir()
     p = Pipeline(data, f"sqlite:///{data / 'app.db'}", f"sqlite:///{data / 'warehouse.db'}",
-                 tz=zone("America/New_York"))
+                 PIPELINE_TIMEZONE="America/New_York")
     demo.init(p.source)
     demo.set_order(p.source, 200, status="paid", amount="7.05",
                    updated_at="2026-01-10T02:00:00Z", tz=p.tz)

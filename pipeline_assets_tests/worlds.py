@@ -5,6 +5,10 @@ tables as plain values to compare two worlds with.
 The multiprocess executor (``test_deploy.py``) and the Celery executor
 (``test_celery.py``) each build one world in process and one on their executor, and
 require the same day files and the same warehouse.
+
+And the world of one test in this process, :class:`Pipeline`: its source, warehouse and
+day files, run through core (``test_verify.py``) or as Dagster jobs
+(``test_daily_assets.py``).
 """
 
 from __future__ import annotations
@@ -12,14 +16,22 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
+from datetime import date
+from functools import cached_property
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
+from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.paid import paid_orders_by_day
 from pipeline_assets.core.times import UTC
+from pipeline_assets.core.verify import verify
+from pipeline_assets.settings import from_env
 
+from .conftest import NOW
 from .devserver import BIN
 from .stores import all_files
 
@@ -109,3 +121,85 @@ def in_process(root: Path) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
     files = {name: data for name, data in all_files(data / "paid_orders").items()
              if name.startswith("2026-")}
     return files, warehouse_tables(f"sqlite:///{data / 'warehouse.db'}")
+
+
+class Pipeline:
+    """The demo source, the warehouse and the day files of one test, with the settings
+    ``from_env`` makes of their environment: the data folder ``data``, the two URLs when
+    given (default: SQLite files in ``data``) and ``settings`` (``PIPELINE_TIMEZONE``,
+    ``PAID_ORDERS_URL`` for a bucket, ...). Driven through core as the assets do it
+    (:meth:`load`, :meth:`build`, :meth:`verify`), or as Dagster runs its jobs on
+    ``instance`` (:meth:`run_orders_job`, :meth:`run_daily_files_job`)."""
+
+    def __init__(self, data: Path, source_url: str | None = None,
+                 warehouse_url: str | None = None, *, instance=None, **settings: str):
+        data.mkdir(parents=True, exist_ok=True)
+        self.environ = {"PIPELINE_DATA_DIR": str(data), **settings}
+        if source_url:  # in the environment: the definitions name it (EnvVar), read at run time
+            self.environ["SOURCE_DATABASE_URL"] = source_url
+        if warehouse_url:
+            self.environ["WAREHOUSE_DATABASE_URL"] = warehouse_url
+        self.settings = from_env(self.environ, cwd=data)
+        self.data, self.tz, self.instance = data, self.settings.tz, instance
+        self.folder = self.settings.paid_orders_dir  # <data>/paid_orders, or PAID_ORDERS_URL
+        self.source_url, self.warehouse_url = self.settings.source_url, self.settings.warehouse_url
+        self.source = make_engine(self.source_url, role="source")
+        self.warehouse = make_engine(self.warehouse_url, role="warehouse")
+        self.runs = 0
+
+    def env(self) -> dict[str, str]:
+        """The settings' environment, for the command line or a ``dagster`` subprocess."""
+        return dict(self.environ)
+
+    def app_set(self, order_id, status, amount, updated_at):
+        demo.set_order(self.source, order_id, status=status, amount=amount,
+                       updated_at=updated_at, tz=self.tz)
+
+    # --- through core ---
+
+    def load(self):
+        return load_orders(self.source, self.warehouse, tz=self.tz, lookback_days=2, now=NOW)
+
+    def build(self, days):
+        """One ``paid_orders`` run over ``days``, as the asset and its IO manager do it."""
+        self.runs += 1
+        by_day = paid_orders_by_day(self.warehouse, days, self.tz)
+        write_day_files(self.folder, by_day, run_id=f"run-{self.runs}",
+                        written_at=NOW, watermark=NOW)
+
+    def verify(self, **options):
+        return verify(self.source, self.warehouse, self.folder, tz=self.tz,
+                      today=NOW.astimezone(self.tz).date(),
+                      partitions_start=date(2026, 1, 1), **options)
+
+    # --- as Dagster runs it ---
+
+    @cached_property
+    def defs(self):
+        from pipeline_assets.definitions import build_definitions
+
+        return build_definitions(self.settings)
+
+    def run_orders_job(self) -> list[str]:
+        """``orders_job`` in this process: the days its load touched."""
+        result = self.defs.resolve_job_def("orders_job").execute_in_process(
+            instance=self.instance)
+        assert result.success
+        (event,) = result.get_asset_materialization_events()
+        return event.materialization.metadata["days_touched"].value
+
+    def run_daily_files_job(self, partition: str | None = None, tags: dict | None = None):
+        result = self.defs.resolve_job_def("daily_files_job").execute_in_process(
+            instance=self.instance, partition_key=partition, tags=tags)
+        assert result.success
+        return result
+
+    def file(self, day: str) -> bytes:
+        return (self.folder / f"{day}.json").read_bytes()
+
+    def manifests(self) -> list[dict]:
+        return [json.loads(p.read_text()) for p in sorted(self.folder.glob("_manifest_*.json"))]
+
+    def close(self):
+        self.source.dispose()
+        self.warehouse.dispose()
