@@ -1,22 +1,31 @@
-"""Reading the app's ``orders`` table: the one reader of the source, which it only reads.
+"""Reading the source: the one reader of a declared table, which it only reads.
 
-Everything that reads the source reads it here — the load, the ``orders_match_source``
-check, ``pipeline-assets verify`` and the new-orders sensor's observation — through one
-window rule (:func:`window_filter`) and, for rows, one scan (:func:`scan_orders`) with one
-rule for an order the source holds more than once (its newest copy).
+Everything that reads the source reads it here — the load, the ``<name>_match_source``
+check, ``pipeline-assets verify`` and the new-rows sensor's observation — through one
+window rule (:func:`window_filter`) and, for rows, one scan (:func:`scan_window`; for
+``orders``, :func:`scan_orders` validates it, with one rule for an order the source holds
+more than once: its newest copy).
 
-The SQL filter on ``updated_at`` must use the index, so it compares the column in its
-own type. A text column can only be compared as strings, and strings with different
-offsets or forms do not sort as instants, so for text the SQL bound is a safe superset
-(a day wider on each side) and the exact comparison happens after parsing.
+The table read is a declaration's (:class:`~.spec.TableSpec`), ``orders``
+(:data:`~.spec.ORDERS`) unless another is given. For ``orders`` every statement is the one
+it was before declarations existed, byte for byte (the plans measured in
+``docs/benchmarks`` depend on them). Names are quoted for the dialect only where it needs
+it (``"Order"``, ``"user"`` on PostgreSQL, ``shop.payments`` as schema and table).
+
+The SQL filter on the cursor (``updated_at`` for orders) must use the index, so it
+compares the column in its own type. A text column can only be compared as strings, and
+strings with different offsets or forms do not sort as instants, so for text the SQL
+bound is a safe superset (a day wider on each side) and the exact comparison happens
+after parsing.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from queue import Empty, Full, Queue
 from typing import TYPE_CHECKING
@@ -36,7 +45,7 @@ from .db import (
     guard,
     redact,
 )
-from .rows import COLUMNS
+from .spec import ORDERS, Column, TableSpec
 from .times import UTC
 
 if TYPE_CHECKING:
@@ -55,56 +64,124 @@ PG_BATCH_BYTES = 2 * 1024 * 1024  # PostgreSQL's Arrow batches: about 16,000 dem
 
 @dataclass(frozen=True)
 class SourceTable:
+    """A source table as reflected for a declaration.
+
+    ``table``: its columns and their database types; ``cursor_kind``: how the cursor
+    compares in SQL ("text" | "date" | "timestamp" | "timestamptz"; ``updated_at_kind``
+    is the same, the name it had when ``orders`` was the only table); ``spec``: the
+    declaration; ``undeclared``: the names of the columns the source has and the
+    declaration does not (sorted; never read, the load reports them).
+    """
+
     table: sa.Table
-    updated_at_kind: str  # "text" | "date" | "timestamp" | "timestamptz"
+    cursor_kind: str
+    spec: TableSpec = ORDERS
+    undeclared: list[str] = field(default_factory=list, hash=False)
+
+    @property
+    def updated_at_kind(self) -> str:
+        return self.cursor_kind
 
 
-def inspect_source(engine: Engine) -> SourceTable:
-    """Reflect the columns of ``orders`` (only them: keys, indexes and constraints are
-    not needed, and reflecting them costs more than an incremental load's scan) and tell
-    how its ``updated_at`` must be compared."""
+def _kind(dialect: str, col_type) -> str:
+    """How a column of this database type compares: "text" | "date" | "timestamp" |
+    "timestamptz"."""
+    if dialect == "sqlite" or not isinstance(col_type, (sa.Date, sa.DateTime)):
+        return "text"  # SQLite stores dates as text whatever the declared type
+    if dialect == MYSQL and isinstance(col_type, sa.TIMESTAMP):
+        return "timestamptz"  # stored as UTC, read in the session's zone: UTC (db.py)
+    if isinstance(col_type, sa.DateTime):
+        return "timestamptz" if col_type.timezone else "timestamp"
+    return "date"
+
+
+def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
+    """Reflect the columns of the declaration's table (only them: keys, indexes and
+    constraints are not needed, and reflecting them costs more than an incremental load's
+    scan) and tell how its cursor must be compared.
+
+    A missing table, or a declared column the table lacks, is a :class:`DatabaseError`
+    naming the table (and the columns). A schema-qualified table (``shop.payments``) is
+    reflected in its schema.
+    """
+    schema, _, name = spec.table.rpartition(".")
     try:
         with guard(engine, "SOURCE_DATABASE_URL"), engine.connect() as conn:
-            columns = sa.inspect(conn).get_columns("orders")
+            inspector = sa.inspect(conn)
+            if schema and schema not in inspector.get_schema_names():
+                raise sa.exc.NoSuchTableError(spec.table)  # SQLite: an unknown database
+            columns = inspector.get_columns(name, schema=schema or None)
     except sa.exc.NoSuchTableError:
+        if spec.table == ORDERS.table:
+            raise DatabaseError(
+                f"the source database {redact(engine.url)} has no table 'orders': create "
+                f"the demo with `{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app"
+            ) from None
         raise DatabaseError(
-            f"the source database {redact(engine.url)} has no table 'orders': create the "
-            f"demo with `{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app"
+            f"the source database {redact(engine.url)} has no table '{spec.table}' "
+            f"(declared as the table of {spec.name}): point the source URL at the app's "
+            "database or correct the declaration's table"
         ) from None
-    table = sa.Table("orders", sa.MetaData(),
-                     *(sa.Column(c["name"], c["type"]) for c in columns))
-    missing = [c for c in COLUMNS if c not in table.c]
+    table = sa.Table(name, sa.MetaData(), *(sa.Column(c["name"], c["type"]) for c in columns),
+                     schema=schema or None)
+    declared = spec.column_names
+    missing = [c for c in declared if c not in table.c]
     if missing:
         raise DatabaseError(
-            f"the source table orders in {redact(engine.url)} lacks column(s) "
-            f"{', '.join(missing)}; it needs {', '.join(COLUMNS)}"
+            f"the source table {spec.table} in {redact(engine.url)} lacks column(s) "
+            f"{', '.join(missing)}; it needs {', '.join(declared)}"
         )
-    col_type = table.c.updated_at.type
-    if engine.dialect.name == "sqlite" or not isinstance(col_type, (sa.Date, sa.DateTime)):
-        kind = "text"  # SQLite stores dates as text whatever the declared type
-    elif dialect_of(engine) == MYSQL and isinstance(col_type, sa.TIMESTAMP):
-        kind = "timestamptz"  # stored as UTC, read in the session's zone: UTC (db.py)
-    elif isinstance(col_type, sa.DateTime):
-        kind = "timestamptz" if col_type.timezone else "timestamp"
-    else:
-        kind = "date"
-    return SourceTable(table, kind)
+    undeclared = sorted(c.name for c in table.columns if c.name not in declared)
+    kind = _kind(dialect_of(engine), table.c[spec.cursor].type)
+    return SourceTable(table, kind, spec, undeclared)
 
 
 def _sql_bound(src: SourceTable, instant: datetime, tz: tzinfo, *, lower: bool):
-    """A value of the column's own type that bounds ``instant`` loosely enough."""
-    if src.updated_at_kind == "timestamptz":
+    """A value of the cursor column's own type that bounds ``instant`` loosely enough."""
+    if src.cursor_kind == "timestamptz":
         return instant
-    if src.updated_at_kind == "text":
+    if src.cursor_kind == "text":
         # Any offset or zone shifts a local date by at most one day from UTC: the
         # string 'YYYY-MM-DD' one day (lower) or two days (upper) out is a superset.
         day = instant.astimezone(UTC).date() + timedelta(days=-1 if lower else 2)
         return day.isoformat()
     local = instant.astimezone(tz)
-    if src.updated_at_kind == "date":
+    if src.cursor_kind == "date":
         return local.date() if lower else local.date() + timedelta(days=1)
     shift = timedelta(days=-1 if lower else 1)  # DST folds: a day is always enough
     return local.replace(tzinfo=None) + shift
+
+
+# --- names, as SQL -----------------------------------------------------------------------
+
+@functools.cache
+def _preparer(dialect: str):
+    """SQLAlchemy's identifier preparer of ``dialect`` (a name, as :func:`~.db.dialect_of`
+    gives it). For MySQL, quoting what either MySQL or MariaDB reserves."""
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
+    if dialect == MYSQL:
+        preparer = mysql.dialect().identifier_preparer
+        preparer.reserved_words = (
+            preparer.reserved_words
+            | mysql.dialect(is_mariadb=True).identifier_preparer.reserved_words)
+        return preparer
+    return (sqlite if dialect == "sqlite" else postgresql).dialect().identifier_preparer
+
+
+def quote(name: str, dialect: str) -> str:
+    """A column name as ``dialect``'s SQL: as it is unless it must be quoted (a reserved
+    word, upper case, other characters): ``order_id``, ``"Order"``, ```Order```."""
+    return _preparer(dialect).quote(name)
+
+
+def table_sql(spec: TableSpec, dialect: str) -> str:
+    """The declaration's source table as ``dialect``'s SQL: ``orders``, ``shop.payments``,
+    ``"Order"``."""
+    schema, _, name = spec.table.rpartition(".")
+    preparer = _preparer(dialect)
+    return f"{preparer.quote_schema(schema)}.{preparer.quote(name)}" if schema \
+        else preparer.quote(name)
 
 
 # --- the window, as SQL ------------------------------------------------------------------
@@ -124,71 +201,140 @@ def _literal(value, dialect: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+def _read_as(src: SourceTable, column: Column, dialect: str) -> str:
+    """One declared column as the scan selects it (the rules: :func:`scan_sql`)."""
+    name = quote(column.name, dialect)
+    col_type = src.table.c[column.name].type
+    kind = column.type.kind
+    stored = src.cursor_kind if column.name == src.spec.cursor else _kind(dialect, col_type)
+    if dialect == "sqlite":
+        return f"CAST({name} AS TEXT) AS {name}"
+    if kind == "integer" and isinstance(col_type, sa.Integer):
+        return name
+    if dialect == MYSQL:
+        if kind in ("timestamp", "date") and stored == "timestamptz":
+            return f"CONCAT(CAST({name} AS CHAR), '+00:00') AS {name}"
+        if kind == "boolean" and type(col_type).__name__ == "BIT":
+            return f"CAST({name} + 0 AS CHAR) AS {name}"  # BIT(1) as 0/1, not a byte
+        return f"CAST({name} AS CHAR) AS {name}"
+    if kind in ("timestamp", "date") and stored != "text":
+        return name
+    if kind == "boolean" and isinstance(col_type, sa.Boolean):
+        return name
+    return f"CAST({name} AS TEXT) AS {name}"
+
+
+def _numeric_key(column: str, dialect: str) -> str:
+    """The key of a text key column as the integer it holds; a value that is none sorts
+    last, where validation names it."""
+    if dialect == "sqlite":
+        return f"CAST({column} AS INTEGER), {column}"
+    if dialect == MYSQL:
+        return f"CAST({column} AS SIGNED), {column}"
+    return (rf"CASE WHEN trim(CAST({column} AS TEXT)) ~ '^-?[0-9]{{1,18}}$' "
+            f"THEN CAST(trim(CAST({column} AS TEXT)) AS BIGINT) END, {column}")
+
+
+def _order_by(src: SourceTable, dialect: str, *, plus: bool) -> str:
+    """The primary key's columns in key order, each compared as its type, never by a
+    database's collation (``plus``: SQLite's ``+``, no index serves the order)."""
+    table = table_sql(src.spec, dialect)
+    terms = []
+    for key in src.spec.primary_key:
+        kind = src.spec.column(key).type.kind
+        col_type = src.table.c[key].type
+        # the column, qualified: a bare name is the text alias of the select list
+        column = f"{table}.{quote(key, dialect)}"
+        if kind == "integer":
+            terms.append(_numeric_key(column, dialect) if not isinstance(col_type, sa.Integer)
+                         else f"+{column}" if plus else column)
+        elif dialect != "sqlite" and kind in ("date", "timestamp") and \
+                _kind(dialect, col_type) != "text":
+            terms.append(column)  # a native date or instant orders as one
+        elif dialect == "sqlite":  # BINARY: code point order of UTF-8, whatever the column's
+            terms.append(f"{'+' if plus else ''}{column} COLLATE BINARY")
+        elif dialect == MYSQL:
+            terms.append(f"CAST({column} AS BINARY)")
+        else:
+            terms.append(f'CAST({column} AS TEXT) COLLATE "C"')
+    return ", ".join(terms)
+
+
+def _nullable(spec: TableSpec) -> list[int]:
+    """The positions of the nullable columns among the declared ones."""
+    return [i for i, c in enumerate(spec.columns) if c.nullable]
+
+
 def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
              end: datetime | None, *, by_index: bool = False) -> str:
-    """The window's rows as plain SQL for the Arrow reader, in numeric ``order_id`` order.
+    """The window's rows as plain SQL for the Arrow reader: the declared columns, in
+    declaration order, ordered by the primary key.
+
+    How each declared type is read, per dialect (an integer column "native" only where the
+    source column is an integer type; otherwise as text, parsed as text):
+
+    ============  ===================  ==================================  =================
+    type          SQLite               MySQL / MariaDB                     PostgreSQL
+    ============  ===================  ==================================  =================
+    integer       TEXT                 native (else CHAR)                  native (else TEXT)
+    text          TEXT                 CHAR                                TEXT
+    decimal(P,S)  TEXT                 CHAR (exact spelling)               TEXT (exact)
+    float         TEXT (round-trips)   CHAR                                TEXT (shortest
+                                                                           exact spelling)
+    boolean       TEXT ('0'/'1')       CHAR ('0'/'1'; BIT as col+0)        native bool (else
+                                                                           TEXT)
+    date          TEXT                 CHAR ('YYYY-MM-DD')                 native date (else
+                                                                           TEXT)
+    timestamp     TEXT                 CHAR; a TIMESTAMP + '+00:00'        native (else TEXT)
+    ============  ===================  ==================================  =================
 
     On SQLite every value is read as text (a column may mix types row by row, and a
-    columnar reader fixes one type per column); the exact parser reads it as before.
+    columnar reader fixes one type per column); the exact parser reads it as before. A
+    nullable column is read there as ``ifnull(…, '')`` with a ``… IS NULL`` column after
+    the declared ones, which :func:`scan_window` folds back into NULLs: SQLite's Arrow
+    reader guesses a column's type from its first batch, and a column NULL throughout
+    it would make a later text an error.
+
+    The order: integer key columns by value (one that is not an integer column is sorted
+    as the integers it holds, 9 before 10, as every reader of the scan expects), text by
+    code point (``COLLATE BINARY`` on SQLite, ``CAST(… AS BINARY)`` on MySQL,
+    ``COLLATE "C"`` on PostgreSQL; never the database's collation), native dates and
+    instants as such. All copies of one key are adjacent.
+
     ``by_index`` (SQLite): ``ORDER BY +orders.order_id``, which keeps the planner from
     scanning the table in key order, so it reads the window through the ``updated_at``
     index and sorts what it read. Without it a bounded window is filtered on
     ``+updated_at``: SQLite, which keeps no statistics, would otherwise read a range of a
     month through the index and sort it all (3.5 s for a million rows, against 1 s for the
-    scan in key order). A key column that is not an integer column is sorted
-    as the integers it holds (9 before 10), as every reader of the scan expects.
+    scan in key order).
     """
-    t = src.table.c
-    if dialect == MYSQL:  # everything as text, as on SQLite; a TIMESTAMP gets its zone
-        key = "order_id" if isinstance(t.order_id.type, sa.Integer) \
-            else "CAST(order_id AS CHAR) AS order_id"
-        updated = "CONCAT(CAST(updated_at AS CHAR), '+00:00')" \
-            if src.updated_at_kind == "timestamptz" else "CAST(updated_at AS CHAR)"
-        columns = [key, "CAST(status AS CHAR) AS status", "CAST(amount AS CHAR) AS amount",
-                   f"{updated} AS updated_at"]
-    elif dialect == "sqlite":
-        columns = [f"CAST({c} AS TEXT) AS {c}" for c in ("order_id", "status", "amount",
-                                                          "updated_at")]
-    else:
-        key = "order_id" if isinstance(t.order_id.type, sa.Integer) \
-            else "CAST(order_id AS TEXT) AS order_id"
-        updated = "updated_at" if src.updated_at_kind != "text" \
-            else "CAST(updated_at AS TEXT) AS updated_at"
-        columns = [key, "CAST(status AS TEXT) AS status", "CAST(amount AS TEXT) AS amount",
-                   updated]
-    where = window_filter(src, dialect, tz, start, end,
-                          column="+updated_at" if dialect == "sqlite" and not by_index
-                          else "updated_at")
-    # orders.order_id: the column; a bare order_id names the text alias above, which
-    # sorts 10 before 9 (and, on SQLite, a whole-table sort instead of the key's index)
-    if not isinstance(t.order_id.type, sa.Integer):
-        order = _numeric_key(dialect)
-    elif by_index and where:
-        order = "+orders.order_id"
-    else:
-        order = "orders.order_id"
-    return f"SELECT {', '.join(columns)} FROM orders{where} ORDER BY {order}"
-
-
-def _numeric_key(dialect: str) -> str:
-    """The key of a text key column as the integer it holds; a value that is none sorts
-    last, where validation names it."""
+    spec = src.spec
+    columns = [_read_as(src, c, dialect) for c in spec.columns]
     if dialect == "sqlite":
-        return "CAST(orders.order_id AS INTEGER), orders.order_id"
-    if dialect == MYSQL:
-        return "CAST(orders.order_id AS SIGNED), orders.order_id"
-    return (r"CASE WHEN trim(CAST(orders.order_id AS TEXT)) ~ '^-?[0-9]{1,18}$' "
-            "THEN CAST(trim(CAST(orders.order_id AS TEXT)) AS BIGINT) END, orders.order_id")
+        for i in _nullable(spec):
+            name = quote(spec.columns[i].name, dialect)
+            columns[i] = f"ifnull(CAST({name} AS TEXT), '') AS {name}"
+            flag = quote(f"{spec.columns[i].name} is null", dialect)
+            columns.append(f"{name} IS NULL AS {flag}")
+    cursor = quote(spec.cursor, dialect)
+    where = window_filter(src, dialect, tz, start, end,
+                          column=f"+{cursor}" if dialect == "sqlite" and not by_index
+                          else cursor)
+    order = _order_by(src, dialect, plus=bool(by_index and where))
+    return f"SELECT {', '.join(columns)} FROM {table_sql(spec, dialect)}{where} ORDER BY {order}"
 
 
 def window_filter(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
-                  end: datetime | None, *, column: str = "updated_at") -> str:
-    """`` WHERE …`` on ``updated_at`` for ``[start, end)``, in the column's own type ("" for
+                  end: datetime | None, *, column: str | None = None) -> str:
+    """`` WHERE …`` on the cursor for ``[start, end)``, in the column's own type ("" for
     all): the window rule of every reader. For a text column it is the safe superset
     :func:`_sql_bound` gives; readers of rows apply the exact bounds after parsing.
-    ``column`` ``+updated_at`` keeps SQLite from reading the window through the index."""
+    ``column``: the cursor as SQL (default: its quoted name); ``+updated_at`` keeps SQLite
+    from reading the window through the index."""
+    if column is None:
+        column = quote(src.spec.cursor, dialect)
     cast = {"timestamptz": "::timestamptz", "timestamp": "::timestamp",
-            "date": "::date"}.get(src.updated_at_kind, "") if dialect == "postgresql" else ""
+            "date": "::date"}.get(src.cursor_kind, "") if dialect == "postgresql" else ""
     where = []
     if start is not None:
         bound = _literal(_sql_bound(src, start, tz, lower=True), dialect)
@@ -206,19 +352,35 @@ def _small_sqlite_window(cur, src: SourceTable, tz: tzinfo, start: datetime | No
     where = window_filter(src, "sqlite", tz, start, end)
     if not where:
         return False
-    cur.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM orders{where}")
+    table = table_sql(src.spec, "sqlite")
+    cur.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM {table}{where}")
     if not any("INDEX" in str(row[-1]) for row in cur.fetchall()):
-        return False  # no index on updated_at: the count would scan the table itself
-    cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM orders{where} LIMIT {SMALL_WINDOW})")
+        return False  # no index on the cursor: the count would scan the table itself
+    cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table}{where} LIMIT {SMALL_WINDOW})")
     return cur.fetchone()[0] < SMALL_WINDOW
 
 
 # --- the scan ----------------------------------------------------------------------------
 
+def _fold_nulls(batch: pa.RecordBatch, spec: TableSpec, nullable: list[int]
+                ) -> pa.RecordBatch:
+    """A SQLite batch of :func:`scan_sql` with its ``… IS NULL`` columns folded back."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    count = len(spec.columns)
+    arrays = list(batch.columns[:count])
+    for n, i in enumerate(nullable):
+        is_null = pc.equal(batch.column(count + n), 1)
+        arrays[i] = pc.if_else(is_null, pa.scalar(None, arrays[i].type), arrays[i])
+    return pa.RecordBatch.from_arrays(arrays, names=list(spec.column_names))
+
+
 def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
                 end: datetime | None, batch_rows: int = SCAN_BATCH
                 ) -> Iterator[pa.RecordBatch]:
-    """The raw rows of the window's SQL superset as Arrow batches, in ``order_id`` order.
+    """The raw rows of the window's SQL superset as Arrow batches, in key order: the
+    declared columns, typed as :func:`scan_sql` reads them.
 
     Read through the Arrow ADBC driver of the source database (SQLite, or PostgreSQL
     over binary ``COPY``), or connectorx for MySQL and MariaDB, streamed: at most a few
@@ -229,6 +391,7 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
     if dialect == MYSQL:
         yield from mysql_batches(engine, scan_sql(src, dialect, tz, start, end), batch_rows)
         return
+    nullable = _nullable(src.spec) if dialect == "sqlite" else []
     try:
         with closing(arrow_connect(engine, "SOURCE_DATABASE_URL")) as conn, \
                 closing(conn.cursor()) as cur:
@@ -243,6 +406,8 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
             cur.execute(scan_sql(src, dialect, tz, start, end, by_index=by_index))
             reader = cur.fetch_record_batch()
             for batch in reader:
+                if nullable:
+                    batch = _fold_nulls(batch, src.spec, nullable)
                 for offset in range(0, batch.num_rows, batch_rows):
                     yield batch.slice(offset, batch_rows)
     except arrow_errors() as exc:
@@ -268,22 +433,48 @@ def mysql_batches(engine: Engine, sql: str, batch_rows: int) -> Iterator[pa.Reco
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
 
 
+def keys_sql(src: SourceTable, dialect: str) -> str:
+    """Every row's primary key, whatever its cursor, as plain SQL (unordered); each key
+    column read as :func:`scan_sql` reads it."""
+    keys = [_read_as(src, src.spec.column(k), dialect) for k in src.spec.primary_key]
+    return f"SELECT {', '.join(keys)} FROM {table_sql(src.spec, dialect)}"
+
+
+def _is_orders(spec: TableSpec) -> bool:
+    return spec.table == ORDERS.table and spec.primary_key == ORDERS.primary_key
+
+
 def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
-              ) -> Iterator[pa.Array]:
-    """Every ``order_id`` the source holds, whatever its ``updated_at``, as int64 arrays
-    (null for a value that is no integer key), streamed: what a range load asks before it
-    deletes an order it no longer finds in its range."""
+              ) -> Iterator[pa.Array | pa.Table]:
+    """Every key the source holds, whatever its cursor, streamed: what a range load asks
+    before it deletes a row it no longer finds in its range.
+
+    For ``orders``: int64 arrays of ``order_id`` (null for a value that is no integer
+    key). For another declaration: Arrow tables of the key columns, named as declared, an
+    integer key column as int64 (null where a value is no integer), every other key column
+    as :func:`scan_window` reads it (text on SQLite and MySQL; on PostgreSQL text, or a
+    native date or timestamp).
+    """
+    import pyarrow as pa
+
     from .columnar import keys_of
 
+    orders = _is_orders(src.spec)
+    integer = [src.spec.column(k).type.kind == "integer" for k in src.spec.primary_key]
+
+    def keys(batch):
+        if orders:
+            return keys_of(batch.column(0))
+        columns = [keys_of(c) if is_int else c for c, is_int in zip(batch.columns, integer,
+                                                                       strict=True)]
+        return pa.Table.from_arrays(columns, names=list(src.spec.primary_key))
+
     dialect = dialect_of(source)
-    cast = "CHAR" if dialect == MYSQL else "TEXT"
-    key = "order_id" if dialect != "sqlite" and isinstance(src.table.c.order_id.type,
-                                                           sa.Integer) \
-        else f"CAST(order_id AS {cast}) AS order_id"
+    sql = keys_sql(src, dialect)
     if dialect == MYSQL:
-        for batch in mysql_batches(source, f"SELECT {key} FROM orders", batch_rows):
+        for batch in mysql_batches(source, sql, batch_rows):
             if batch.num_rows:
-                yield keys_of(batch.column(0))
+                yield keys(batch)
         return
     try:
         with closing(arrow_connect(source, "SOURCE_DATABASE_URL")) as conn, \
@@ -291,10 +482,10 @@ def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
             if dialect == "sqlite":
                 cur.adbc_statement.set_options(
                     **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
-            cur.execute(f"SELECT {key} FROM orders")
+            cur.execute(sql)
             for batch in cur.fetch_record_batch():
                 if batch.num_rows:
-                    yield keys_of(batch.column(0))
+                    yield keys(batch)
     except arrow_errors() as exc:
         raise connect_error(exc, source, "SOURCE_DATABASE_URL") from None
 
