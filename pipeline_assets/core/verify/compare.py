@@ -30,6 +30,7 @@ from ..digest import DayDigest, add_days
 from ..rows import PAID, InvalidRowError
 from ..source import SCAN_BATCH, ahead
 from ..times import EPOCH, day_start, parse_day
+from .lost import lost_keys
 from .sides import VerifyError, day_digests, source_rows, warehouse_rows
 
 
@@ -133,12 +134,13 @@ DELETED_IDS_SHOWN = 5  # per day, in messages
 def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
                 days: dict[str, DayCounts]) -> None:
     """Fill in, for each of ``days``, the warehouse orders the source holds nowhere any
-    more (``only_in_warehouse``, the first ids, their checksum): the warehouse rows of
-    those days, then one scan of the source's keys. For the check, on the days it found
-    different; ``verify`` knows them from its own match."""
+    more (``only_in_warehouse``, the first ids, their checksum): the warehouse keys of
+    those days, then the source asked only about those it no longer stamps on them, by
+    key (:mod:`.lost`). For the check, on the days it found different; ``verify`` knows
+    them from its own match."""
     if not days:
         return
-    from ..source import inspect_source, scan_keys
+    from ..source import inspect_source
 
     spans = _spans([parse_day(d) for d in days], tz)
     # the keys of those days first (8 bytes a row), then only the rows the source lost
@@ -146,10 +148,7 @@ def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
     if not keys:
         return
     keys = pa.chunked_array(keys).combine_chunks()
-    held = pa.array([False] * len(keys))
-    for source_keys in scan_keys(source, inspect_source(source)):
-        held = pc.or_(held, pc.is_in(keys, value_set=source_keys))
-    lost = keys.filter(pc.invert(held))
+    lost = lost_keys(source, inspect_source(source), tz, keys, spans)
     if not len(lost):
         return
     digests: dict[int, DayDigest] = {}
