@@ -10,10 +10,11 @@ How the parts fit, in the order a run of ``verify`` uses them:
   orders (:class:`FileCheck`).
 - :mod:`.report` turns both into problems, each with the commands that repair it
   (built by :mod:`pipeline_assets.core.commands`), and renders them (:class:`VerifyResult`).
-- :mod:`.reconcile` puts them together (:func:`verify`). The ``orders_match_source``
-  asset check compares per-day totals only (:func:`compare_days`, :func:`differing_days`);
-  on the days that differ it tells the orders the source deleted from those that moved
-  by asking the source about only the keys that left those days, by key (:mod:`.lost`).
+- :mod:`.reconcile` puts them together (:func:`verify`, a function per kind of
+  problem). The ``orders_match_source`` asset check compares per-day totals only
+  (:func:`compare_days`, :func:`differing_days`); on the days that differ it tells the
+  orders the source deleted from those that moved by asking the source about only the
+  keys that left those days, by key (:mod:`.lost`).
 
 Plain Python, no Dagster: the caller passes the engines, the folder, the time zone and
 ``today`` (from its clock), and prints the :class:`VerifyResult`.

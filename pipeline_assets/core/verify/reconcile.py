@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, tzinfo
 from pathlib import Path
 
@@ -11,8 +12,8 @@ from ..commands import repair_commands
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db import has_table, require_distinct
 from ..source import SCAN_BATCH
-from .compare import compare_orders, deletes_to_allow
-from .files import check_files
+from .compare import DayCounts, compare_orders, deletes_to_allow
+from .files import FileCheck, check_files
 from .report import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
@@ -49,32 +50,66 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
     require_distinct(source, warehouse)
     wh = warehouse if _has_orders_table(warehouse) else None
     days, n_source, n_warehouse = compare_orders(source, wh, tz, batch_rows=chunk_size)
-
-    def in_scope(day: str) -> bool:
-        return ((days_from is None or day >= days_from.isoformat())
-                and (days_to is None or day <= days_to.isoformat()))
-
-    def buildable(day: str) -> bool:
-        return ((partitions_start is None or day >= partitions_start.isoformat())
-                and (today is None or day < today.isoformat()))
+    scope = _Scope(today, partitions_start, days_from, days_to, require_all)
 
     folder = open_store(folder)  # a local folder or an object-store URL
     on_disk = set(known_days(folder))
     warehouse_paid = {d: c.warehouse_paid for d, c in days.items()}
-    files = check_files(folder, wh, tz, sorted(d for d in on_disk if in_scope(d)),
+    files = check_files(folder, wh, tz, sorted(d for d in on_disk if scope.covers(d)),
                         warehouse_paid)
 
+    allow, refused = deletes_to_allow(days.values(), max_delete_share)
+    differing, loads, rebuilds = _differs_from_source(days, scope, allow, refused,
+                                                      max_delete_share)
+    bad_files, file_rebuilds = _file_problems(files, scope)
+    unbuilt, unbuilt_rebuilds = _not_built(days, on_disk, scope)
+    problems = sorted([*differing, *bad_files, *unbuilt], key=lambda p: (p.day, p.kind))
+    return VerifyResult(
+        timezone=str(getattr(tz, "key", tz)), today=today and today.isoformat(),
+        partitions_start=partitions_start and partitions_start.isoformat(),
+        days_from=days_from and days_from.isoformat(), days_to=days_to and days_to.isoformat(),
+        require_all=require_all, source_rows=n_source, warehouse_rows=n_warehouse,
+        days=tuple(c for d, c in sorted(days.items()) if scope.covers(d)),
+        files=tuple(files), problems=tuple(problems),
+        repair=tuple(repair_commands(loads, rebuilds | file_rebuilds | unbuilt_rebuilds,
+                                     allow)),
+    )
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The days reported (``days_from``…``days_to``) and those with a partition to build."""
+
+    today: date | None
+    partitions_start: date | None
+    days_from: date | None
+    days_to: date | None
+    require_all: bool
+
+    def covers(self, day: str) -> bool:
+        return ((self.days_from is None or day >= self.days_from.isoformat())
+                and (self.days_to is None or day <= self.days_to.isoformat()))
+
+    def buildable(self, day: str) -> bool:
+        return ((self.partitions_start is None or day >= self.partitions_start.isoformat())
+                and (self.today is None or day < self.today.isoformat()))
+
+
+def _differs_from_source(days: dict[str, DayCounts], scope: _Scope, allow: set[str],
+                         refused: str, max_delete_share: float
+                         ) -> tuple[list[Problem], set[str], set[str]]:
+    """Rows not loaded, changed or deleted from the source: a problem per day, and the
+    days to load and to rebuild that repair them all."""
     problems: list[Problem] = []
     all_loads: set[str] = set()
     all_rebuilds: set[str] = set()
-    allow, refused = deletes_to_allow(days.values(), max_delete_share)
     for counts in sorted(days.values(), key=lambda c: c.day):
-        if counts.agrees or not in_scope(counts.day):
+        if counts.agrees or not scope.covers(counts.day):
             continue
         # After the load, rebuild every day whose paid orders it changes, built or not
         # (what paid_orders_refresh_sensor does with days_touched). Rows only in the
         # warehouse are deleted by a range load of their day, like any other difference.
-        rebuild = {d for d in counts.rebuild_days if buildable(d)}
+        rebuild = {d for d in counts.rebuild_days if scope.buildable(d)}
         all_loads |= counts.load_days
         all_rebuilds |= rebuild
         detail = source_detail(counts)
@@ -85,6 +120,14 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
                        "day, so its command allows the deletes")
         problems.append(Problem(counts.day, DIFFERS_FROM_SOURCE, detail, True,
                                 tuple(repair_commands(counts.load_days, rebuild, allow))))
+    return problems, all_loads, all_rebuilds
+
+
+def _file_problems(files: list[FileCheck], scope: _Scope) -> tuple[list[Problem], set[str]]:
+    """Day files that differ from the warehouse, are uncommitted, or went away while
+    verify looked: a problem each, and the days to rebuild."""
+    problems: list[Problem] = []
+    rebuilds: set[str] = set()
     for check in files:
         if check.state == COMMITTED and check.matches_warehouse:
             continue
@@ -94,29 +137,29 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
             kind, detail = FILE_UNCOMMITTED, check.detail
         else:  # NOT_BUILT: the file went away while we looked
             kind, detail = FILE_NOT_BUILT, check.detail
-        if not buildable(check.day):
-            detail += f"; {no_partition(check.day, today)}"
-        fails = kind != FILE_NOT_BUILT or (require_all and buildable(check.day))
-        problems.append(file_problem(check.day, kind, detail, buildable(check.day),
+        if not scope.buildable(check.day):
+            detail += f"; {no_partition(check.day, scope.today)}"
+        fails = kind != FILE_NOT_BUILT or (scope.require_all and scope.buildable(check.day))
+        problems.append(file_problem(check.day, kind, detail, scope.buildable(check.day),
                                      fails=fails))
-        if fails and buildable(check.day):
-            all_rebuilds.add(check.day)
+        if fails and scope.buildable(check.day):
+            rebuilds.add(check.day)
+    return problems, rebuilds
+
+
+def _not_built(days: dict[str, DayCounts], on_disk: set[str], scope: _Scope
+               ) -> tuple[list[Problem], set[str]]:
+    """Days with paid orders in the warehouse and no file: a problem each (failing only
+    with ``require_all``), and the days to rebuild then."""
+    problems: list[Problem] = []
+    rebuilds: set[str] = set()
     for day, counts in sorted(days.items()):
-        if counts.warehouse_paid and day not in on_disk and in_scope(day):
-            can = buildable(day)
+        if counts.warehouse_paid and day not in on_disk and scope.covers(day):
+            can = scope.buildable(day)
             detail = (f"{counts.warehouse_paid} paid order(s) in the warehouse, no file yet"
-                      + ("" if can else f"; {no_partition(day, today)}"))
+                      + ("" if can else f"; {no_partition(day, scope.today)}"))
             problems.append(file_problem(day, FILE_NOT_BUILT, detail, can,
-                                         fails=require_all and can))
-            if require_all and can:
-                all_rebuilds.add(day)
-    problems.sort(key=lambda p: (p.day, p.kind))
-    return VerifyResult(
-        timezone=str(getattr(tz, "key", tz)), today=today and today.isoformat(),
-        partitions_start=partitions_start and partitions_start.isoformat(),
-        days_from=days_from and days_from.isoformat(), days_to=days_to and days_to.isoformat(),
-        require_all=require_all, source_rows=n_source, warehouse_rows=n_warehouse,
-        days=tuple(c for d, c in sorted(days.items()) if in_scope(d)),
-        files=tuple(files), problems=tuple(problems),
-        repair=tuple(repair_commands(all_loads, all_rebuilds, allow)),
-    )
+                                         fails=scope.require_all and can))
+            if scope.require_all and can:
+                rebuilds.add(day)
+    return problems, rebuilds
