@@ -54,15 +54,51 @@ class AmountError(PipelineError):
 
 
 class InvalidRowError(PipelineError):
-    """A source row that fails validation; names the order, the column and the value."""
+    """A source row that fails validation; names the table, the row's key, the column and
+    the value.
 
-    def __init__(self, order_id: object, column: str, value: object, reason: str):
+    ``order_id`` (also ``key``) is the row's key. Without ``table`` it is an order's id and
+    the message names ``order 105``, as ``orders`` always has. With ``table`` (a declared
+    table's name) it is a mapping of key column to value (``{"payment_id": 7, "attempt":
+    2}`` → ``payments (payment_id=7, attempt=2)``; a None value is a missing key), a tuple
+    of values, or one value.
+    """
+
+    def __init__(self, order_id: object, column: str, value: object, reason: str, *,
+                 table: str | None = None):
         self.order_id, self.column, self.value, self.reason = order_id, column, value, reason
-        who = "a row with no order_id" if order_id is None else f"order {order_id}"
+        self.table = table
         super().__init__(
-            f"{who}: column {column} = {value!r}: {reason}. Nothing was written and the "
-            "watermark is unchanged; fix the row in the source and run again."
+            f"{_row_name(order_id, table)}: column {column} = {value!r}: {reason}. Nothing "
+            "was written and the watermark is unchanged; fix the row in the source and run "
+            "again."
         )
+
+    @property
+    def key(self) -> object:
+        return self.order_id
+
+
+def _row_name(key: object, table: str | None) -> str:
+    if table is None:
+        return "a row with no order_id" if key is None else f"order {key}"
+    if key is None:
+        return f"a {table} row with no key"
+    if isinstance(key, Mapping):
+        missing = [name for name, value in key.items() if value is None]
+        known = ", ".join(f"{name}={_key_text(value)}" for name, value in key.items()
+                          if value is not None)
+        if missing:
+            return f"a {table} row with no {' or '.join(missing)}" + \
+                (f" ({known})" if known else "")
+        return f"{table} ({known})"
+    values = key if isinstance(key, tuple) else (key,)
+    return f"{table} ({', '.join(_key_text(value) for value in values)})"
+
+
+def _key_text(value: object) -> str:
+    """A key value as a message shows it: an integer as it is, anything else quoted."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
 class DemoError(PipelineError):

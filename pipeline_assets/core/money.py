@@ -1,31 +1,31 @@
-"""Exact money: amounts are ``Decimal`` parsed from text, never binary floats."""
+"""Exact money: amounts are ``Decimal`` parsed from text, never binary floats.
+
+The rules are the ``decimal`` column type's (:func:`.types.parse_decimal`,
+:func:`.types.format_decimal`: one home per type); this module keeps the names and the
+:class:`AmountError` its callers know, with the same messages.
+"""
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 from .errors import AmountError
+from .types import TypeValueError, format_decimal, parse_decimal
 
-_AMOUNT_RE = re.compile(r"[+-]?\d+(?:\.\d+)?")
+__all__ = ["AmountError", "format_amount", "parse_amount"]
 
 
 def parse_amount(value: object) -> Decimal:
-    """``"40.00"`` → ``Decimal("40.00")``; the scale is kept so it writes back as the same text."""
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise AmountError(f"{value!r} is not a finite number")
-        return value
-    if isinstance(value, bool) or isinstance(value, float):
-        # A float has already lost exactness; the reader casts amounts to text in SQL.
-        raise AmountError(f"{value!r} is a binary float, not an exact decimal")
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, str) and _AMOUNT_RE.fullmatch(value.strip()):
-        return Decimal(value.strip())
-    raise AmountError(f"{value!r} is not a decimal number such as 40.00")
+    """``"40.00"`` → ``Decimal("40.00")``; the scale is kept so it writes back as the same text.
+
+    A float (or a bool) is refused: it has already lost exactness; the reader casts
+    amounts to text in SQL."""
+    try:
+        return parse_decimal(value)
+    except TypeValueError as exc:
+        raise AmountError(exc.reason) from None
 
 
 def format_amount(amount: Decimal) -> str:
     """Plain positional text: ``Decimal("40.00")`` → ``"40.00"`` (no exponent)."""
-    return format(amount, "f")
+    return format_decimal(amount)

@@ -70,9 +70,8 @@ def parse_decimal(value: object) -> Decimal:
         if not value.is_finite():
             raise TypeValueError(f"{value!r} is not a finite number")
         return value
-    if isinstance(value, (bool, float)):
-        raise TypeValueError(f"{value!r} is a binary float, not an exact decimal"
-                             if isinstance(value, float) else f"{value!r} is not a number")
+    if isinstance(value, (bool, float)):  # money's words for both, as they always were
+        raise TypeValueError(f"{value!r} is a binary float, not an exact decimal")
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, str) and _DECIMAL_RE.fullmatch(value.strip()):
