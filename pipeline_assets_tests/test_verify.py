@@ -723,6 +723,10 @@ def _only_in_warehouse(days) -> dict[str, tuple[int, list[int]]]:
             if c.only_in_warehouse}
 
 
+def _deleted_checksums(days) -> dict[str, int]:
+    return {d: c.deleted_checksum for d, c in days.items() if c.only_in_warehouse}
+
+
 @pytest.mark.parametrize("lookup_batch", [1_000, 3])
 def test_the_check_tells_an_order_deleted_from_the_source_from_one_that_moved(
         tmp_path, db_urls, monkeypatch, lookup_batch):
@@ -761,6 +765,7 @@ def test_the_check_tells_an_order_deleted_from_the_source_from_one_that_moved(
         # verify, which reads every row of both sides, names the same orders on those days
         checked = {c.day: c for c in p.verify().days if c.day in days}
         assert _only_in_warehouse(checked) == expected
+        assert _deleted_checksums(checked) == _deleted_checksums(days)
     finally:
         p.close()
 

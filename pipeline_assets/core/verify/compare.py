@@ -31,7 +31,14 @@ from ..rows import PAID, InvalidRowError
 from ..source import SCAN_BATCH, ahead
 from ..times import EPOCH, day_start, parse_day
 from .lost import lost_keys
-from .sides import VerifyError, day_digests, source_rows, warehouse_rows
+from .sides import (
+    VerifyError,
+    day_digests,
+    source_rows,
+    warehouse_keys,
+    warehouse_rows,
+    warehouse_rows_by_key,
+)
 
 
 @dataclass
@@ -136,25 +143,24 @@ def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
     """Fill in, for each of ``days``, the warehouse orders the source holds nowhere any
     more (``only_in_warehouse``, the first ids, their checksum): the warehouse keys of
     those days, then the source asked only about those it no longer stamps on them, by
-    key (:mod:`.lost`). For the check, on the days it found different; ``verify`` knows
-    them from its own match."""
+    key (:mod:`.lost`), then the warehouse rows of the keys it lost, by key. For the
+    check, on the days it found different; ``verify`` knows them from its own match."""
     if not days:
         return
     from ..source import inspect_source
 
     spans = _spans([parse_day(d) for d in days], tz)
     # the keys of those days first (8 bytes a row), then only the rows the source lost
-    keys = [t["order_id"] for t in warehouse_rows(warehouse, tz, spans)]
+    keys = list(warehouse_keys(warehouse, spans))
     if not keys:
         return
-    keys = pa.chunked_array(keys).combine_chunks()
+    keys = pa.concat_arrays(keys)
     lost = lost_keys(source, inspect_source(source), tz, keys, spans)
     if not len(lost):
         return
     digests: dict[int, DayDigest] = {}
     shown: dict[int, list[int]] = {}
-    for table in warehouse_rows(warehouse, tz, spans, ordered=True):
-        gone = table.filter(pc.is_in(table["order_id"], value_set=lost))
+    for gone in warehouse_rows_by_key(warehouse, tz, sorted(lost.to_pylist())):
         add_days(digests, gone)
         for number in pc.unique(gone["day"]).to_pylist():
             ids = shown.setdefault(number, [])
