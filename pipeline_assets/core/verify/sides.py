@@ -241,32 +241,22 @@ KEYS_PER_LIST = 1_000  # keys per IN list of warehouse_rows_by_key
 def warehouse_keys(warehouse: Engine, spans: Sequence[Span]) -> Iterator[pa.Array]:
     """The keys (int64) of the warehouse's orders stamped in ``spans``: only the key is
     read, through the ``updated_at`` index (on SQLite the key is the rowid, which that
-    index holds: no row is read at all)."""
+    index holds: no row is read at all). Through the engine's own driver: a few small
+    reads, no Arrow driver to connect."""
     if not has_table(warehouse, orders.name, _ENV):
         return
     sqls = [f"SELECT order_id FROM orders WHERE {_condition(start, end, None, 'updated_at')}"
             if start is not None or end is not None else "SELECT order_id FROM orders"
             for start, end in spans]
-    if warehouse.dialect.name == "sqlite":
-        with guard(warehouse, _ENV), warehouse.connect() as conn:
-            cur = conn.connection.driver_connection.cursor()
-            try:
-                for sql in sqls:
-                    cur.execute(sql)
-                    while part := cur.fetchmany(65_536):
-                        yield pa.array([row[0] for row in part], pa.int64())
-            finally:
-                cur.close()
-        return
-    try:
-        with closing(arrow_connect(warehouse, _ENV)) as conn, closing(conn.cursor()) as cur:
+    with guard(warehouse, _ENV), warehouse.connect() as conn:
+        cur = conn.connection.driver_connection.cursor()
+        try:
             for sql in sqls:
                 cur.execute(sql)
-                for batch in cur.fetch_record_batch():
-                    if batch.num_rows:
-                        yield pc.cast(batch.column(0), pa.int64())
-    except arrow_errors() as exc:
-        raise connect_error(exc, warehouse, _ENV) from None
+                while part := cur.fetchmany(65_536):
+                    yield pa.array([row[0] for row in part], pa.int64())
+        finally:
+            cur.close()
 
 
 def warehouse_rows_by_key(warehouse: Engine, tz: tzinfo, keys: Sequence[int]
@@ -276,30 +266,18 @@ def warehouse_rows_by_key(warehouse: Engine, tz: tzinfo, keys: Sequence[int]
     if not keys or not has_table(warehouse, orders.name, _ENV):
         return
     texts = ", ".join(f"CAST({c} AS TEXT) AS {c}" for c in STORED[1:])
-    sqls = [f"SELECT order_id, {texts} FROM orders WHERE order_id IN "
-            f"({', '.join(str(int(k)) for k in keys[i:i + KEYS_PER_LIST])}) ORDER BY order_id"
-            for i in range(0, len(keys), KEYS_PER_LIST)]
-    if warehouse.dialect.name == "sqlite":
-        with guard(warehouse, _ENV), warehouse.connect() as conn:
-            cur = conn.connection.driver_connection.cursor()
-            try:
-                for sql in sqls:
-                    cur.execute(sql)
-                    if part := cur.fetchall():
-                        columns = list(zip(*part, strict=True))
-                        yield _with_days(pa.table(
-                            [pa.array(columns[0], pa.int64()),
-                             *(pa.array(c, pa.string()) for c in columns[1:])],
-                            names=list(STORED)), tz)
-            finally:
-                cur.close()
-        return
-    try:
-        with closing(arrow_connect(warehouse, _ENV)) as conn, closing(conn.cursor()) as cur:
-            for sql in sqls:
-                cur.execute(sql)
-                for batch in cur.fetch_record_batch():
-                    if batch.num_rows:
-                        yield _with_days(pa.Table.from_batches([batch]), tz)
-    except arrow_errors() as exc:
-        raise connect_error(exc, warehouse, _ENV) from None
+    with guard(warehouse, _ENV), warehouse.connect() as conn:
+        cur = conn.connection.driver_connection.cursor()
+        try:
+            for i in range(0, len(keys), KEYS_PER_LIST):
+                listed = ", ".join(str(int(k)) for k in keys[i:i + KEYS_PER_LIST])
+                cur.execute(f"SELECT order_id, {texts} FROM orders "
+                            f"WHERE order_id IN ({listed}) ORDER BY order_id")
+                if part := cur.fetchall():
+                    columns = list(zip(*part, strict=True))
+                    yield _with_days(pa.table(
+                        [pa.array(columns[0], pa.int64()),
+                         *(pa.array(c, pa.string()) for c in columns[1:])],
+                        names=list(STORED)), tz)
+        finally:
+            cur.close()
