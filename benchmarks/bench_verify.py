@@ -2,6 +2,9 @@
 
     .venv/bin/python benchmarks/bench_verify.py [--quick] [--days 60] [--per-day 16667]
                                                 [--repeat 3] [--workdir DIR]
+        [--moved-orders 2000000] [--moved-days 300] [--moved 2000] [--deleted 100]
+        [--postgres ADMIN_URL | --postgres-if-reachable ADMIN_URL] [--mysql ADMIN_URL]
+        [--only verify|moved]
 
 It builds, in a temporary folder (removed at the end; kept under ``--workdir``), a SQLite
 source with ``days × per-day`` demo orders
@@ -20,11 +23,31 @@ builds every day file with a real ``paid_orders`` write. Then it times, in the s
 
 The target: the whole ``verify`` within 2x of ``scan both``. Verify grows with rows, not
 with the number of days (there is no per-day query).
+
+Then the ``orders_match_source`` check after an incremental run in which rows left the
+compared days (``--moved-orders`` orders over ``--moved-days`` days, default 2,000,000
+over 300; ``--quick``: 20,000 over 30): the app backdates ``--moved`` orders of the
+last 7 days (RECONCILE_DAYS) to a month before them, where no incremental load reads
+them, and deletes ``--deleted`` others. Timed in the same run, best of ``--repeat``:
+
+- ``compare_days``: the 7-day comparison itself (per-day count and checksum of both
+  sides), the baseline;
+- ``add_deleted``, which tells the deleted orders from the moved ones, as it was (the
+  warehouse rows of the days, one scan of every key of the source, the rows of the days
+  again: the old function, copied here) and as it is (the keys of the days, the keys
+  that left them looked up in the source by key, ``core/verify/lost.py``, then the
+  warehouse rows of the lost keys by key);
+- the whole check (``reconcile_horizon``), before (the old function put back in this
+  process) and after. Before and after must find the same orders, ids and checksums.
+
+The source is SQLite, or a PostgreSQL (``--postgres``) or MySQL/MariaDB (``--mysql``,
+the warehouse then SQLite) database made for the run and dropped after it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import statistics
 import sys
@@ -33,18 +56,41 @@ import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    MysqlBackend,
+    SqliteBackend,
+    add_postgres_options,
+    backend_for,
+    postgres_url,
+)
 
 from pipeline_assets.core import demo  # noqa: E402
+from pipeline_assets.core import horizon as horizon_module  # noqa: E402
+from pipeline_assets.core.columnar import day_text  # noqa: E402
 from pipeline_assets.core.daily_files import write_day_files  # noqa: E402
 from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db import make_engine  # noqa: E402
+from pipeline_assets.core.digest import DayDigest, add_days  # noqa: E402
+from pipeline_assets.core.horizon import reconcile_horizon  # noqa: E402
 from pipeline_assets.core.load import load_orders  # noqa: E402
 from pipeline_assets.core.paid import paid_orders_by_day  # noqa: E402
+from pipeline_assets.core.source import inspect_source, scan_keys  # noqa: E402
 from pipeline_assets.core.times import UTC  # noqa: E402
 from pipeline_assets.core.verify import check_files, compare_orders, verify  # noqa: E402
+from pipeline_assets.core.verify.compare import (  # noqa: E402
+    DELETED_IDS_SHOWN,
+    _spans,
+    add_deleted,
+    compare_days,
+    differing_days,
+)
 from pipeline_assets.core.verify.sides import source_rows, warehouse_rows  # noqa: E402
 
 START = date(2026, 1, 1)
@@ -110,13 +156,31 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep the databases and files here "
                         "(default: a temporary folder, removed at the end)")
+    parser.add_argument("--moved-orders", type=int, default=2_000_000)
+    parser.add_argument("--moved-days", type=int, default=300)
+    parser.add_argument("--moved", type=int, default=2_000,
+                        help="orders of the compared days the app backdates")
+    parser.add_argument("--deleted", type=int, default=100,
+                        help="orders of the compared days the app deletes")
+    add_postgres_options(parser, "the moved-rows part: source and warehouse")
+    parser.add_argument("--mysql", metavar="ADMIN_URL", help="the moved-rows part: the "
+                        "source on this MySQL or MariaDB server, the warehouse SQLite")
+    parser.add_argument("--only", choices=["verify", "moved"],
+                        help="run only that part (default: both)")
     args = parser.parse_args()
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+    if args.only != "moved":
+        verify_part(args)
+    if args.only != "verify":
+        moved_part(args)
+
+
+def verify_part(args) -> None:
     days, per_day, repeat = args.days, args.per_day, args.repeat
     if args.quick:
         days, per_day, repeat = 30, 1000, 1
 
-    if args.workdir:
-        args.workdir.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="bench_verify_", dir=args.workdir))
     try:
         source, warehouse = build(folder, days, per_day)
@@ -166,6 +230,156 @@ def main() -> None:
               f"{seconds / base_scan:>9.2f}x")
     print("\nratio count(*) / fetch / scan: seconds divided by those of that case, measured "
           "in this run; the target is verify (total) within 2x of the scan.")
+
+
+# --- the check after rows left the compared days ------------------------------------------
+
+RECONCILE_DAYS = 7
+
+
+def add_deleted_before(source, warehouse, tz, days) -> None:
+    """``add_deleted`` as it was before the keyed lookup (before commit f33be05): the
+    warehouse rows of the days, one scan of every key of the source, then the warehouse
+    rows of the days again for those it lost."""
+    if not days:
+        return
+    spans = _spans([date.fromisoformat(d) for d in days], tz)
+    keys = [t["order_id"] for t in warehouse_rows(warehouse, tz, spans)]
+    if not keys:
+        return
+    keys = pa.chunked_array(keys).combine_chunks()
+    held = pa.array([False] * len(keys))
+    for source_keys in scan_keys(source, inspect_source(source)):
+        held = pc.or_(held, pc.is_in(keys, value_set=source_keys))
+    lost = keys.filter(pc.invert(held))
+    if not len(lost):
+        return
+    digests: dict[int, DayDigest] = {}
+    shown: dict[int, list[int]] = {}
+    for table in warehouse_rows(warehouse, tz, spans, ordered=True):
+        gone = table.filter(pc.is_in(table["order_id"], value_set=lost))
+        add_days(digests, gone)
+        for number in pc.unique(gone["day"]).to_pylist():
+            ids = shown.setdefault(number, [])
+            if len(ids) < DELETED_IDS_SHOWN:
+                on_day = gone.filter(pc.equal(gone["day"], number))["order_id"]
+                ids.extend(on_day.slice(0, DELETED_IDS_SHOWN - len(ids)).to_pylist())
+    for number, digest in digests.items():
+        counts = days.get(day_text(number))
+        if counts is not None:
+            counts.only_in_warehouse = digest.rows
+            counts.deleted_checksum = digest.checksum
+            counts.deleted_ids = shown[number]
+
+
+def backdate_and_delete(source, first_day: date, moved: int, deleted: int, seed: int = 3
+                        ) -> tuple[int, int]:
+    """As the app would: ``moved`` orders stamped from ``first_day`` on get a stamp a month
+    earlier (same time of day), ``deleted`` others are deleted."""
+    import random
+
+    marker = "?" if source.dialect.name == "sqlite" else "%s"
+    with source.begin() as conn:
+        rows = conn.exec_driver_sql(
+            f"SELECT order_id, updated_at FROM orders WHERE updated_at >= {marker}",
+            (first_day.isoformat(),)).all()
+        picked = random.Random(seed).sample(rows, min(len(rows), moved + deleted))
+        gone, shifted = picked[:deleted], picked[deleted:]
+        conn.exec_driver_sql(
+            f"UPDATE orders SET updated_at = {marker} WHERE order_id = {marker}",
+            [((datetime.fromisoformat(str(u)) - timedelta(days=30)).isoformat(), k)
+             for k, u in shifted])
+        conn.exec_driver_sql(f"DELETE FROM orders WHERE order_id = {marker}",
+                             [(k,) for k, _ in gone])
+    return len(shifted), len(gone)
+
+
+def moved_part(args) -> None:
+    n, days, repeat = args.moved_orders, args.moved_days, args.repeat
+    moved, deleted = args.moved, args.deleted
+    if args.quick:
+        n, days, repeat, moved, deleted = 20_000, 30, 1, 200, 10
+    folder = Path(tempfile.mkdtemp(prefix="bench_verify_moved_", dir=args.workdir))
+    warehouses = backend_for(folder, postgres_url(args))
+    sources = MysqlBackend(args.mysql) if args.mysql else warehouses
+    if args.mysql and not isinstance(warehouses, SqliteBackend):
+        warehouses = SqliteBackend(folder)  # MySQL and MariaDB are sources only
+    started = time.perf_counter()
+    try:
+        source = make_engine(sources.new_url("source"), role="source")
+        warehouse = make_engine(warehouses.new_url("warehouse"), role="warehouse")
+        demo.init(source)
+        demo.generate(source, orders=n, days=days, start=START, seed=1)
+        load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
+        h, _, verdict = reconcile_horizon(source, warehouse, UTC,
+                                          reconcile_days=RECONCILE_DAYS)
+        assert verdict.passed, verdict.description
+        moved, deleted = backdate_and_delete(source, h.first, moved, deleted)
+        print(f"\nset-up: {n + 6:,} orders over {days} days on {sources.name}, loaded; "
+              f"{moved:,} orders of {h.first}…{h.last} backdated, {deleted:,} deleted "
+              f"({time.perf_counter() - started:.0f}s)", flush=True)
+
+        compared = compare_days(source, warehouse, UTC, h.days)
+        differing = differing_days(compared)
+        results: dict[str, object] = {}
+
+        def find_deleted(label, how):
+            def run():
+                fresh = {d: dataclasses.replace(compared[d]) for d in differing}
+                how(source, warehouse, UTC, fresh)
+                results[label] = {d: (c.only_in_warehouse, c.deleted_ids,
+                                      c.deleted_checksum) for d, c in fresh.items()}
+            return run
+
+        def check(label):
+            def run():
+                _, _, verdict = reconcile_horizon(source, warehouse, UTC,
+                                                  reconcile_days=RECONCILE_DAYS)
+                results[label] = verdict.description
+            return run
+
+        def before(fn):
+            def run():
+                horizon_module.add_deleted = add_deleted_before
+                try:
+                    fn()
+                finally:
+                    horizon_module.add_deleted = add_deleted
+            return run
+
+        cases = [
+            (f"compare_days ({RECONCILE_DAYS} days)",
+             lambda: compare_days(source, warehouse, UTC, h.days)),
+            ("add_deleted, every key scanned (before)",
+             find_deleted("before", add_deleted_before)),
+            ("add_deleted, missing keys by key (after)", find_deleted("after", add_deleted)),
+            ("the check, before", before(check("check before"))),
+            ("the check, after", check("check after")),
+        ]
+        timings = [(name, best(fn, repeat)) for name, fn in cases]
+        assert results["before"] == results["after"], (results["before"], results["after"])
+        assert results["check before"] == results["check after"]
+        assert sum(c[0] for c in results["after"].values()) == deleted, results["after"]
+        source.dispose()
+        warehouse.dispose()
+    finally:
+        sources.close()
+        if warehouses is not sources:
+            warehouses.close()
+        if not args.workdir:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    base = timings[0][1]
+    print(f"\nthe check after {moved:,} rows left its {len(h.days)} days and {deleted:,} were "
+          f"deleted: {n:,} orders over {days} days, {sources.name} source, "
+          f"{len(differing)} day(s) differ, best of {repeat}")
+    header = f"{'case':<42} | {'seconds':>8} | {'ratio compare_days':>18}"
+    print(header)
+    print("-" * len(header))
+    for name, seconds in timings:
+        print(f"{name:<42} | {seconds:>8.3f} | {seconds / base:>17.2f}x")
+    print("\nratio: seconds divided by those of the 7-day comparison, measured in this run; "
+          "before and after found the same deleted orders.")
 
 
 if __name__ == "__main__":
