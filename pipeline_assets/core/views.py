@@ -27,25 +27,17 @@ from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Decimal, localcontext
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlalchemy.sql import quoted_name
 
 from .daily_files.serialize import file_of
 from .db import guard, has_table, writing
 from .errors import PipelineError
 from .money import parse_amount
+from .schema import warehouse_table
 from .spec import ORDERS, DailyFiles, TableSpec, Totals
 from .times import UTC, canonical, day_start, from_canonical, parse_day
 from .types import ColumnType, TypeValueError, format_decimal
 
 _ENV = "WAREHOUSE_DATABASE_URL"
-
-
-def warehouse_table(spec: TableSpec, names: Iterable[str] | None = None) -> sa.TableClause:
-    """``spec``'s warehouse table as SQLAlchemy Core sees it (lightweight, no metadata):
-    the columns ``names`` (default: all declared), every name quoted."""
-    names = spec.column_names if names is None else names
-    return sa.table(quoted_name(spec.name, True),
-                    *(sa.column(quoted_name(name, True)) for name in names))
 
 
 def day_rows(warehouse: Engine, days: Iterable[str], tz: tzinfo,
@@ -65,8 +57,7 @@ def day_rows(warehouse: Engine, days: Iterable[str], tz: tzinfo,
     if not wanted:
         return out
     names = list(dict.fromkeys([*files.columns, *(c for c, _ in files.where), spec.cursor]))
-    table = warehouse_table(spec, names)
-    c = table.c
+    c = warehouse_table(spec).c
     cursor = spec.column(spec.cursor)
     if cursor.type.kind == "timestamp":
         low = canonical(day_start(wanted[0], tz))
