@@ -19,6 +19,7 @@ holds the same declaration as YAML, and a test checks they agree.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,6 +114,9 @@ class TableSpec:
     lookback_days: int | None = None
     reconcile_days: int | None = None
     max_delete_share: float | None = None
+    # the attributes it was declared from (plain values): a code location carries them in
+    # its table asset's metadata, and the CLI declares the same spec again from them
+    attributes: Mapping | None = field(default=None, compare=False, repr=False, hash=False)
 
     def column(self, name: str) -> Column:
         for column in self.columns:
@@ -194,6 +198,7 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
         lookback_days=_days(attributes, "lookback_days"),
         reconcile_days=_days(attributes, "reconcile_days"),
         max_delete_share=_share(attributes, "max_delete_share"),
+        attributes=json.loads(json.dumps(attributes, default=str)),
     )
     seen: dict[str, str] = {}
     for path, taken in spec.taken_names().items():
