@@ -101,6 +101,36 @@ def _key_text(value: object) -> str:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
+class TypeValueError(PipelineError):
+    """A value a column's type cannot take; ``reason`` says why, in words for a user."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class UnknownTypeError(PipelineError):
+    """A type name that is none of ``core/types.py``'s ``KINDS`` (or a malformed
+    ``decimal(P,S)``)."""
+
+    def __init__(self, name: object, reason: str):
+        super().__init__(f"{name!r}: {reason}")
+        self.reason = reason
+
+
+class DeclarationError(PipelineError):
+    """A declaration the pipeline cannot run: names the attribute's path and the value."""
+
+    def __init__(self, path: str, value: object, reason: str, *, where: str = ""):
+        self.path, self.value, self.reason, self.where = path, value, reason, where
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{path}: {value!r}: {reason}")
+
+    def located(self, where: str) -> DeclarationError:
+        """The same error, naming the file it came from."""
+        return DeclarationError(self.path, self.value, self.reason, where=where)
+
+
 class DemoError(PipelineError):
     """A demo command that cannot do what was asked."""
 

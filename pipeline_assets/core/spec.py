@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from .errors import PipelineError
+from .errors import DeclarationError
 from .times import UTC
 from .types import ColumnType, TypeValueError, UnknownTypeError
 
@@ -34,19 +34,6 @@ OWN_TABLES = ("pipeline_watermark", "pipeline_watermark_history", "pipeline_batc
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a Dagster name that is also a SQL name
 _MAX_NAME = 48  # room for suffixes (_match_source, _refresh_sensor) within SQL's 63
 CURSOR_KINDS = ("timestamp", "date")
-
-
-class DeclarationError(PipelineError):
-    """A declaration the pipeline cannot run: names the attribute's path and the value."""
-
-    def __init__(self, path: str, value: object, reason: str, *, where: str = ""):
-        self.path, self.value, self.reason, self.where = path, value, reason, where
-        prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}{path}: {value!r}: {reason}")
-
-    def located(self, where: str) -> DeclarationError:
-        """The same error, naming the file it came from."""
-        return DeclarationError(self.path, self.value, self.reason, where=where)
 
 
 @dataclass(frozen=True)

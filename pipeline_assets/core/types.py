@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
 
-from .errors import PipelineError
+from .errors import TypeValueError, UnknownTypeError
 from .times import UTC, TimeValueError, canonical, from_canonical, to_instant
 
 KINDS = ("integer", "text", "decimal", "float", "boolean", "date", "timestamp")
@@ -45,22 +45,6 @@ _TYPE_RE = re.compile(r"\s*(\w+)\s*(?:\(\s*(\d+)\s*,\s*(\d+)\s*\))?\s*")
 _INT64 = (-(2**63), 2**63 - 1)
 _TRUE = frozenset({"1", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "f", "false", "n", "no"})
-
-
-class TypeValueError(PipelineError):
-    """A value a column's type cannot take; ``reason`` says why, in words for a user."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class UnknownTypeError(PipelineError):
-    """A type name that is none of :data:`KINDS` (or a malformed ``decimal(P,S)``)."""
-
-    def __init__(self, name: object, reason: str):
-        super().__init__(f"{name!r}: {reason}")
-        self.reason = reason
 
 
 def parse_decimal(value: object) -> Decimal:
