@@ -31,7 +31,9 @@ from .core.daily_files import DayFilesBatch, manifest_path
 from .core.db import redact
 from .core.errors import PipelineError
 from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
+from .core.spec import ORDERS
 from .core.times import to_instant, utc_now
+from .location import DECLARATION, shown_attributes
 from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings
 
@@ -171,6 +173,7 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
         ],
         description="Orders upserted by key from the app database: the rows changed since "
         "the watermark plus the lookback window, committed with their batch id.",
+        metadata={DECLARATION: MetadataValue.json(shown_attributes(ORDERS))},
     )
     def orders(context: AssetExecutionContext, config: OrdersLoadConfig,
                source: SourceDatabase, watermark: WatermarkStore) -> MaterializeResult:

@@ -75,6 +75,27 @@ class Settings:
         return UPath(location)
 
 
+def files_location(settings: Settings, spec, files) -> str:
+    """Where the day files ``files`` of the declared table ``spec`` live: the file's own
+    ``url``; for ``orders``' files, PAID_ORDERS_URL as always; else
+    ``<PIPELINE_DATA_DIR>/<name>``. A local path or an fsspec URL."""
+    if files.url:
+        return _location(files.url, Path.cwd())
+    if spec.name == "orders" and spec.daily_files and files.name == spec.daily_files[0].name:
+        return settings.paid_orders_location
+    return str(settings.data_dir / files.name)
+
+
+def _location(raw: str, base: Path) -> str:
+    """A folder as given (a local path, relative to ``base``, or an fsspec URL)."""
+    raw = raw.strip()
+    if raw.startswith("file://"):
+        raw = raw[len("file://"):]
+    if raw and not is_url(raw):
+        return os.path.abspath(base / raw)
+    return raw
+
+
 def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
     """Settings from ``environ`` (default: the process environment), with the defaults."""
     env = os.environ if environ is None else environ
@@ -90,11 +111,7 @@ def from_env(environ: Mapping[str, str] | None = None, cwd: Path | None = None) 
     raw_tz = env.get("PIPELINE_TIMEZONE") or DEFAULTS["PIPELINE_TIMEZONE"]
     start = _parsed(parse_day, raw_start, "PARTITIONS_START_DATE")
     _parsed(zone, raw_tz, "PIPELINE_TIMEZONE")
-    paid_orders_url = (env.get("PAID_ORDERS_URL") or "").strip()
-    if paid_orders_url.startswith("file://"):
-        paid_orders_url = paid_orders_url[len("file://"):]
-    if paid_orders_url and not is_url(paid_orders_url):
-        paid_orders_url = os.path.abspath(base / paid_orders_url)
+    paid_orders_url = _location(env.get("PAID_ORDERS_URL") or "", base)
     return Settings(
         data_dir=data_dir,
         paid_orders_url=paid_orders_url,
