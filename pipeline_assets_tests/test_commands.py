@@ -8,6 +8,7 @@ The end-to-end case types each of them, as printed, into the real CLIs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -27,9 +28,11 @@ from pipeline_assets.core.daily_files import (
 )
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.paid import paid_orders_by_day
+from pipeline_assets.core.spec import ORDERS
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
+from .tables import PAYMENTS
 
 BIN = Path(sys.executable).parent
 MATERIALIZE = "dagster asset materialize -m pipeline_assets.definitions"
@@ -51,6 +54,55 @@ MATERIALIZE = "dagster asset materialize -m pipeline_assets.definitions"
 ])
 def test_the_one_builder_prints_the_documented_forms(command, expected):
     assert command == expected
+
+
+SHOP = "dagster asset materialize -m shop.definitions"
+
+
+@pytest.mark.parametrize("command, expected", [
+    (commands.rebuild_command("2026-01-25", spec=PAYMENTS, module="shop.definitions"),
+     f"{SHOP} --select captured_payments,captured_per_day --partition 2026-01-25"),
+    (commands.range_command("2026-01-31", "2026-02-01", spec=PAYMENTS,
+                            module="shop.definitions"),
+     f"{SHOP} --select payments --config-json "
+     """'{"ops": {"payments": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'"""),
+    (commands.range_command("2026-01-31", "2026-01-31", spec=PAYMENTS, allow_deletes=True,
+                            module="shop.definitions"),
+     f"{SHOP} --select payments --config-json "
+     """'{"ops": {"payments": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
+     """"allow_deletes": true}}}}'"""),
+])
+def test_a_declared_tables_commands_name_its_location_and_its_assets(command, expected):
+    """The code location the command was computed for, and the table's names by the rule
+    (asset N, op N, files F with totals T): pasted in the user's project, it runs there."""
+    assert command == expected
+
+
+@pytest.mark.parametrize("module", ["pipeline_assets.definitions", "shop.definitions",
+                                    "my shop's.defs"])
+def test_every_printed_command_is_one_shell_quoted_line(module):
+    """Split as a shell splits it, each command gives back exactly the words it was made of,
+    whatever the module is called: safe to paste as printed, one per line."""
+    printed = commands.repair_commands(["2026-01-24", "2026-01-25", "2026-01-28"],
+                                       ["2026-01-25"], ["2026-01-28"], spec=PAYMENTS,
+                                       module=module)
+    assert len(printed) == 3 and all("\n" not in line for line in printed)
+    argv = [shlex.split(line) for line in printed]
+    assert [a[:5] for a in argv] == [["dagster", "asset", "materialize", "-m", module]] * 3
+    assert [a[5:7] for a in argv] == [["--select", "payments"]] * 2 + [
+        ["--select", "captured_payments,captured_per_day"]]
+    assert json.loads(argv[0][8]) == {
+        "ops": {"payments": {"config": {"start": "2026-01-24", "end": "2026-01-26"}}}}
+    assert json.loads(argv[1][8]) == {"ops": {"payments": {"config": {
+        "start": "2026-01-28", "end": "2026-01-29", "allow_deletes": True}}}}
+    assert argv[2][7:] == ["--partition", "2026-01-25"]
+
+
+def test_the_default_location_and_table_are_this_projects_orders():
+    assert commands.repair_commands(["2026-01-25"], ["2026-01-25"]) == \
+        commands.repair_commands(["2026-01-25"], ["2026-01-25"], spec=ORDERS,
+                                 module="pipeline_assets.definitions")
+    assert commands.daily_assets() == list(commands.DAILY_FILES)
 
 
 def test_an_uncommitted_day_names_the_same_rebuild_command(tmp_path):
