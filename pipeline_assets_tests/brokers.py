@@ -7,7 +7,9 @@
   a test stops and starts again on the same port (the broker going down);
 - :class:`CeleryWorker`: ``deploy/celery-worker.sh`` as shipped, in a session of its own
   (its pool with it), so a test can stop it, SIGKILL it whole as a lost machine, and
-  start it again under the same name.
+  start it again under the same name;
+- :class:`WorkerKeeper`: brings a dead worker back two seconds later, whenever it dies,
+  as a supervisor would.
 
 Where a server is missing, the tests skip on a laptop and fail in CI (``unavailable``).
 """
@@ -20,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -170,3 +173,38 @@ class CeleryWorker:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+class WorkerKeeper(threading.Thread):
+    """A supervisor for ``pool``: a worker found dead is started again ``delay`` seconds
+    later, whenever it died (while the app writes, while loads are killed, while the
+    pipeline converges), and each death is recorded in ``kills`` as
+    ``(when, pid, "celery worker", "-", name)``. :meth:`halt` before stopping the pool."""
+
+    def __init__(self, pool: list[CeleryWorker], kills: list, delay: float = 2.0):
+        super().__init__(name="worker-keeper", daemon=True)
+        self.pool, self.kills, self.delay = pool, kills, delay
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        down: dict[str, float] = {}
+        while not self._halt.wait(0.2):
+            now = time.monotonic()
+            for worker in self.pool:
+                if worker.name in down:
+                    if now >= down[worker.name]:
+                        del down[worker.name]
+                        worker.start()
+                elif not worker.alive:
+                    self.kills.append((now, worker.proc.pid, "celery worker", "-",
+                                       worker.name))
+                    down[worker.name] = now + self.delay
+
+    def all_ready(self) -> bool:
+        """Every worker alive and its latest start ready."""
+        return all(w.alive and w.ready_count() >= w.starts for w in self.pool)
+
+    def halt(self) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(timeout=10)
