@@ -7,8 +7,9 @@ and prints the result. It never imports Dagster.
 
 Output: results go to stdout: JSON for ``demo generate``, ``watermark show``, ``plan``,
 ``watermark history --json`` and ``verify --json``; one line of text for ``demo init``,
-``demo set`` and ``watermark rewind``; and for ``watermark history`` one line per change,
-oldest first, ``<changed_at>  <kind>  <old> -> <new>  batch <batch_id> | reason: <reason>``
+``demo set``, ``demo delete`` and ``watermark rewind``; and for ``watermark history`` one
+line per change, oldest first,
+``<changed_at>  <kind>  <old> -> <new>  batch <batch_id> | reason: <reason>``
 (all times ISO-8601). ``plan`` prints the fields of core's ``LoadResult`` (the same names as the
 ``orders`` materialization metadata: ``window_start``, ``window_end``,
 ``watermark_before``, ``watermark_after``, ``rows_read``, ``inserted``, ``updated``,
@@ -148,6 +149,10 @@ def _add_demo(commands) -> None:
                    "relative to today: today, yesterday, -2d, each optionally with a time "
                    "('yesterday 20:00')")
     p.set_defaults(handler=_demo_set)
+
+    p = sub.add_parser("delete", help="delete one order, as the app would")
+    p.add_argument("order_id", type=int, metavar="ORDER_ID")
+    p.set_defaults(handler=_demo_delete)
 
 
 def _add_watermark(commands) -> None:
@@ -343,6 +348,12 @@ def _demo_set(args, ctx: _Context) -> int:
                              tz=ctx.settings.tz)
     print(f"order {args.order_id} {outcome}: {args.status.strip()} {args.amount.strip()} "
           f"{updated_at.strip()}")
+    return 0
+
+
+def _demo_delete(args, ctx: _Context) -> int:
+    status, amount, updated_at = demo.delete_order(ctx.source(), args.order_id)
+    print(f"order {args.order_id} deleted: it was {status} {amount} {updated_at}")
     return 0
 
 

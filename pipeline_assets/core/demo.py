@@ -178,6 +178,22 @@ def set_order(engine: Engine, order_id: int, *, status: str, amount: str, update
         return "inserted"
 
 
+def delete_order(engine: Engine, order_id: int) -> tuple[str, str, str]:
+    """Delete one order as the app would; returns the ``(status, amount, updated_at)`` it
+    had, so the caller can say which day it left. An order the source does not hold is a
+    :class:`DemoError`, and nothing is written."""
+    _require_table(engine)
+    t = source_orders.c
+    with _writing(engine) as conn:
+        found = conn.execute(sa.select(t.status, t.amount, t.updated_at)
+                             .where(t.order_id == order_id)).first()
+        if found is None:
+            raise DemoError(f"order {order_id} is not in the source {redact(engine.url)}: "
+                            "nothing deleted")
+        conn.execute(source_orders.delete().where(t.order_id == order_id))
+    return tuple(found)
+
+
 def generate(engine: Engine, *, orders: int, days: int, start: date | None = None,
              late_fraction: float = 0.05, seed: int = 0, chunk_size: int = 20_000) -> dict:
     """Append ``orders`` realistic orders over ``days`` days; a fraction arrive late.
