@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
@@ -39,6 +41,7 @@ from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
 
+from .brokers import WORKER_SCRIPT
 from .devserver import (
     CALLERS_SETTINGS,
     LAUNCH_BACKFILL,
@@ -213,3 +216,64 @@ def test_the_multiprocess_executor_gives_the_same_files_and_warehouse(tmp_path, 
     assert len(files) == 26
     assert {name: data for name, data in remote.items() if name.startswith("2026-")} == files
     assert warehouse_tables(f"sqlite:///{data / 'warehouse.db'}") == tables
+
+
+# --- the worker script serves a user's project too -------------------------------------------
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """A user's project folder whose code location, ``shop.definitions``, says when it loads."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (tmp_path / "shop" / "definitions.py").write_text(
+        'print("shop.definitions loaded", flush=True)\n')
+    return tmp_path
+
+
+def _worker_script(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
+    """``deploy/celery-worker.sh`` as shipped, from ``folder``, with this interpreter."""
+    base = {k: v for k, v in os.environ.items() if k != "CELERY_WORKER_MODULE"}
+    return subprocess.run([str(WORKER_SCRIPT), *argv], cwd=folder,
+                          env=base | {"PYTHON": sys.executable} | env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["-m", "shop.definitions"], {}),
+    (["--module", "shop.definitions"], {}),
+    ([], {"CELERY_WORKER_MODULE": "shop.definitions"}),
+], ids=["-m", "--module", "variable"])
+def test_the_worker_script_loads_the_code_location_it_is_named(shop, argv, env):
+    """``celery worker --help`` loads the worker's app, and so the code location, without
+    starting a worker: the user's module is the one loaded, from the folder the worker
+    starts in, and the options after ``-m`` still reach ``celery worker``."""
+    done = _worker_script(shop, *argv, "--help", **env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("shop.definitions loaded\n")
+    assert "Usage: python -m celery worker" in done.stdout
+
+
+def test_by_default_the_worker_loads_this_projects_code_location(shop):
+    code = ("import sys, pipeline_assets.celery_worker as w; "
+            "print(w.MODULE, 'pipeline_assets.definitions' in sys.modules, "
+            "'shop.definitions' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "CELERY_WORKER_MODULE"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=shop, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "pipeline_assets.definitions True False\n"), \
+        done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["-m", "nosuch.definitions", "--help"], 2,
+     "ModuleNotFoundError: the code location nosuch.definitions (CELERY_WORKER_MODULE, or "
+     "the worker script's -m) does not import: No module named 'nosuch'; start the worker "
+     "in the project's root folder, or install the project in the worker's environment"),
+    (["-m"], 2, "celery-worker.sh: error: -m needs a module, such as -m shop.definitions"),
+])
+def test_a_code_location_that_does_not_import_stops_the_worker_at_start(
+        shop, argv, code, message):
+    done = _worker_script(shop, *argv)
+    assert (done.returncode, done.stdout) == (code, "")
+    assert done.stderr.rstrip().splitlines()[-1] == message
