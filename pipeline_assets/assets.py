@@ -1,4 +1,10 @@
-"""Dagster assets: unpack the context, call the core, return values and metadata.
+"""Dagster assets of one declared table: unpack the context, call the core, return values
+and metadata.
+
+For a table ``N`` (a :class:`~.core.spec.TableSpec`): the asset ``N`` (the incremental
+load, with its two checks), and per daily file set ``F`` the daily-partitioned ``F`` (its
+day files) and, when it has totals, ``T``. Names come from ``spec.names``; ``orders``
+keeps every name and metadata key it had before declarations existed.
 
 No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
 """
@@ -6,7 +12,8 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 
 import warnings
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Optional
 
 from dagster import (
@@ -14,6 +21,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetIn,
     AssetKey,
     BackfillPolicy,
     BetaWarning,
@@ -27,15 +35,16 @@ from dagster import (
 )
 from pydantic import Field
 
+from .core.commands import DEFINITIONS_MODULE
 from .core.daily_files import DayFilesBatch, manifest_path
-from .core.db import redact
 from .core.errors import PipelineError
-from .core.paid import day_totals, paid_orders_by_day, store_daily_revenue
-from .core.spec import ORDERS
+from .core.paid import store_daily_revenue
+from .core.secrets import redact
+from .core.spec import ORDERS, DailyFiles, TableSpec
 from .core.times import to_instant, utc_now
+from .core.views import day_rows, day_totals, store_totals
 from .location import DECLARATION, shown_attributes
-from .resources import SourceDatabase, Warehouse, WatermarkStore
-from .settings import Settings
+from .settings import Settings, files_location
 
 if TYPE_CHECKING:
     from .core.load import LoadResult
@@ -46,10 +55,50 @@ if TYPE_CHECKING:
 LATENESS_CHECK = "lateness_within_lookback"
 OWNER = "team:data-engineering"  # shown in the UI; change to your team
 
-RECONCILE_CHECK = "orders_match_source"
+RECONCILE_CHECK = ORDERS.names.match_check  # orders_match_source
 
 Clock = Callable[[], datetime]  # the Dagster layer's one clock; tests pass a fixed one
 
+
+@dataclass(frozen=True)
+class TableResources:
+    """The resource keys one table's assets use: shared keys where every table of the
+    location has the same resource, the table's (or file set's) own where it has its own
+    (definitions.py decides)."""
+
+    source: str = "source"
+    warehouse: str = "warehouse"
+    watermark: str = "watermark"
+    files: dict = field(default_factory=dict)  # daily file name -> IO manager key
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """What the assets of one table read: the environment's settings with the
+    declaration's own ``lookback_days``, ``reconcile_days`` and ``max_delete_share``."""
+
+    settings: Settings
+    spec: TableSpec
+    module: str = DEFINITIONS_MODULE  # the code location its printed commands name
+
+    @property
+    def reconcile_days(self) -> int:
+        own = self.spec.reconcile_days
+        return self.settings.reconcile_days if own is None else own
+
+    @property
+    def max_delete_share(self) -> float:
+        own = self.spec.max_delete_share
+        return self.settings.max_delete_share if own is None else own
+
+
+def is_orders(spec: TableSpec) -> bool:
+    """Whether ``spec`` is the chapter's ``orders`` (its folder aside), which keeps its own
+    metadata keys and its ``daily_revenue`` table."""
+    def shape(s: TableSpec):
+        return (s.name, s.table, s.primary_key, s.cursor, s.columns,
+                [(f.name, f.where, f.columns, f.totals) for f in s.daily_files])
+    return shape(spec) == shape(ORDERS)
 
 
 def _failure(exc: PipelineError) -> Failure:
@@ -71,17 +120,37 @@ class OrdersLoadConfig(Config):
     )
     allow_deletes: bool = Field(
         default=False,
-        description="A range load deletes the orders of its range that the source no longer "
+        description="A range load deletes the rows of its range that the source no longer "
         "holds, and refuses when that is more than MAX_DELETE_SHARE of them; true lets "
         "this run delete them all (after checking the source is the right one).",
     )
 
 
-def load_metadata(result: "LoadResult", lookback_days: int) -> dict:
-    """Materialization metadata of the ``orders`` asset: the story of one batch."""
+TableLoadConfig = OrdersLoadConfig  # the same run config for every table
+
+
+def _key_value(value):
+    """A key as metadata shows it: a list for a key of several columns, text for a date."""
+    if isinstance(value, tuple):
+        return [_key_value(v) for v in value]
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    return value
+
+
+def _keys(values) -> MetadataValue:
+    return MetadataValue.json([_key_value(v) for v in values])
+
+
+def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = ORDERS) -> dict:
+    """Materialization metadata of a table asset: the story of one batch (``orders``
+    names its keys ``future_order_ids`` and ``deleted_order_ids``, any other table
+    ``future_keys`` and ``deleted_keys``)."""
     def when(value):
         return value.isoformat() if value else "none"
 
+    future, deleted = ("future_order_ids", "deleted_order_ids") if is_orders(spec) \
+        else ("future_keys", "deleted_keys")
     return {
         "kind": result.kind,
         "batch_id": result.batch_id,
@@ -101,11 +170,11 @@ def load_metadata(result: "LoadResult", lookback_days: int) -> dict:
         "max_lateness_hours": round(result.max_lateness.total_seconds() / 3600, 3)
         if result.max_lateness else 0.0,
         "future_rows": result.future_rows,
-        "future_order_ids": MetadataValue.json(list(result.future_order_ids)),
+        future: _keys(result.future_order_ids),
         # only a range load can see a deletion: an incremental one says nothing of them
         **({} if result.rows_deleted is None else {
             "rows_deleted": result.rows_deleted,
-            "deleted_order_ids": MetadataValue.json(list(result.deleted_order_ids)),
+            deleted: _keys(result.deleted_order_ids),
             "deleted_digest": result.deleted_digest or "none",
             "mass_delete_allowed": result.mass_delete_allowed,
         }),
@@ -131,63 +200,76 @@ def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult
     )
 
 
-def last_announced_batch(context: AssetExecutionContext) -> Optional[str]:  # noqa: UP045
-    """The batch id of the last recorded materialization of ``orders`` (None before any).
+def last_announced_batch(context: AssetExecutionContext,
+                         name: str = ORDERS.name) -> Optional[str]:  # noqa: UP045
+    """The batch id of the last recorded materialization of the table asset ``name``
+    (None before any).
 
     Batches the ledger committed after it belong to runs that died before Dagster heard
     of them; the load adds their days to ``days_touched`` so their files get rebuilt.
     """
-    event = context.instance.get_latest_materialization_event(AssetKey("orders"))
+    event = context.instance.get_latest_materialization_event(AssetKey(name))
     if event is None or event.asset_materialization is None:
         return None
     batch = event.asset_materialization.metadata.get("batch_id")
     return batch.value if batch is not None else None
 
 
-def build_orders_asset(settings: Settings, clock: Clock = utc_now):
+def build_table_asset(table: TableSettings, keys: TableResources = TableResources(),
+                      clock: Clock = utc_now):
+    """The asset ``N``: the incremental (or explicit-range) load of the declared table,
+    with its lateness and match-source checks run in the load's own step."""
+    settings, spec = table.settings, table.spec
+    names = spec.names
     tz = settings.tz
-    horizon_days = settings.reconcile_days
+    horizon_days = table.reconcile_days
+    orders = is_orders(spec)
+    what = "Orders" if orders else f"Rows of {spec.table}"
 
     @asset(
-        name="orders",
+        name=names.asset,
         group_name="warehouse",
         code_version="1",
         owners=[OWNER],
         kinds={"sql", "python"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
+        required_resource_keys={keys.source, keys.watermark},
         # Both checks run in the load's own step: a separate @asset_check would be a
         # second step process per run, about half of a small run's cost again
         # (docs/benchmarks.md); `pipeline-assets verify` checks without loading.
         check_specs=[
             AssetCheckSpec(
-                LATENESS_CHECK, asset="orders",
+                names.lateness_check, asset=names.asset,
                 description="Warns when rows arrive late by half the lookback window or "
                 "more."),
             AssetCheckSpec(
-                RECONCILE_CHECK, asset="orders",
+                names.match_check, asset=names.asset,
                 description=f"Source and warehouse agree, day by day (count and row "
                 f"checksum), over the {horizon_days} days (RECONCILE_DAYS) ending at the "
                 "watermark, plus the days the batch touched: catches rows that arrived "
                 "later than the lookback window. Comparing no day while the warehouse "
                 "holds rows is a failure."),
         ],
-        description="Orders upserted by key from the app database: the rows changed since "
+        description=f"{what} upserted by key from the app database: the rows changed since "
         "the watermark plus the lookback window, committed with their batch id.",
-        metadata={DECLARATION: MetadataValue.json(shown_attributes(ORDERS))},
+        metadata={DECLARATION: MetadataValue.json(shown_attributes(spec))},
     )
-    def orders(context: AssetExecutionContext, config: OrdersLoadConfig,
-               source: SourceDatabase, watermark: WatermarkStore) -> MaterializeResult:
-        """Orders upserted by key from the app database, incrementally."""
-        from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_orders
+    def table_asset(context: AssetExecutionContext, config: OrdersLoadConfig
+                    ) -> MaterializeResult:
+        """Rows upserted by key from the app database, incrementally."""
+        from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_table
 
+        source = getattr(context.resources, keys.source)
+        watermark = getattr(context.resources, keys.watermark)
         try:
             start = to_instant(config.start, tz) if config.start else None
             end = to_instant(config.end, tz) if config.end else None
-            result = load_orders(
-                source.engine(), watermark.warehouse.engine(), tz=tz,
+            result = load_table(
+                source.engine(), watermark.warehouse.engine(), spec=spec, tz=tz,
                 lookback_days=watermark.lookback_days, now=clock(),
-                start=start, end=end, announced_batch=last_announced_batch(context),
-                deletes=DeletePolicy(settings.max_delete_share, config.allow_deletes),
+                start=start, end=end,
+                announced_batch=last_announced_batch(context, names.asset),
+                deletes=DeletePolicy(table.max_delete_share, config.allow_deletes),
             )
         except DeleteRefused as exc:  # the run's failure shows what it would have deleted
             context.log.error(str(exc))
@@ -195,10 +277,11 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
                           metadata=exc.metadata) from None
         except PipelineError as exc:
             raise _failure(exc) from None
+        row = "order(s)" if orders else "row(s)"
         if result.mass_delete_allowed:
             context.log.warning(
-                f"allow_deletes: deleted {result.rows_deleted} order(s) the source no longer "
-                f"holds, more than MAX_DELETE_SHARE={settings.max_delete_share:g} of the "
+                f"allow_deletes: deleted {result.rows_deleted} {row} the source no longer "
+                f"holds, more than MAX_DELETE_SHARE={table.max_delete_share:g} of the "
                 f"range's; their keys' digest {result.deleted_digest} is in the ledger")
         context.log.info(
             f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
@@ -211,40 +294,43 @@ def build_orders_asset(settings: Settings, clock: Clock = utc_now):
             context.log.warning(
                 f"{result.future_rows} row(s) are stamped after the run's time plus "
                 f"{FUTURE_TOLERANCE}: loaded, but the watermark did not follow them "
-                f"(orders {list(result.future_order_ids)}); check the app's clock."
+                f"({'orders' if orders else 'keys'} "
+                f"{[_key_value(k) for k in result.future_order_ids]}); check the app's "
+                "clock."
             )
         return MaterializeResult(
-            metadata=load_metadata(result, watermark.lookback_days),
+            metadata=load_metadata(result, watermark.lookback_days, spec),
             check_results=[
                 lateness_check(result, watermark.lookback_days),
                 reconcile_check(source, watermark.warehouse, tz, horizon_days,
                                 list(result.days_touched), result.read_whole,
-                                settings.max_delete_share),
+                                table.max_delete_share, spec=spec, module=table.module),
             ],
         )
 
-    return orders
+    return table_asset
 
 
-def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_days: int,
-                    days_touched: list[str], read_whole=None,
-                    max_delete_share: float = 0.5) -> AssetCheckResult:
+def reconcile_check(source, warehouse, tz, horizon_days: int, days_touched: list[str],
+                    read_whole=None, max_delete_share: float = 0.5, *,
+                    spec: TableSpec = ORDERS, module: str = DEFINITIONS_MODULE
+                    ) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
     clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``;
     the days the load just read whole are compared with what it read (``read_whole``)."""
     from .core.horizon import reconcile_horizon
     from .core.verify import VerifyError
 
+    check = spec.names.match_check
     try:
         h, days, verdict = reconcile_horizon(
             source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
             days_touched=days_touched, read_whole=read_whole,
             max_delete_share=max_delete_share)
     except VerifyError as exc:
-        return AssetCheckResult(check_name=RECONCILE_CHECK, passed=False,
-                                description=str(exc))
+        return AssetCheckResult(check_name=check, passed=False, description=str(exc))
     return AssetCheckResult(
-        check_name=RECONCILE_CHECK,
+        check_name=check,
         passed=verdict.passed,
         description=verdict.description,
         metadata={
@@ -255,7 +341,7 @@ def reconcile_check(source: SourceDatabase, warehouse: Warehouse, tz, horizon_da
             "days_compared": verdict.days_compared,
             "differing_days": MetadataValue.json(verdict.differing),
             "deleted_from_source": MetadataValue.json(
-                {d: days[d].only_in_warehouse for d in verdict.differing
+                {d: _key_value(days[d].only_in_warehouse) for d in verdict.differing
                  if days[d].only_in_warehouse}),
             "repair": MetadataValue.json(verdict.repair),
         },
@@ -269,79 +355,119 @@ def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
                                      timezone=settings.timezone)
 
 
-def build_daily_assets(settings: Settings, orders_asset, clock: Clock = utc_now):
+def build_files_assets(table: TableSettings, files: DailyFiles, table_asset,
+                       keys: TableResources = TableResources(), clock: Clock = utc_now):
+    """The daily-partitioned assets of one file set: ``F`` and, with totals, ``T``."""
     # backfill_policy is beta in Dagster 1.13: pinned to 1.13, and the single-run range
     # behaviour is covered by our tests, so its warning is silenced here only.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BetaWarning)
-        return _build_daily_assets(settings, orders_asset, clock)
+        built = [_build_files_asset(table, files, table_asset, keys, clock)]
+        if files.totals is not None:
+            built.append(_build_totals_asset(table, files, keys))
+        return built
 
 
-def _build_daily_assets(settings: Settings, orders_asset, clock: Clock):
+def _build_files_asset(table: TableSettings, files: DailyFiles, table_asset,
+                       keys: TableResources, clock: Clock):
+    settings, spec = table.settings, table.spec
     tz = settings.tz
-    partitions = daily_partitions(settings)
+    location = files_location(settings, spec, files)
+    orders = is_orders(spec)
+    rows_word = "paid orders" if orders else "rows"
 
     @asset(
-        name="paid_orders",
-        partitions_def=partitions,
+        name=files.name,
+        partitions_def=daily_partitions(settings),
         backfill_policy=BackfillPolicy.single_run(),
-        deps=[orders_asset],
-        io_manager_key="day_files",
-        pool="paid_orders_files",
+        deps=[table_asset],
+        io_manager_key=keys.files[files.name],
+        pool=f"{files.name}_files",
         group_name="daily_files",
         code_version="1",
         owners=[OWNER],
         kinds={"json"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
+        required_resource_keys={keys.watermark},
         description="The paid orders of each day, one JSON file per day, replaced "
-        "atomically; a manifest per run says which files are committed.",
+        "atomically; a manifest per run says which files are committed." if orders else
+        f"The rows of {spec.name} in {files.name} of each day, one JSON file per day, "
+        "replaced atomically; a manifest per run says which files are committed.",
     )
-    def paid_orders(context: AssetExecutionContext, watermark: WatermarkStore) -> DayFilesBatch:
-        """The paid orders of each day, one JSON file per day."""
+    def files_asset(context: AssetExecutionContext) -> DayFilesBatch:
+        """The rows of each day, one JSON file per day."""
+        watermark = getattr(context.resources, keys.watermark)
         days = list(context.partition_keys)
         try:
-            by_day = paid_orders_by_day(watermark.warehouse.engine(), days, tz)
-            current = watermark.current()
+            by_day = day_rows(watermark.warehouse.engine(), days, tz, spec=spec, files=files)
+            current = watermark.current(spec.name)
         except PipelineError as exc:
             raise _failure(exc) from None
-        manifest = manifest_path(settings.paid_orders_location, context.run.run_id)
+        manifest = manifest_path(location, context.run.run_id)
         for day in days:
             context.add_asset_metadata(
                 {"rows": len(by_day[day]), "manifest": MetadataValue.path(str(manifest))},
                 partition_key=day,
             )
         context.log.info(f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
-                         f"{sum(map(len, by_day.values()))} paid orders")
+                         f"{sum(map(len, by_day.values()))} {rows_word}")
         return DayFilesBatch(days=by_day, watermark=current.isoformat() if current else None,
                              written_at=clock().isoformat(timespec="seconds"))
 
+    return files_asset
+
+
+def _build_totals_asset(table: TableSettings, files: DailyFiles, keys: TableResources):
+    settings, spec = table.settings, table.spec
+    totals = files.totals
+    orders = is_orders(spec)
+
     @asset(
-        name="daily_revenue",
-        partitions_def=partitions,
+        name=totals.name,
+        partitions_def=daily_partitions(settings),
         backfill_policy=BackfillPolicy.single_run(),
+        ins={"day_files": AssetIn(key=AssetKey(files.name))},
         group_name="daily_files",
         code_version="1",
         owners=[OWNER],
         kinds={"sql"},
+        required_resource_keys={keys.warehouse},
         description="Per day: the number of paid orders and their exact total, computed "
-        "from the committed paid_orders files.",
+        "from the committed paid_orders files." if orders else
+        f"Per day: the number of rows of {files.name} and the exact sum of "
+        f"{', '.join(totals.sum) or 'no column'}, computed from its committed files.",
     )
-    def daily_revenue(context: AssetExecutionContext, paid_orders: dict,
-                      warehouse: Warehouse) -> MaterializeResult:
-        """Per day: the number of paid orders and their exact total."""
+    def totals_asset(context: AssetExecutionContext, day_files: dict) -> MaterializeResult:
+        """Per day: the number of rows and their exact totals."""
+        warehouse = getattr(context.resources, keys.warehouse)
         try:
-            totals = {day: day_totals(rows) for day, rows in paid_orders.items()}
-            store_daily_revenue(warehouse.engine(), totals)
+            if orders:
+                per_day = {day: day_totals(rows) for day, rows in day_files.items()}
+                store_daily_revenue(warehouse.engine(), per_day)
+            else:
+                per_day = {day: day_totals(rows, totals, spec=spec)
+                           for day, rows in day_files.items()}
+                store_totals(warehouse.engine(), spec=spec, totals=totals, per_day=per_day)
         except PipelineError as exc:
             raise _failure(exc) from None
-        for day, (count, total) in sorted(totals.items()):
-            context.add_asset_metadata(
-                {"orders": count,
-                 # float only so the UI can plot it; the exact total is revenue_exact
-                 "revenue": float(total),
-                 "revenue_exact": str(total)},
-                partition_key=day,
-            )
+        for day, (count, sums) in sorted(per_day.items()):
+            context.add_asset_metadata(_totals_metadata(orders, totals.sum, count, sums),
+                                       partition_key=day)
         return MaterializeResult()
 
-    return paid_orders, daily_revenue
+    return totals_asset
+
+
+def _totals_metadata(orders: bool, summed, count: int, sums) -> dict:
+    """``orders``' ``orders``, ``revenue`` and ``revenue_exact``; any other table's
+    ``rows`` and, per summed column ``C``, ``C`` (a float, only so the UI can plot it)
+    and ``C_exact`` (the exact total as text)."""
+    from .core.views import total_text
+
+    if orders:
+        return {"orders": count, "revenue": float(sums), "revenue_exact": str(sums)}
+    out: dict = {"rows": count}
+    for name in summed:
+        out[name] = float(sums[name])
+        out[f"{name}_exact"] = total_text(sums[name])
+    return out

@@ -1,4 +1,9 @@
-"""Schedules and sensors: when the pipeline runs by itself.
+"""Schedules and sensors of one declared table: when the pipeline runs by itself.
+
+For a table ``N``: ``new_N_sensor`` (loads ``N`` when the source changed), per daily file
+set ``F`` the ``F_refresh_sensor`` (rebuilds the days each load touched), and
+``N_daily_schedule``; ``orders`` keeps ``new_orders_sensor``,
+``paid_orders_refresh_sensor`` and ``daily_schedule`` (``spec.names``).
 
 No `from __future__ import annotations` here: Dagster reads the sensors' resource
 annotations at runtime.
@@ -25,12 +30,13 @@ from dagster import (
 from .core import sensing
 from .core.days import yesterday
 from .core.errors import PipelineError
+from .core.spec import ORDERS as ORDERS_SPEC
+from .core.spec import DailyFiles, TableSpec
 from .core.times import utc_now
-from .resources import SourceDatabase, WatermarkStore
 from .settings import Settings
 
 REASON_TAG = "pipeline_assets/reason"
-ORDERS_BATCH_TAG = "pipeline_assets/orders_batch_id"
+ORDERS_BATCH_TAG = "pipeline_assets/orders_batch_id"  # pipeline_assets/<N>_batch_id
 ATTEMPT_TAG = "pipeline_assets/attempt"
 # Dagster's own tags, read to find the runs of a request and whether a retry is coming.
 SENSOR_TAG, RUN_KEY_TAG = "dagster/sensor_name", "dagster/run_key"
@@ -38,10 +44,13 @@ WILL_RETRY_TAG = "dagster/will_retry"
 # Often enough that the demo reacts within a minute; each tick is one indexed query.
 NEW_ORDERS_INTERVAL_SECONDS = 15
 REFRESH_INTERVAL_SECONDS = 10
-# Materializations of orders handled per tick; the rest wait for the next tick.
+# Materializations of the table handled per tick; the rest wait for the next tick.
 REFRESH_BATCH = 50
 
-ORDERS = AssetKey("orders")
+
+def batch_tag(spec: TableSpec) -> str:
+    """The tag naming the batch a refresh run rebuilds: ``pipeline_assets/<N>_batch_id``."""
+    return f"pipeline_assets/{spec.name}_batch_id"
 
 
 def _default_status(settings: Settings, kind):
@@ -49,17 +58,20 @@ def _default_status(settings: Settings, kind):
     return kind.RUNNING if settings.automation else kind.STOPPED
 
 
-def build_daily_schedule(settings: Settings, daily_job):
+def build_daily_schedule(settings: Settings, daily_job, spec: TableSpec = ORDERS_SPEC):
     tz = settings.tz
+    name = spec.names.schedule
+    built = ", ".join(n for f in spec.daily_files
+                      for n in (f.name, f.totals.name if f.totals else None) if n)
 
     @schedule(
-        name="daily_schedule",
+        name=name,
         job=daily_job,
         cron_schedule="30 0 * * *",
         execution_timezone=settings.timezone,
         default_status=_default_status(settings, DefaultScheduleStatus),
-        description="At 00:30 in PIPELINE_TIMEZONE: load orders, then build yesterday's "
-        "paid_orders and daily_revenue.",
+        description=f"At 00:30 in PIPELINE_TIMEZONE: load {spec.name}, then build "
+        f"yesterday's {' and '.join(built.rsplit(', ', 1))}.",
     )
     def daily_schedule(context: ScheduleEvaluationContext):
         day = yesterday(context.scheduled_execution_time, tz).isoformat()
@@ -67,7 +79,7 @@ def build_daily_schedule(settings: Settings, daily_job):
             return SkipReason(f"{day} is before PARTITIONS_START_DATE "
                               f"{settings.partitions_start.isoformat()}")
         return RunRequest(run_key=f"daily-{day}", partition_key=day,
-                          tags={REASON_TAG: "daily_schedule"})
+                          tags={REASON_TAG: name})
 
     return daily_schedule
 
@@ -104,24 +116,32 @@ def _seed(instance, sensor_name: str) -> str:
     return str(instance.get_runs_count(filters=RunsFilter(tags={SENSOR_TAG: sensor_name})))
 
 
-def build_new_orders_sensor(settings: Settings, orders_job,
-                            clock: Callable[[], datetime] = utc_now):
+def build_new_rows_sensor(settings: Settings, load_job,
+                          clock: Callable[[], datetime] = utc_now, *,
+                          spec: TableSpec = ORDERS_SPEC, source_key: str = "source",
+                          watermark_key: str = "watermark"):
+    """``new_N_sensor``: loads ``N`` when the source's answer about the lookback window
+    changed."""
     tz = settings.tz
+    name = spec.names.new_sensor
+    key_sum = f"{spec.primary_key[0]} sum" if len(spec.primary_key) == 1 else "key sums"
 
     @sensor(
-        name="new_orders_sensor",
-        job=orders_job,
+        name=name,
+        job=load_job,
         minimum_interval_seconds=NEW_ORDERS_INTERVAL_SECONDS,
         default_status=_default_status(settings, DefaultSensorStatus),
-        description="Asks the source one indexed question about the lookback window "
-        "(rows, order_id sum, newest updated_at, fingerprint) and loads orders when the "
-        "answer differs from the last one, late rows included; requests the load again "
-        "when its run failed or was canceled, and waits while it is queued or running.",
+        required_resource_keys={source_key, watermark_key},
+        description=f"Asks the source one indexed question about the lookback window "
+        f"(rows, {key_sum}, newest {spec.cursor}, fingerprint) and loads {spec.name} when "
+        "the answer differs from the last one, late rows included; requests the load "
+        "again when its run failed or was canceled, and waits while it is queued or "
+        "running.",
     )
-    def new_orders_sensor(context: SensorEvaluationContext, source: SourceDatabase,
-                          watermark: WatermarkStore):
+    def new_rows_sensor(context: SensorEvaluationContext):
+        source = getattr(context.resources, source_key)
+        watermark = getattr(context.resources, watermark_key)
         now = clock().timestamp()
-        name = "new_orders_sensor"
         fresh = sensing.LoadCursor.from_cursor(context.cursor).last_key is None
 
         def runs_for(key: str) -> list[sensing.RunView]:
@@ -143,7 +163,7 @@ def build_new_orders_sensor(settings: Settings, orders_job,
         context.log.info(tick.reason)
         return SensorResult(
             run_requests=[RunRequest(run_key=tick.run_key, tags={
-                REASON_TAG: "new_orders_sensor",
+                REASON_TAG: name,
                 ATTEMPT_TAG: str(tick.cursor.pending.attempt),
                 "pipeline_assets/window_start": seen.window_start or "everything",
                 "pipeline_assets/window_rows": "n/a" if seen.rows is None else str(seen.rows),
@@ -151,27 +171,42 @@ def build_new_orders_sensor(settings: Settings, orders_job,
             cursor=tick.cursor.to_cursor(),
         )
 
-    return new_orders_sensor
+    return new_rows_sensor
 
 
-def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
-                                     clock: Callable[[], datetime] = utc_now):
+def build_new_orders_sensor(settings: Settings, orders_job,
+                            clock: Callable[[], datetime] = utc_now):
+    """``new_orders_sensor``: :func:`build_new_rows_sensor` of ``orders``."""
+    return build_new_rows_sensor(settings, orders_job, clock)
+
+
+def build_refresh_sensor(settings: Settings, files_job,
+                         clock: Callable[[], datetime] = utc_now, *,
+                         spec: TableSpec = ORDERS_SPEC, files: DailyFiles | None = None):
+    """``F_refresh_sensor``: after each materialization of ``N``, rebuilds ``F`` (and its
+    totals) for exactly the days it touched."""
     tz = settings.tz
+    files = files or spec.daily_files[0]
+    name = spec.names.files[files.name].refresh_sensor
+    table_key = AssetKey(spec.names.asset)
+    built = " and ".join(n for n in (files.name, files.totals.name if files.totals else None)
+                         if n)
+    tag = batch_tag(spec)
 
     @sensor(
-        name="paid_orders_refresh_sensor",
-        job=daily_files_job,
+        name=name,
+        job=files_job,
         minimum_interval_seconds=REFRESH_INTERVAL_SECONDS,
         default_status=_default_status(settings, DefaultSensorStatus),
-        description="After each materialization of orders, rebuilds paid_orders and "
-        "daily_revenue for exactly the days in its days_touched: one run per block of "
-        "consecutive days; keeps owing a day until a run rebuilt it successfully.",
+        description=f"After each materialization of {spec.name}, rebuilds {built} for "
+        "exactly the days in its days_touched: one run per block of consecutive days; "
+        "keeps owing a day until a run rebuilt it successfully.",
     )
-    def paid_orders_refresh_sensor(context: SensorEvaluationContext):
+    def refresh_sensor(context: SensorEvaluationContext):
         now = clock()
         state = sensing.RefreshCursor.from_cursor(context.cursor)
         found = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=ORDERS, after_storage_id=state.after),
+            AssetRecordsFilter(asset_key=table_key, after_storage_id=state.after),
             limit=REFRESH_BATCH, ascending=True,
         )
         last_day = yesterday(now, tz)
@@ -189,7 +224,6 @@ def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
             if not days:
                 notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
             touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
-        name = "paid_orders_refresh_sensor"
         runs = _runs_with_keys(context.instance, name, [r.key for r in state.pending])
         outcomes = {r.key: sensing.request_outcome(runs.get(r.key, []),
                                                    requested_at=r.requested_at,
@@ -201,22 +235,29 @@ def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
             context.log.info(note)
         cursor = tick.cursor.to_cursor()
         if tick.requests:
-            return SensorResult(run_requests=[_refresh_request(r) for r in tick.requests],
-                                cursor=cursor)
+            return SensorResult(
+                run_requests=[_refresh_request(r, name, tag) for r in tick.requests],
+                cursor=cursor)
         if tick.cursor.pending:
             waiting = ", ".join(f"{r.key} ({outcomes[r.key].detail})"
                                 for r in tick.cursor.pending if r.key in outcomes)
             notes.append(f"waiting for {waiting}" if waiting else
                          f"waiting for {len(tick.cursor.pending)} requested rebuild(s)")
         if not notes:
-            notes.append("no new materialization of orders")
+            notes.append(f"no new materialization of {spec.name}")
         return SensorResult(skip_reason="; ".join(notes + tick.notes), cursor=cursor)
 
-    return paid_orders_refresh_sensor
+    return refresh_sensor
 
 
-def _refresh_request(request: sensing.RefreshRequest) -> RunRequest:
-    tags = {REASON_TAG: "paid_orders_refresh_sensor", ORDERS_BATCH_TAG: request.batch}
+def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
+                                     clock: Callable[[], datetime] = utc_now):
+    """``paid_orders_refresh_sensor``: :func:`build_refresh_sensor` of ``orders``."""
+    return build_refresh_sensor(settings, daily_files_job, clock)
+
+
+def _refresh_request(request: sensing.RefreshRequest, reason: str, tag: str) -> RunRequest:
+    tags = {REASON_TAG: reason, tag: request.batch}
     if request.first == request.last:
         return RunRequest(run_key=request.key, partition_key=request.first, tags=tags)
     return RunRequest(run_key=request.key, tags={

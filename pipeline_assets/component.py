@@ -8,7 +8,6 @@ No `from __future__ import annotations` here: Dagster and pydantic read the anno
 at runtime.
 """
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -17,7 +16,7 @@ import yaml
 from pydantic import Field
 
 from . import settings as settings_module
-from .core.spec import ORDERS, DeclarationError, TableSpec, check_apart, declare, taken_names
+from .core.spec import DeclarationError, TableSpec, check_apart, declare, taken_names
 
 TYPE_NAME = "pipeline_assets.IncrementalTable"
 
@@ -96,7 +95,8 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
         check_apart(_siblings(context, where, spec))
         from .definitions import build_definitions
 
-        return build_definitions(_settings_for(spec), spec=spec)
+        return build_definitions(settings_module.from_env(), spec=spec,
+                                 module=_location_module(context))
 
 
 def _declaration_file(context: dg.ComponentLoadContext) -> Path:
@@ -128,18 +128,8 @@ def _siblings(context: dg.ComponentLoadContext, where: Path, spec: TableSpec
     return out
 
 
-def _settings_for(spec: TableSpec):
-    """The environment's settings, with what the declaration sets itself."""
-    base = settings_module.from_env()
-    changes: dict[str, Any] = {}
-    if spec.lookback_days is not None:
-        changes["lookback_days"] = spec.lookback_days
-    if spec.reconcile_days is not None:
-        changes["reconcile_days"] = spec.reconcile_days
-    if spec.max_delete_share is not None:
-        changes["max_delete_share"] = spec.max_delete_share
-    if spec.source_url is not None:
-        changes |= {"source_url": spec.source_url, "source_url_from_env": False}
-    if spec.daily_files and spec.daily_files[0].url is not None and spec.name == ORDERS.name:
-        changes["paid_orders_url"] = spec.daily_files[0].url
-    return dataclasses.replace(base, **changes)
+def _location_module(context: dg.ComponentLoadContext) -> str:
+    """The code location the printed commands name: the project's ``<root>.definitions``
+    (``shop.defs`` → ``shop.definitions``), as ``dg`` loads it."""
+    root = context.defs_module_name.rpartition(".")[0] or context.defs_module_name
+    return f"{root}.definitions"

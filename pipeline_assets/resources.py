@@ -19,7 +19,8 @@ def _engine(url: str, role: str) -> Engine:
 
 
 class SourceDatabase(ConfigurableResource):
-    """The app database holding ``orders``. The pipeline only ever reads it."""
+    """The app database holding a declared table (``orders``). The pipeline only ever
+    reads it."""
 
     url: str = Field(description="SQLAlchemy URL (SOURCE_DATABASE_URL)")
 
@@ -28,7 +29,7 @@ class SourceDatabase(ConfigurableResource):
 
 
 class Warehouse(ConfigurableResource):
-    """The target database: the ``orders`` table, the batch ledger and the watermark."""
+    """The target database: the declared tables, the batch ledger and the watermarks."""
 
     url: str = Field(description="SQLAlchemy URL (WAREHOUSE_DATABASE_URL)")
 
@@ -37,7 +38,8 @@ class Warehouse(ConfigurableResource):
 
 
 class WatermarkStore(ConfigurableResource):
-    """Where the incremental load resumes: the watermark, kept in the warehouse database.
+    """Where the incremental load of each table resumes: its watermark, kept in the
+    warehouse database (one per declared table, by its name).
 
     It moves forward only with a committed load, never with a backfill; ``lookback_days``
     is how far before it each incremental read starts again.
@@ -46,5 +48,6 @@ class WatermarkStore(ConfigurableResource):
     warehouse: Warehouse
     lookback_days: int = Field(default=2, ge=0, description="LOOKBACK_DAYS")
 
-    def current(self):
-        return wm.current(self.warehouse.engine())
+    def current(self, table: str = "orders"):
+        """The watermark of the declared table ``table`` (its ``name``)."""
+        return wm.current(self.warehouse.engine(), table=table)
