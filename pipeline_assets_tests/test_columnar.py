@@ -12,7 +12,8 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core.columnar import days_of, normalize, zone_name
+from pipeline_assets.core.arrow_days import days_of, zone_name
+from pipeline_assets.core.columnar import normalize
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import load_orders
 from pipeline_assets.core.rows import InvalidRowError, validate

@@ -17,17 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline_assets.core import columnar
-from pipeline_assets.core.columnar import (
-    NORMAL,
-    newest_per_key,
-    newest_per_order,
-    normal_schema,
-    normalize,
-    orders_rules,
-    parse_row,
-    zone_name,
-)
+from pipeline_assets.core.arrow_days import zone_name
+from pipeline_assets.core.columnar import NORMAL, normal_schema, normalize
 from pipeline_assets.core.errors import InvalidRowError
+from pipeline_assets.core.orders_rules import orders_rules
+from pipeline_assets.core.row_checks import newest_per_key, newest_per_order, parse_row, parse_rows
 from pipeline_assets.core.rows import validate
 from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES, declare
 from pipeline_assets.core.times import EPOCH, UTC, day_of, day_start, zone
@@ -114,8 +108,8 @@ def same_as_exact(spec, rows: list[dict], tz, types: dict | None = None) -> None
             want.append(reference(spec, row, tz))
         except Exception:
             with pytest.raises(InvalidRowError) as exact:
-                columnar._exact(pa.Table.from_pylist([row], schema=raw.schema), tz, spec,
-                                normal_schema(spec))
+                parse_rows(pa.Table.from_pylist([row], schema=raw.schema), tz, spec,
+                           normal_schema(spec))
             error = error or exact.value
     if error is not None:
         with pytest.raises(InvalidRowError) as err:
@@ -179,7 +173,7 @@ def test_the_common_forms_never_reach_the_exact_parser(name, monkeypatch):
 
     def refuse(*args, **kwargs):
         raise AssertionError("a common form reached the exact parser")
-    monkeypatch.setattr(columnar, "_exact", refuse)
+    monkeypatch.setattr(columnar, "parse_rows", refuse)
     assert normalize(batch(spec, rows), UTC, spec).equals(want)
 
 
@@ -209,7 +203,7 @@ def test_a_column_of_nulls_only_takes_the_fast_path(monkeypatch):
     rows = [payment(payment_id=str(i)) for i in range(4)]
     types = {name: pa.null() for name in ("rate", "note", "settle_on")}
     want = normalize(batch(PAYMENTS, rows), UTC, PAYMENTS)
-    monkeypatch.setattr(columnar, "_exact", None)  # the exact parser is not reached
+    monkeypatch.setattr(columnar, "parse_rows", None)  # the exact parser is not reached
     assert normalize(batch(PAYMENTS, rows, types), UTC, PAYMENTS).equals(want)
     assert want["note"].to_pylist() == [None] * 4
 
