@@ -1,5 +1,5 @@
-"""The IO manager of the daily ``paid_orders`` files: a thin Dagster shell over
-:mod:`pipeline_assets.core.daily_files`.
+"""The IO manager of the day files of every declared file set (``paid_orders`` for
+``orders``): a thin Dagster shell over :mod:`pipeline_assets.core.daily_files`.
 
 No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
 """
@@ -40,11 +40,12 @@ class DailyFilesIOManager(ConfigurableIOManager):
     Contract (docs/contract.md): ``handle_output`` writes exactly the run's partition keys
     (a day missing from the output is written as ``[]``), then the manifest
     ``_manifest_<run id>.json``; ``load_input`` returns only committed days and fails
-    naming any other day. Files live in ``url`` (PAID_ORDERS_URL: a local path or an
-    fsspec URL such as ``s3://bucket/prefix``) or, without it, in
-    ``<base_dir>/<asset key path>``. Writers on one machine are serialized by a file
-    lock; across machines and on object stores, by the concurrency pool
-    ``paid_orders_files``. Object-store credentials come from the store's own
+    naming any other day. Files live in ``url`` (a file set's own folder, PAID_ORDERS_URL
+    for ``paid_orders``: a local path or an fsspec URL such as ``s3://bucket/prefix``) or,
+    without it, in ``<base_dir>/<asset key path>`` (one such manager serves every file set
+    in its default folder). Writers on one machine are serialized by a file lock; across
+    machines and on object stores, by the concurrency pool ``<F>_files``
+    (``paid_orders_files``). Object-store credentials come from the store's own
     environment variables, never from this configuration.
     """
 

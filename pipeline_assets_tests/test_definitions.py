@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -12,9 +13,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dagster import AssetKey, Definitions, JsonMetadataValue
 
 import pipeline_assets
-from pipeline_assets.definitions import defs
+from pipeline_assets.core.spec import ORDERS, declare
+from pipeline_assets.definitions import build_definitions, defs
+from pipeline_assets.location import DECLARATION
+from pipeline_assets.settings import from_env
+
+from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(pipeline_assets.__file__).parent
@@ -120,3 +127,124 @@ def test_bad_settings_fail_loading_with_the_variable_named(tmp_path):
     done = subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode != 0 and "LOOKBACK_DAYS='two'" in done.stderr
+
+
+# --- any declared table: names, metadata, resources ----------------------------------------
+
+# built only once _require_runnable lets another shape than orders' through
+ANY_TABLE = pytest.mark.xfail(reason="orders' shape only until verify and sensing take the "
+                              "spec", strict=True)
+
+
+def _settings(tmp_path: Path, **env: str):
+    return from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data"), **env}, cwd=tmp_path)
+
+
+@ANY_TABLE
+def test_a_declared_table_gets_every_name_by_the_rule(tmp_path):
+    built = build_definitions(_settings(tmp_path), spec=PAYMENTS)
+    assert {k.to_user_string() for k in built.resolve_all_asset_keys()} == {
+        "payments", "captured_payments", "captured_per_day"}
+    assert {(k.asset_key.to_user_string(), k.name)
+            for k in built.resolve_asset_graph().asset_check_keys} == {
+        ("payments", "payments_match_source"), ("payments", "lateness_within_lookback")}
+    jobs = {"payments_job": {"payments"},
+            "captured_payments_job": {"captured_payments", "captured_per_day"},
+            "payments_daily_job": {"payments", "captured_payments", "captured_per_day"}}
+    for name, assets in jobs.items():
+        job = built.resolve_job_def(name)
+        assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == assets
+    assert built.resolve_sensor_def("new_payments_sensor").job_name == "payments_job"
+    assert built.resolve_sensor_def("captured_payments_refresh_sensor").job_name == \
+        "captured_payments_job"
+    schedule = built.resolve_schedule_def("payments_daily_schedule")
+    assert (schedule.job_name, schedule.cron_schedule) == ("payments_daily_job", "30 0 * * *")
+    # the op of N is N, so a range load's run config is {"ops": {"payments": …}}
+    assert [n.name for n in built.resolve_job_def("payments_job").graph.nodes] == ["payments"]
+
+
+@ANY_TABLE
+def test_day_files_and_totals_are_daily_partitions_run_as_one_range(tmp_path):
+    settings = _settings(tmp_path, PARTITIONS_START_DATE="2026-01-05",
+                         PIPELINE_TIMEZONE="Europe/Paris")
+    built = build_definitions(settings, spec=PAYMENTS).resolve_asset_graph()
+    for name in ("captured_payments", "captured_per_day"):
+        node = built.get(AssetKey(name))
+        assert node.partitions_def.start.date().isoformat() == "2026-01-05"
+        assert node.partitions_def.timezone == "Europe/Paris"
+        assert node.backfill_policy.max_partitions_per_run is None  # one run per range
+    assert built.get(AssetKey("captured_payments")).pools == {"captured_payments_files"}
+    assert _orders_graph().get(AssetKey("paid_orders")).pools == {"paid_orders_files"}
+
+
+def _orders_graph():
+    return defs.resolve_asset_graph()
+
+
+@pytest.mark.parametrize("spec", [ORDERS, pytest.param(PAYMENTS, marks=ANY_TABLE)],
+                         ids=["orders", "payments"])
+def test_the_table_asset_carries_its_declaration(tmp_path, spec):
+    """What `pipeline-assets -m MODULE` declares each table again from."""
+    built = build_definitions(_settings(tmp_path), spec=spec)
+    (asset_spec,) = [s for s in built.resolve_all_asset_specs() if s.key.path == [spec.name]]
+    held = asset_spec.metadata[DECLARATION]
+    assert isinstance(held, JsonMetadataValue) and held.value == spec.attributes
+    assert declare(held.value) == spec
+
+
+@ANY_TABLE
+def test_a_declared_password_is_not_shown_in_metadata(tmp_path):
+    url = "postgresql+psycopg://loader:s3cret@db.internal/app"
+    spec = declare(PAYMENTS_ATTRIBUTES | {"source_url": url})
+    built = build_definitions(_settings(tmp_path), spec=spec)
+    (asset_spec,) = [s for s in built.resolve_all_asset_specs() if s.key.path == ["payments"]]
+    assert "s3cret" not in json.dumps(asset_spec.metadata[DECLARATION].value)
+    assert built.resources["source_payments"].url == url
+
+
+@ANY_TABLE
+def test_two_declarations_load_together_sharing_what_they_share(tmp_path):
+    settings = _settings(tmp_path)
+    orders = build_definitions(settings, spec=ORDERS)
+    payments = build_definitions(settings, spec=PAYMENTS)
+    merged = Definitions.merge(orders, payments)
+    assert {k.to_user_string() for k in merged.resolve_all_asset_keys()} == {
+        "orders", "paid_orders", "daily_revenue",
+        "payments", "captured_payments", "captured_per_day"}
+    assert set(merged.resources) == {"source", "warehouse", "watermark", "day_files"}
+    for key in merged.resources:  # same key, same object: how Dagster merges them
+        assert orders.resources[key] is payments.resources[key]
+    assert merged.resources["day_files"].base_dir == str(settings.data_dir)
+    merged.resolve_job_def("daily_job")
+    merged.resolve_job_def("payments_daily_job")
+
+
+@ANY_TABLE
+def test_what_a_table_has_of_its_own_is_keyed_by_its_name(tmp_path):
+    settings = _settings(tmp_path, PAID_ORDERS_URL="s3://bucket/paid")
+    own = declare(PAYMENTS_ATTRIBUTES | {
+        "source_url": f"sqlite:///{tmp_path / 'payments.db'}", "lookback_days": 5,
+        "daily_files": [PAYMENTS_ATTRIBUTES["daily_files"][0] | {"url": "s3://bucket/cap"}]})
+    orders = build_definitions(settings, spec=ORDERS)
+    payments = build_definitions(settings, spec=own)
+    merged = Definitions.merge(orders, payments)
+    assert set(merged.resources) == {
+        "source", "warehouse", "watermark", "day_files_paid_orders",
+        "source_payments", "watermark_payments", "day_files_captured_payments"}
+    assert merged.resources["source_payments"].url == own.source_url
+    assert merged.resources["watermark_payments"].lookback_days == 5
+    assert merged.resources["watermark"].lookback_days == 2
+    assert merged.resources["day_files_paid_orders"].url == "s3://bucket/paid"
+    assert merged.resources["day_files_captured_payments"].url == "s3://bucket/cap"
+    graph = merged.resolve_asset_graph()
+    assert graph.get(AssetKey("captured_payments")).io_manager_key == \
+        "day_files_captured_payments"
+
+
+@ANY_TABLE
+def test_two_declarations_share_one_celery_executor(tmp_path):
+    settings = _settings(tmp_path, PIPELINE_EXECUTOR="celery")
+    merged = Definitions.merge(build_definitions(settings, spec=ORDERS),
+                               build_definitions(settings, spec=PAYMENTS))
+    assert merged.executor.name == "celery"
+    assert merged.resolve_job_def("payments_job").executor_def is merged.executor

@@ -37,7 +37,18 @@ def test_this_projects_location_declares_orders_as_it_is():
 
 def _dg_project(root: Path, tables: dict[str, dict]) -> None:
     """A user's project as Dagster's docs lay it out: one folder per declaration."""
-    (root / "shop" / "__init__.py").parent.mkdir(parents=True)
+    (root / "pyproject.toml").write_text(textwrap.dedent("""\
+        [project]
+        name = "shop"
+        version = "0.1.0"
+
+        [tool.dg]
+        directory_type = "project"
+
+        [tool.dg.project]
+        root_module = "shop"
+        """))
+    (root / "shop").mkdir()
     (root / "shop" / "__init__.py").write_text("")
     (root / "shop" / "definitions.py").write_text(textwrap.dedent("""\
         from pathlib import Path
@@ -52,7 +63,8 @@ def _dg_project(root: Path, tables: dict[str, dict]) -> None:
     for folder, attributes in tables.items():
         (root / "shop" / "defs" / folder).mkdir(parents=True)
         (root / "shop" / "defs" / folder / "defs.yaml").write_text(yaml.safe_dump(
-            {"type": "pipeline_assets.IncrementalTable", "attributes": attributes}))
+            {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
+            sort_keys=False))
 
 
 @pytest.mark.xfail(reason="orders only until the next commit", strict=True)
