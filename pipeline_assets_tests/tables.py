@@ -3,6 +3,9 @@ NULLable columns and Unicode text, as a real app's ``payments`` has them."""
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+
+from pipeline_assets.core.db import dialect_of
 from pipeline_assets.core.spec import ORDERS, TableSpec, declare
 
 PAYMENTS_ATTRIBUTES = {
@@ -31,3 +34,73 @@ PAYMENTS_ATTRIBUTES = {
 }
 PAYMENTS: TableSpec = declare(PAYMENTS_ATTRIBUTES)
 TABLES = {"orders": ORDERS, "payments": PAYMENTS}  # for pytest.mark.parametrize
+
+
+# --- a payments table in a real source -----------------------------------------------
+
+# The app's payments table, per source dialect (a column nobody declared included).
+PAYMENTS_DDL = {
+    "sqlite": "CREATE TABLE {t} (payment_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
+              "status TEXT NOT NULL, amount_cents INTEGER NOT NULL, fee DECIMAL(10,2), "
+              "rate REAL, note TEXT, refundable BOOLEAN, settle_on DATE, modified_at "
+              "TIMESTAMP NOT NULL, legacy_code TEXT, PRIMARY KEY (payment_id, attempt))",
+    "postgresql": "CREATE TABLE {t} (payment_id BIGINT NOT NULL, attempt INTEGER NOT NULL, "
+                  "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
+                  "fee NUMERIC(10,2) NOT NULL, rate DOUBLE PRECISION, note TEXT, "
+                  "refundable BOOLEAN NOT NULL, settle_on DATE, "
+                  "modified_at TIMESTAMPTZ NOT NULL, legacy_code TEXT, "
+                  "PRIMARY KEY (payment_id, attempt))",
+    "mysql": "CREATE TABLE {t} (payment_id BIGINT NOT NULL, attempt INT NOT NULL, "
+             "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
+             "fee DECIMAL(10,2) NOT NULL, rate DOUBLE, note TEXT, refundable BOOLEAN NOT NULL, "
+             "settle_on DATE, modified_at TIMESTAMP NOT NULL, legacy_code TEXT, "
+             "PRIMARY KEY (payment_id, attempt)) CHARACTER SET utf8mb4",
+}
+
+
+
+COLUMNS = ("payment_id", "attempt", "status", "amount_cents", "fee", "rate", "note",
+           "refundable", "settle_on", "modified_at")
+
+
+def _stamp(backend: str, modified_at: str) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` (UTC) as the app writes it: with an offset on SQLite."""
+    return f"{modified_at[:10]}T{modified_at[11:]}+00:00" if backend == "sqlite" \
+        else modified_at
+
+
+def make_payments(engine, backend: str | None = None, table: str = "payments",
+                  rows: list[tuple] = ()) -> None:
+    """Create the app's payments table (rows: tuples in :data:`COLUMNS` order, stamps in
+    UTC) on ``engine``'s dialect."""
+    backend = backend or dialect_of(engine)
+    with engine.begin() as conn:
+        if "." in table:
+            conn.exec_driver_sql(f"CREATE SCHEMA {table.partition('.')[0]}")
+        conn.exec_driver_sql(PAYMENTS_DDL[backend].format(t=table))
+    put_payments(engine, rows, table=table, backend=backend)
+
+
+def put_payments(engine, rows, *, table: str = "payments", backend: str | None = None) -> None:
+    """Insert or replace payments as the app does (one transaction)."""
+    backend = backend or dialect_of(engine)
+    rows = list(rows)
+    if not rows:
+        return
+    with engine.begin() as conn:
+        for row in rows:
+            conn.execute(sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
+                         {"p": row[0], "a": row[1]})
+        conn.execute(sa.text(
+            f"INSERT INTO {table} (payment_id, attempt, status, amount_cents, fee, rate, note, "
+            "refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, :c, :f, "
+            ":r, :n, :b, :d, :m, 'x')"),
+            [dict(p=p, a=a, s=s, c=c, f=f, r=r, n=n, b=b, d=d, m=_stamp(backend, m))
+             for p, a, s, c, f, r, n, b, d, m in rows])
+
+
+def delete_payment(engine, payment_id: int, attempt: int, table: str = "payments") -> None:
+    """The app deleting one payment attempt."""
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
+                     {"p": payment_id, "a": attempt})

@@ -19,7 +19,7 @@ from pipeline_assets.core import source
 from pipeline_assets.core.db import DatabaseError, make_engine
 from pipeline_assets.core.spec import ORDERS, declare
 
-from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES
+from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, make_payments
 
 BERLIN = ZoneInfo("Europe/Berlin")
 UTC = timezone.utc
@@ -207,25 +207,6 @@ PAYMENT_ROWS = [
     (6, 2, "captured", 100, "1.00", 1.0, "new", True, "2026-01-30", "2026-01-30 08:00:00"),
 ]
 IN_WINDOW = [(3, 1), (7, 9), (7, 10), (12, 1)]  # key order: 12 after 7, 10 after 9
-DDL = {
-    "sqlite": "CREATE TABLE {t} (payment_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
-              "status TEXT NOT NULL, amount_cents INTEGER NOT NULL, fee DECIMAL(10,2), "
-              "rate REAL, note TEXT, refundable BOOLEAN, settle_on DATE, modified_at "
-              "TIMESTAMP NOT NULL, legacy_code TEXT, PRIMARY KEY (payment_id, attempt))",
-    "postgresql": "CREATE TABLE {t} (payment_id BIGINT NOT NULL, attempt INTEGER NOT NULL, "
-                  "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
-                  "fee NUMERIC(10,2) NOT NULL, rate DOUBLE PRECISION, note TEXT, "
-                  "refundable BOOLEAN NOT NULL, settle_on DATE, "
-                  "modified_at TIMESTAMPTZ NOT NULL, legacy_code TEXT, "
-                  "PRIMARY KEY (payment_id, attempt))",
-    "mysql": "CREATE TABLE {t} (payment_id BIGINT NOT NULL, attempt INT NOT NULL, "
-             "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
-             "fee DECIMAL(10,2) NOT NULL, rate DOUBLE, note TEXT, refundable BOOLEAN NOT NULL, "
-             "settle_on DATE, modified_at TIMESTAMP NOT NULL, legacy_code TEXT, "
-             "PRIMARY KEY (payment_id, attempt)) CHARACTER SET utf8mb4",
-}
-
-
 def _engine(backend: str, request, tmp_path):
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path / 'app.db'}"
@@ -234,22 +215,6 @@ def _engine(backend: str, request, tmp_path):
     else:
         url = request.getfixturevalue("mysql").url("source")
     return make_engine(url, role="source")
-
-
-def _make_payments(engine, backend: str, table: str = "payments",
-                   rows: list[tuple] = PAYMENT_ROWS) -> None:
-    stamp = "T{}+00:00" if backend == "sqlite" else " {}"
-    with engine.begin() as conn:
-        if "." in table:
-            conn.exec_driver_sql(f"CREATE SCHEMA {table.partition('.')[0]}")
-        conn.exec_driver_sql(DDL[backend].format(t=table))
-        conn.execute(sa.text(
-            f"INSERT INTO {table} (payment_id, attempt, status, amount_cents, fee, rate, note, "
-            "refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, :c, :f, "
-            ":r, :n, :b, :d, :m, 'x')"),
-            [dict(p=p, a=a, s=s, c=c, f=f, r=r, n=n, b=b, d=d,
-                  m=m[:10] + stamp.format(m[11:]) if backend == "sqlite" else m)
-             for p, a, s, c, f, r, n, b, d, m in rows])
 
 
 def _raw(engine, src, start=S, end=E, batch_rows=source.SCAN_BATCH) -> list[dict]:
@@ -307,7 +272,7 @@ def test_a_window_of_payments_read_raw(backend, request, tmp_path):
     spec = SHOP_PAYMENTS if backend == "postgresql" else PAYMENTS
     engine = _engine(backend, request, tmp_path)
     try:
-        _make_payments(engine, backend, spec.table)
+        make_payments(engine, backend, spec.table, rows=PAYMENT_ROWS)
         src = source.inspect_source(engine, spec)
         assert src.undeclared == ["legacy_code"]
         assert src.cursor_kind == {"sqlite": "text", "postgresql": "timestamptz",
@@ -346,7 +311,7 @@ def test_sqlite_nullable_columns_null_for_a_whole_first_batch(tmp_path):
     rows += [(i, 1, "captured", i, "1.00", 0.25, "té", False, "2026-01-22",
               "2026-01-21 10:00:00") for i in range(7, 10)]
     try:
-        _make_payments(engine, "sqlite", rows=rows)
+        make_payments(engine, "sqlite", rows=rows)
         src = source.inspect_source(engine, PAYMENTS)
         got = _raw(engine, src, batch_rows=2)
         assert [r["payment_id"] for r in got] == [str(i) for i in range(1, 10)]

@@ -13,6 +13,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from .errors import DatabaseError
 from .failures import BUSY, FULL, NO_PERMISSION, READ_ONLY, UNREACHABLE, classify
 from .secrets import redact, scrub
+from .spec import ORDERS, TableSpec
 
 
 def sqlite_file(url: str | URL) -> Path | None:
@@ -302,6 +303,7 @@ watermark_history = sa.Table(
     sa.Column("new_value", sa.String(32), nullable=True),
     sa.Column("reason", sa.Text, nullable=True),
     sa.Column("batch_id", sa.String(64), nullable=True),
+    sa.Column("table_name", sa.String(64), nullable=True),  # NULL: orders (made before)
 )
 
 batches = sa.Table(
@@ -326,9 +328,16 @@ batches = sa.Table(
     sa.Column("rows_deleted", sa.BigInteger, nullable=True),
     sa.Column("deleted_digest", sa.String(64), nullable=True),
     sa.Column("mass_delete_allowed", sa.Boolean, nullable=True),
+    # the declared table the batch loaded (NULL: orders, in a warehouse made before)
+    sa.Column("table_name", sa.String(64), nullable=True),
 )
 # Columns added after a table's first release: a warehouse made before gains them.
-ADDED_COLUMNS = {"pipeline_batches": ("rows_deleted", "deleted_digest", "mass_delete_allowed")}
+ADDED_COLUMNS = {
+    "pipeline_batches": ("rows_deleted", "deleted_digest", "mass_delete_allowed",
+                         "table_name"),
+    "pipeline_watermark_history": ("table_name",),
+}
+STATE_TABLES = (watermark_state, watermark_history, batches)  # shared by every table
 
 daily_revenue = sa.Table(
     "daily_revenue",
@@ -338,18 +347,35 @@ daily_revenue = sa.Table(
     sa.Column("revenue", sa.Text, nullable=False),  # exact decimal text
 )
 
-PIPELINE = "orders"  # the row of pipeline_watermark that this pipeline owns
+PIPELINE = "orders"  # the row of pipeline_watermark the chapter's table owns
 
 
-def ensure_schema(conn: sa.Connection) -> None:
-    """Create the warehouse tables and the watermark row if missing, in ``conn``'s transaction."""
-    metadata.create_all(conn, checkfirst=True)
+def of_table(column: sa.Column, name: str) -> sa.ColumnElement[bool]:
+    """Rows of the state tables that belong to the declared table ``name``: a row written
+    before declarations existed has no ``table_name`` and belongs to ``orders``."""
+    if name == PIPELINE:
+        return sa.or_(column == name, column.is_(None))
+    return column == name
+
+
+def ensure_schema(conn: sa.Connection, spec: TableSpec | None = ORDERS) -> None:
+    """Create the pipeline's state tables, ``spec``'s warehouse table and its watermark
+    row if missing (None: the state tables only), in ``conn``'s transaction; a warehouse
+    of an earlier release gains the columns added since."""
+    from .schema import ensure_table
+
+    metadata.create_all(conn, tables=list(STATE_TABLES), checkfirst=True)
     _add_missing_columns(conn)
+    if spec is None:
+        return
+    ensure_table(conn, spec)
+    if spec == ORDERS:  # the chapter's totals, as the release before declarations made it
+        daily_revenue.create(conn, checkfirst=True)
     exists = conn.execute(
-        sa.select(watermark_state.c.name).where(watermark_state.c.name == PIPELINE)
+        sa.select(watermark_state.c.name).where(watermark_state.c.name == spec.name)
     ).first()
     if exists is None:
-        conn.execute(watermark_state.insert().values(name=PIPELINE, value=None))
+        conn.execute(watermark_state.insert().values(name=spec.name, value=None))
 
 
 def _add_missing_columns(conn: sa.Connection) -> None:
@@ -364,7 +390,7 @@ def _add_missing_columns(conn: sa.Connection) -> None:
                 conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} {kind}")
 
 
-def prepare_warehouse(engine: Engine) -> None:
+def prepare_warehouse(engine: Engine, spec: TableSpec | None = ORDERS) -> None:
     """:func:`ensure_schema` in its own transaction, tolerating a concurrent creator.
 
     A SQLite warehouse file's folder is created here, when a run first needs it.
@@ -375,7 +401,7 @@ def prepare_warehouse(engine: Engine) -> None:
     for attempt in range(3):
         try:
             with guard(engine, "WAREHOUSE_DATABASE_URL"), writing(engine).begin() as conn:
-                ensure_schema(conn)
+                ensure_schema(conn, spec)
             return
         except DatabaseError as exc:
             if exc.kind != BUSY or attempt == 2:

@@ -1,4 +1,5 @@
-"""The incremental, idempotent load of ``orders``: one batch, one warehouse transaction.
+"""The incremental, idempotent load of a declared table (``orders`` is one): one batch,
+one warehouse transaction.
 
 Rules 1, 2, 3 and 5 meet here: rows are written by key (upsert), the watermark is
 advanced in the same transaction as the rows, the read starts ``lookback`` before the
@@ -27,7 +28,7 @@ from .db import (
     batches,
     ensure_schema,
     guard,
-    orders,
+    of_table,
     prepare_warehouse,
     require_distinct,
     writing,
@@ -35,13 +36,15 @@ from .db import (
 from .deletions import GUARDED, DeletePolicy, DeleteRefused, Deletions, delete_lost
 from .digest import DayDigest, add_days, feed_batch_digest
 from .errors import LoadError
-from .source import SCAN_BATCH, SourceTable, ahead, inspect_source, scan_orders
+from .schema import warehouse_table
+from .source import SCAN_BATCH, SourceTable, ahead, inspect_source, scan_table
+from .spec import ORDERS, TableSpec
 from .staging import Changes, Stage
 from .times import EPOCH, canonical, whole_days
 
 FUTURE_TOLERANCE = timedelta(hours=1)
 __all__ = ["DeletePolicy", "DeleteRefused", "LoadError", "LoadResult", "WholeDays",
-           "batch_id_for", "load_orders"]
+           "batch_id_for", "load_orders", "load_table"]
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
 
 
@@ -85,11 +88,12 @@ class LoadResult:
     late_rows: int = 0  # changed rows older than the watermark before the run
     max_lateness: timedelta | None = None  # how far the latest of them was behind it
     future_rows: int = 0  # rows stamped after now + tolerance: loaded, watermark not moved
-    future_order_ids: tuple[int, ...] = ()  # the first 20 of them
-    duplicate_rows: int = 0  # older copies of an order in the source, not loaded
+    # the first 20 of them: keys (a tuple each for a key of several columns)
+    future_order_ids: tuple = ()
+    duplicate_rows: int = 0  # older copies of a row in the source, not loaded
     # range loads only (None: an incremental load cannot see a deletion)
-    rows_deleted: int | None = None  # orders deleted: the source no longer holds them
-    deleted_order_ids: tuple[int, ...] = ()  # the first 20 of them
+    rows_deleted: int | None = None  # rows deleted: the source no longer holds them
+    deleted_order_ids: tuple = ()  # the first 20 of their keys
     deleted_digest: str | None = None  # SHA-256 of their keys (Deletions.digest)
     mass_delete_allowed: bool = False  # more than MAX_DELETE_SHARE, let through
     read_whole: WholeDays | None = field(default=None, repr=False, compare=False)
@@ -103,7 +107,7 @@ class LoadResult:
             elif isinstance(value, timedelta):
                 out[key] = value.total_seconds()
             elif isinstance(value, tuple):
-                out[key] = list(value)
+                out[key] = [list(v) if isinstance(v, tuple) else v for v in value]
         return out
 
 
@@ -116,6 +120,7 @@ class _Tally:
 
     tz: tzinfo
     whole: tuple[int | None, int | None]  # the days read whole, as day numbers
+    spec: TableSpec = ORDERS
     late_before: datetime | None = None  # changed rows older than this arrived late
     future_limit: datetime | None = None  # rows newer than this do not move the watermark
     rows_read: int = 0
@@ -123,7 +128,7 @@ class _Tally:
     newest: datetime | None = None  # newest updated_at read, future rows excepted
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
     future_rows: int = 0
-    future_ids: list[int] = field(default_factory=list)
+    future_ids: list = field(default_factory=list)
     day_digests: dict[int, DayDigest] = field(default_factory=dict)  # whole days only
     # as if every row read were a change (true when the warehouse held no orders):
     all_days: set[int] = field(default_factory=set)  # days since 1970-01-01
@@ -131,10 +136,10 @@ class _Tally:
     all_oldest_late: datetime | None = None
 
     def count(self, rows: pa.Table, older_copies: int) -> None:
-        """Tally one normalized, deduplicated batch (sorted by order_id)."""
+        """Tally one normalized, deduplicated batch (sorted by key)."""
         self.rows_read += rows.num_rows
         self.duplicates += older_copies
-        feed_batch_digest(self.digest, rows)
+        feed_batch_digest(self.digest, rows, self.spec)
         self._days(rows)
         instant = rows["instant"]
         if self.future_limit is not None:
@@ -142,8 +147,8 @@ class _Tally:
             hits = pc.sum(future).as_py() or 0
             if hits:
                 self.future_rows += hits
-                ids = rows["order_id"].filter(future).slice(0, 20 - len(self.future_ids))
-                self.future_ids.extend(ids.to_pylist())
+                self.future_ids.extend(_keys(rows.filter(future).slice(
+                    0, 20 - len(self.future_ids)), self.spec))
                 instant = instant.filter(pc.invert(future))
         newest = pc.max(instant).as_py()
         if newest is not None and (self.newest is None or newest > self.newest):
@@ -166,7 +171,7 @@ class _Tally:
         if last is not None:
             upper = pc.less_equal(rows["day"], last)
             keep = upper if keep is None else pc.and_(keep, upper)
-        add_days(self.day_digests, rows if keep is None else rows.filter(keep))
+        add_days(self.day_digests, rows if keep is None else rows.filter(keep), self.spec)
 
     def read_whole(self) -> WholeDays:
         first, last = self.whole
@@ -176,21 +181,31 @@ class _Tally:
             {day_text(n): d for n, d in sorted(self.day_digests.items())})
 
 
-def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest: str) -> str:
-    """Same window and same rows → same id, so a retry of a committed batch is recognized.
+def _keys(rows: pa.Table, spec: TableSpec) -> list:
+    """The key of each row: its value for a one-column key, else a tuple."""
+    if len(spec.primary_key) == 1:
+        return rows[spec.primary_key[0]].to_pylist()
+    return list(zip(*(rows[k].to_pylist() for k in spec.primary_key), strict=True))
+
+
+def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest: str,
+                 table: str = ORDERS.name) -> str:
+    """Same table, same window and same rows → same id, so a retry of a committed batch
+    is recognized (``<table>-`` and 24 hex digits).
 
     Derived from content only: never from the wall clock or the run id.
     """
     key = json.dumps([kind, start and canonical(start), end and canonical(end), digest])
-    return "orders-" + hashlib.sha256(key.encode()).hexdigest()[:24]
+    return f"{table}-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
-                now: datetime, start: datetime | None = None, end: datetime | None = None,
-                chunk_size: int = SCAN_BATCH, dry_run: bool = False,
-                announced_batch: str | None | object = _NOTHING,
-                deletes: DeletePolicy = GUARDED) -> LoadResult:
-    """Read the window, upsert it, record the batch and advance the watermark, atomically.
+def load_table(source: Engine, warehouse: Engine, *, spec: TableSpec = ORDERS, tz: tzinfo,
+               lookback_days: int, now: datetime, start: datetime | None = None,
+               end: datetime | None = None, chunk_size: int = SCAN_BATCH,
+               dry_run: bool = False, announced_batch: str | None | object = _NOTHING,
+               deletes: DeletePolicy = GUARDED) -> LoadResult:
+    """Read the window of ``spec``'s table, upsert it, record the batch and advance the
+    watermark, atomically.
 
     With ``start``/``end`` (a backfill of the load) exactly ``[start, end)`` is read and
     the watermark is left alone. With ``dry_run`` everything is computed and nothing is
@@ -206,28 +221,29 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
     are added to this batch's ``days_touched``, so no day file is left stale.
 
     A range load replaces its range by key: the warehouse rows stamped in ``[start,
-    end)`` whose ``order_id`` the source no longer holds at all are deleted in the same
+    end)`` whose key the source no longer holds at all are deleted in the same
     transaction, within ``deletes`` (:class:`DeletePolicy`; more than its share refuses
     the load, writing nothing: :class:`DeleteRefused`). An incremental load never deletes.
 
     The steps, each below: window (lock, watermark, what to read), scan (validated
-    batches), stage (into a temporary table, or straight into an empty ``orders``),
-    compare (with ``orders``), delete (range loads), merge, commit (watermark, ledger, one
-    commit).
+    batches), stage (into a temporary table, or straight into an empty table), compare
+    (with the table), delete (range loads), merge, commit (watermark, ledger, one commit).
     """
     kind = _kind(start, end)
     require_distinct(source, warehouse)
-    src = inspect_source(source)
+    src = inspect_source(source, spec)
     if not dry_run:
-        prepare_warehouse(warehouse)
+        prepare_warehouse(warehouse, spec)
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"), \
             (warehouse if dry_run else writing(warehouse)).connect() as conn:
-        stage = Stage(conn)
+        stage = Stage(conn, spec)
         trans = conn.begin()
         try:
-            window = _window(conn, kind, start, end, lookback_days, dry_run)
-            tally = _tally(window, now, tz)
-            was_empty = conn.execute(sa.select(orders.c.order_id).limit(1)).first() is None
+            window = _window(conn, spec, kind, start, end, lookback_days, dry_run)
+            tally = _tally(window, now, tz, spec)
+            target = warehouse_table(spec)
+            first_key = target.c[spec.primary_key[0]]
+            was_empty = conn.execute(sa.select(first_key).limit(1)).first() is None
             _scan_and_stage(source, src, tz, window, stage, tally, chunk_size,
                             direct=was_empty and not dry_run)
             crash_point("load_after_stage")
@@ -238,7 +254,7 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
             if not dry_run:
                 stage.merge()
                 crash_point("load_after_merge")
-            committed = _commit(conn, trans, window, tally, changes, gone, now,
+            committed = _commit(conn, trans, spec, window, tally, changes, gone, now,
                                 announced_batch, dry_run)
         except BaseException:
             if trans.is_active:
@@ -247,6 +263,11 @@ def load_orders(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days:
         finally:
             stage.close()
     return _result(window, tally, changes, gone, committed, dry_run)
+
+
+def load_orders(source: Engine, warehouse: Engine, **kwargs) -> LoadResult:
+    """:func:`load_table` of the chapter's ``orders``."""
+    return load_table(source, warehouse, spec=ORDERS, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -277,23 +298,23 @@ def _kind(start: datetime | None, end: datetime | None) -> str:
     return "incremental" if start is None else "range"
 
 
-def _window(conn: sa.Connection, kind: str, start: datetime | None, end: datetime | None,
-            lookback_days: int, dry_run: bool) -> _Window:
-    """Step 1: lock the watermark row, read the watermark, decide what to read."""
+def _window(conn: sa.Connection, spec: TableSpec, kind: str, start: datetime | None,
+            end: datetime | None, lookback_days: int, dry_run: bool) -> _Window:
+    """Step 1: lock the table's watermark row, read the watermark, decide what to read."""
     if dry_run:
-        ensure_schema(conn)  # rolled back at the end: a dry run writes nothing
+        ensure_schema(conn, spec)  # rolled back at the end: a dry run writes nothing
     else:
-        wm.lock(conn, kind)
-    before = wm.read(conn)
+        wm.lock(conn, kind, table=spec.name)
+    before = wm.read(conn, table=spec.name)
     if kind == "incremental":
         start = wm.window_start(before, lookback_days)
     return _Window(kind, start, end, before)
 
 
-def _tally(window: _Window, now: datetime, tz: tzinfo) -> _Tally:
+def _tally(window: _Window, now: datetime, tz: tzinfo, spec: TableSpec) -> _Tally:
     first, last = whole_days(window.start, window.end, tz)
     tally = _Tally(tz, (None if first is None else (first - EPOCH).days,
-                        None if last is None else (last - EPOCH).days))
+                        None if last is None else (last - EPOCH).days), spec)
     if window.kind == "incremental":
         tally.late_before = window.before
         tally.future_limit = now + FUTURE_TOLERANCE
@@ -303,12 +324,12 @@ def _tally(window: _Window, now: datetime, tz: tzinfo) -> _Tally:
 def _scan_and_stage(source: Engine, src: SourceTable, tz: tzinfo, window: _Window,
                     stage: Stage, tally: _Tally, chunk_size: int, *, direct: bool) -> None:
     """Steps 2 and 3: validated batches from the source, tallied and prepared in the scan's
-    thread, written into the stage (or straight into an empty ``orders``) here."""
+    thread, written into the stage (or straight into an empty table) here."""
     stage.create(direct=direct)
 
     def scanned_and_prepared() -> Iterator:  # runs in ahead()'s thread
-        for rows, older_copies in scan_orders(source, src, tz, window.start, window.end,
-                                              chunk_size):
+        for rows, older_copies in scan_table(source, src, tz, window.start, window.end,
+                                             chunk_size):
             tally.count(rows, older_copies)
             yield stage.prepare(rows)
 
@@ -318,29 +339,30 @@ def _scan_and_stage(source: Engine, src: SourceTable, tz: tzinfo, window: _Windo
 
 
 def _compare(stage: Stage, tally: _Tally, tz: tzinfo, was_empty: bool) -> Changes:
-    """Step 4: what the merge will change; nothing to compare when ``orders`` was empty."""
+    """Step 4: what the merge will change; nothing to compare when the table was empty."""
     if not was_empty:
         return stage.measure(tz, late_before=tally.late_before)
     return Changes(inserted=tally.rows_read, days={day_text(n) for n in tally.all_days},
                    late_rows=tally.all_late, oldest_late=tally.all_oldest_late)
 
 
-def _commit(conn: sa.Connection, trans: sa.Transaction, window: _Window, tally: _Tally,
-            changes: Changes, gone: Deletions | None, now: datetime, announced_batch,
-            dry_run: bool) -> _Committed:
+def _commit(conn: sa.Connection, trans: sa.Transaction, spec: TableSpec, window: _Window,
+            tally: _Tally, changes: Changes, gone: Deletions | None, now: datetime,
+            announced_batch, dry_run: bool) -> _Committed:
     """Step 6: the watermark, the ledger entry and one commit (a dry run rolls back)."""
-    batch_id = batch_id_for(window.kind, window.start, window.end, tally.digest.hexdigest())
+    batch_id = batch_id_for(window.kind, window.start, window.end, tally.digest.hexdigest(),
+                            spec.name)
     before = window.before
     after = wm.advance(before, tally.newest) if window.kind == "incremental" else before
     seen = conn.execute(
         sa.select(batches.c.batch_id).where(batches.c.batch_id == batch_id)
     ).first() is not None
-    unannounced = _days_committed_after(conn, announced_batch, batch_id) \
+    unannounced = _days_committed_after(conn, spec, announced_batch, batch_id) \
         if announced_batch is not _NOTHING else set()
     if dry_run:
         trans.rollback()
         return _Committed(batch_id, after, seen, unannounced)
-    wm.write(conn, before, after, kind="load", at=now, batch_id=batch_id)
+    wm.write(conn, before, after, kind="load", at=now, batch_id=batch_id, table=spec.name)
     crash_point("load_after_watermark")
     if not seen:
         conn.execute(batches.insert().values(
@@ -356,6 +378,7 @@ def _commit(conn: sa.Connection, trans: sa.Transaction, window: _Window, tally: 
             rows_deleted=None if gone is None else len(gone.keys),
             deleted_digest=None if gone is None else gone.digest,
             mass_delete_allowed=None if gone is None else gone.mass,
+            table_name=spec.name,
         ))
     crash_point("load_before_commit")
     trans.commit()
@@ -385,10 +408,13 @@ def _result(window: _Window, tally: _Tally, changes: Changes, gone: Deletions | 
     )
 
 
-def _days_committed_after(conn: sa.Connection, announced: str | None, current: str) -> set[str]:
-    """Days touched by batches committed after ``announced`` (all, if None), not ``current``."""
+def _days_committed_after(conn: sa.Connection, spec: TableSpec, announced: str | None,
+                          current: str) -> set[str]:
+    """Days touched by ``spec``'s batches committed after ``announced`` (all, if None),
+    not ``current``."""
     b = batches.c
-    query = sa.select(b.days_touched).where(b.batch_id != current)
+    query = sa.select(b.days_touched).where(b.batch_id != current,
+                                            of_table(b.table_name, spec.name))
     if announced is not None:
         mark = conn.execute(sa.select(b.id).where(b.batch_id == announced)).scalar()
         if mark is None:  # unknown to this warehouse (reset, or another one): nothing owed

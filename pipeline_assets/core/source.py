@@ -490,40 +490,51 @@ def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
         raise connect_error(exc, source, "SOURCE_DATABASE_URL") from None
 
 
-def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
-                end: datetime | None, batch_rows: int = SCAN_BATCH
-                ) -> Iterator[tuple[pa.Table, int]]:
-    """The window's orders, validated and normalized, one row per order, in ascending
-    ``order_id`` order across all batches, with the number of older copies dropped (a
-    source without a primary key): the newest copy of an order wins.
+def scan_table(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
+               end: datetime | None, batch_rows: int = SCAN_BATCH
+               ) -> Iterator[tuple[pa.Table, int]]:
+    """The window's rows of ``src.spec``, validated and normalized, one row per primary
+    key, in ascending key order across all batches, with the number of older copies
+    dropped (a source without a primary key): the newest copy of a key wins.
 
-    The source is read in ``order_id`` order, so every copy of an order is in the same
-    scanned batch or the next: the rows of the key the batch ends with (its last row's)
-    wait for the next batch before :func:`~.columnar.newest_per_order` picks its newest
-    copy. An invalid row raises :class:`~.rows.InvalidRowError` naming it.
+    The source is read in key order, so every copy of a key is in the same scanned batch
+    or the next: the rows of the key the batch ends with (its last row's) wait for the
+    next batch before :func:`~.columnar.newest_per_key` picks its newest copy. An invalid
+    row raises :class:`~.rows.InvalidRowError` naming it.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .columnar import newest_per_order, normalize, within
+    from .columnar import newest_per_key, normalize, within
 
+    spec = src.spec
     held = None
     for raw in scan_window(source, src, tz, start, end, batch_rows):
         if raw.num_rows == 0:
             continue
-        rows = within(normalize(raw, tz), start, end)
-        last = normalize(raw.slice(raw.num_rows - 1), tz)["order_id"][0]
+        rows = within(normalize(raw, tz, spec), start, end)
+        last = normalize(raw.slice(raw.num_rows - 1), tz, spec)
         if held is not None:
             rows = pa.concat_tables([held, rows])
         if rows.num_rows == 0:
             continue
-        is_last = pc.equal(rows["order_id"], last)
+        is_last = None
+        for key in spec.primary_key:
+            same = pc.equal(rows[key], last[key][0])
+            is_last = same if is_last is None else pc.and_(is_last, same)
         held = rows.filter(is_last)
         ready = rows.filter(pc.invert(is_last))
         if ready.num_rows:
-            yield newest_per_order(ready)
+            yield newest_per_key(ready, spec)
     if held is not None and held.num_rows:
-        yield newest_per_order(held)
+        yield newest_per_key(held, spec)
+
+
+def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
+                end: datetime | None, batch_rows: int = SCAN_BATCH
+                ) -> Iterator[tuple[pa.Table, int]]:
+    """:func:`scan_table` of ``orders``: one row per ``order_id``."""
+    return scan_table(source, src, tz, start, end, batch_rows)
 
 
 def ahead(items: Iterator, depth: int = 2) -> Iterator:
