@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 from dagster import (
+    AssetMaterialization,
     DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
+    MetadataValue,
     build_schedule_context,
     build_sensor_context,
 )
@@ -35,6 +37,8 @@ from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.times import UTC, to_instant, zone
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
+
+from .tables import PAYMENTS
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
@@ -347,3 +351,46 @@ def test_automation_starts_running_unless_switched_off(tmp_path, switch, running
     assert schedule.default_status == \
         (DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED)
     assert all(s.minimum_interval_seconds <= 15 for s in sensors)
+
+
+# --- any declared table ----------------------------------------------------------------------
+
+# built only once _require_runnable lets another shape than orders' through
+ANY_TABLE = pytest.mark.xfail(reason="orders' shape only until verify and sensing take the "
+                              "spec", strict=True)
+
+
+@ANY_TABLE
+def test_a_declared_tables_refresh_sensor_rebuilds_the_days_its_loads_touched(
+        tmp_path, instance):
+    """``F_refresh_sensor`` follows ``N``'s materializations only: two tables of one
+    location never rebuild each other's days."""
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
+    now = datetime(2026, 1, 26, 12, tzinfo=timezone.utc)
+    payments = build_definitions(settings, spec=PAYMENTS, clock=lambda: now)
+    instance.report_runless_asset_event(AssetMaterialization("payments", metadata={
+        "batch_id": "payments-0123", "days_touched": MetadataValue.json(
+            ["2026-01-20", "2026-01-21", "2026-01-24"])}))
+    result = tick(payments, "captured_payments_refresh_sensor", instance)
+    assert [(r.partition_key, r.tags.get(RANGE_START), r.tags.get(RANGE_END))
+            for r in result.run_requests] == [(None, "2026-01-20", "2026-01-21"),
+                                              ("2026-01-24", None, None)]
+    for request in result.run_requests:
+        assert request.tags[REASON_TAG] == "captured_payments_refresh_sensor"
+        assert request.tags["pipeline_assets/payments_batch_id"] == "payments-0123"
+        assert request.job_name in (None, "captured_payments_job")
+    orders = build_definitions(settings, clock=lambda: now)
+    assert tick(orders, "paid_orders_refresh_sensor", instance).run_requests == []
+
+
+@ANY_TABLE
+def test_a_declared_tables_schedule_builds_yesterday_of_its_files(tmp_path):
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
+    defs = build_definitions(settings, spec=PAYMENTS)
+    schedule = defs.resolve_schedule_def("payments_daily_schedule")
+    data = schedule.evaluate_tick(build_schedule_context(
+        scheduled_execution_time=datetime(2026, 1, 26, 0, 30, tzinfo=timezone.utc),
+        repository_def=defs.get_repository_def()))
+    [request] = data.run_requests
+    assert (request.partition_key, request.tags[REASON_TAG]) == \
+        ("2026-01-25", "payments_daily_schedule")
