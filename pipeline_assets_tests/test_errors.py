@@ -86,6 +86,7 @@ _START, _END = datetime(2026, 1, 24, tzinfo=UTC), datetime(2026, 1, 25, tzinfo=U
     (errors.TypeValueError("'x' is not an integer"), False),
     (errors.UnknownTypeError("money", "not a type"), False),
     (errors.DeclarationError("primary_key", "id", "is not a declared column"), False),
+    (errors.LocationError("cannot import the code location 'nowhere'"), False),
     (errors.LoadError("the range is empty"), False),
     (errors.DeleteRefused(3, 4, _START, _END, 0.5), False),
     (errors.WatermarkError("a rewind needs a --reason"), False),

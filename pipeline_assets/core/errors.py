@@ -131,6 +131,10 @@ class DeclarationError(PipelineError):
         return DeclarationError(self.path, self.value, self.reason, where=where)
 
 
+class LocationError(PipelineError):
+    """A module that is not a code location of declared tables."""
+
+
 class DemoError(PipelineError):
     """A demo command that cannot do what was asked."""
 
