@@ -1,15 +1,17 @@
-"""The days the ``orders_match_source`` check compares: anchored on the data, not the clock.
+"""The days the ``N_match_source`` check compares: anchored on the data, not the clock.
 
 The window is the ``RECONCILE_DAYS`` days ending on the day of the newest data the
-warehouse holds — the watermark, or, before any incremental load has set one, the newest
-``updated_at`` stored — plus every day the last batch touched. A window counted back
+warehouse holds — the table's watermark, or, before any incremental load has set one, the
+newest cursor value stored (``updated_at`` for ``orders``) — plus every day the last batch
+touched. A window counted back
 from the wall clock would compare nothing whenever the source has been quiet for longer
 than the window (a stalled replica, a history loaded after the fact, a quiet season),
 which is exactly when the check is needed. And a check that compared no day while the
 warehouse holds rows fails, saying why: it never passes by comparing nothing.
 
 :func:`horizon` is the window, a pure function of plain values; :func:`judge` turns the
-per-day comparison into the verdict; :func:`reconcile_horizon` reads the databases.
+per-day comparison into the verdict; :func:`reconcile_horizon` reads the databases. Each
+takes the declared table (``spec``; ``orders`` unless told, in the words it always had).
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from . import watermark as wm
 from .days import days_between, runs
-from .db import guard, has_table, orders
-from .times import from_canonical, parse_day
-from .verify import DayCounts, compare_days, differing_days, repair_commands
+from .db import dialect_of, guard, has_table
+from .source import quote
+from .spec import ORDERS, TableSpec
+from .times import UTC, day_start, from_canonical, parse_day
+from .verify import DayCounts, Repairs, compare_days, differing_days
 from .verify.compare import add_deleted, deletes_to_allow
+from .verify.keys import is_orders
 from .verify.report import deleted_ids
 
 WATERMARK = "watermark"
@@ -70,7 +74,7 @@ def horizon(*, watermark: datetime | None, newest_row: datetime | None,
     """The days to compare, from the data alone (never the clock).
 
     The anchor is the watermark; without one (only explicit-range loads so far) the
-    newest ``updated_at`` the warehouse holds; without either, nothing (an empty
+    newest cursor value the warehouse holds; without either, nothing (an empty
     warehouse). The window is the ``reconcile_days`` days ending on the anchor's day in
     ``tz``; the batch's ``days_touched`` are added, wherever they fall.
     """
@@ -97,70 +101,99 @@ class Verdict:
 
 
 def judge(h: Horizon, days: Mapping[str, DayCounts], *, warehouse_holds_rows: bool,
-          max_delete_share: float = 0.5) -> Verdict:
+          max_delete_share: float = 0.5, spec: TableSpec = ORDERS,
+          repairs: Repairs | None = None) -> Verdict:
     """Pass when every compared day agrees and at least one day was compared.
 
     ``days`` holds the days of the horizon with a row on either side. None of them while
     the warehouse holds rows is a failure: the check could vouch for nothing.
+    ``repairs``: the commands' table and code location (default: ``spec``'s, this one).
     """
     bad = differing_days(dict(days))
-    allow, refused = deletes_to_allow(days.values(), max_delete_share)
-    repair = repair_commands(bad, [], allow)
     if bad:
-        deleted = [d for d in bad if days[d].only_in_warehouse]
-        late = [d for d in bad if not days[d].only_deletions]
-        why = ""
-        if deleted:
-            why += " Orders the source no longer has: " + "; ".join(
-                f"{d}: {days[d].only_in_warehouse} ({deleted_ids(days[d])})"
-                for d in deleted) + "."
-            if refused:
-                why += f" Careful: {refused}."
-        if late:
-            why += " Rows arrived later than the lookback window" + (
-                f" on {', '.join(late)}" if deleted else "") + "."
-        return Verdict(False, len(days), bad, repair, (
-            f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}."
-            f"{why} Repair: " + "; ".join(repair)
-            + " (the refresh sensor then rebuilds their files)."))
+        return _differing(days, bad, max_delete_share, repairs or Repairs(spec))
     if days:
         return Verdict(True, len(days), [], [], None)
+    rows = "orders" if is_orders(spec) else f"{spec.name} rows"
     if not warehouse_holds_rows:
-        return Verdict(True, 0, [], [], "the warehouse holds no orders yet: nothing to compare")
+        return Verdict(True, 0, [], [], f"the warehouse holds no {rows} yet: nothing to "
+                                        "compare")
     if h.reconcile_days == 0:
         why = ("RECONCILE_DAYS is 0 and the last batch touched no day; set RECONCILE_DAYS "
                "to 1 or more")
     else:
-        why = (f"no row on either side in {h.describe()}, though the warehouse holds orders: "
+        why = (f"no row on either side in {h.describe()}, though the warehouse holds {rows}: "
                "the watermark points at days without data (rewound past them?)")
     return Verdict(False, 0, [], [], (
         f"compared no day, so this check cannot vouch for anything: {why}. Run "
         "`pipeline-assets verify` to reconcile every day."))
 
 
-def newest_row(warehouse: Engine) -> datetime | None:
-    """The newest ``updated_at`` in the warehouse ``orders`` (None: no table, or empty)."""
-    if not has_table(warehouse, orders.name, "WAREHOUSE_DATABASE_URL"):
+def _differing(days: Mapping[str, DayCounts], bad: list[str], max_delete_share: float,
+               repairs: Repairs) -> Verdict:
+    """The failing verdict: which days differ, the rows deleted, and the repair."""
+    spec = repairs.spec
+    allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=spec)
+    repair = repairs.commands(bad, [], allow)
+    deleted = [d for d in bad if days[d].only_in_warehouse]
+    late = [d for d in bad if not days[d].only_deletions]
+    why = ""
+    if deleted:
+        rows = "Orders" if is_orders(spec) else f"Rows of {spec.name}"
+        why += f" {rows} the source no longer has: " + "; ".join(
+            f"{d}: {days[d].only_in_warehouse} ({deleted_ids(days[d], spec)})"
+            for d in deleted) + "."
+        if refused:
+            why += f" Careful: {refused}."
+    if late:
+        why += " Rows arrived later than the lookback window" + (
+            f" on {', '.join(late)}" if deleted else "") + "."
+    return Verdict(False, len(days), bad, repair, (
+        f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}."
+        f"{why} Repair: " + "; ".join(repair)
+        + " (the refresh sensor then rebuilds their files)."))
+
+
+def newest_row(warehouse: Engine, spec: TableSpec = ORDERS, *, tz: tzinfo = UTC
+               ) -> datetime | None:
+    """The newest cursor value in ``spec``'s warehouse table (``updated_at`` of ``orders``;
+    a date cursor: midnight of its newest date in ``tz``); None: no table, or empty."""
+    if not has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL"):
         return None
+    dialect = dialect_of(warehouse)
+    sql = f"SELECT max({quote(spec.cursor, dialect)}) FROM {quote(spec.name, dialect)}"
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"), warehouse.connect() as conn:
-        newest = conn.execute(sa.select(sa.func.max(orders.c.updated_at))).scalar()
-    return from_canonical(newest) if newest else None
+        newest = conn.exec_driver_sql(sql).scalar()
+    if not newest:
+        return None
+    if spec.column(spec.cursor).type.kind == "date":
+        return day_start(parse_day(newest), tz)
+    return from_canonical(newest)
 
 
 def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcile_days: int,
                       days_touched: Iterable[str | date] = (), read_whole=None,
-                      max_delete_share: float = 0.5
+                      max_delete_share: float = 0.5, spec: TableSpec = ORDERS,
+                      repairs: Repairs | None = None
                       ) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
-    """Compare source and warehouse over the :func:`horizon`; one range read per span.
+    """Compare source and warehouse of ``spec`` over the :func:`horizon`; one range read
+    per span. ``repairs``: the table and code location the printed commands name.
 
     ``read_whole`` (the :class:`~pipeline_assets.core.load.WholeDays` of the load that just
     ran) is the source side of the days that load read whole: the source as the load saw
     it, which is what the warehouse must now hold. Every other day is read again.
     """
-    newest = newest_row(warehouse)
-    h = horizon(watermark=wm.current(warehouse), newest_row=newest,
+    newest = newest_row(warehouse, spec, tz=tz)
+    h = horizon(watermark=_watermark(warehouse, spec), newest_row=newest,
                 days_touched=days_touched, reconcile_days=reconcile_days, tz=tz)
-    days = compare_days(source, warehouse, tz, h.days, known=read_whole)
-    add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)})
+    days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
+    add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)}, spec=spec)
     return h, days, judge(h, days, warehouse_holds_rows=newest is not None,
-                          max_delete_share=max_delete_share)
+                          max_delete_share=max_delete_share, spec=spec, repairs=repairs)
+
+
+def _watermark(warehouse: Engine, spec: TableSpec) -> datetime | None:
+    """The table's watermark (the watermark store keyed by table: ``table=spec.name``)."""
+    if is_orders(spec):
+        return wm.current(warehouse)
+    return wm.current(warehouse, table=spec.name)

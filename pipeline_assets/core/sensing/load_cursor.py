@@ -1,7 +1,8 @@
-"""``new_orders_sensor``'s cursor: what it saw, and the load it requested until a run of
-that load succeeds (:class:`LoadCursor`); :func:`decide_load` turns the request's outcome
-and the source's news into one tick's answer (:class:`LoadTick`), and
-:func:`check_source` is that tick, with its reads of the warehouse and the source.
+"""``new_N_sensor``'s cursor (``new_orders_sensor`` for ``orders``): what it saw, and the
+load it requested until a run of that load succeeds (:class:`LoadCursor`);
+:func:`decide_load` turns the request's outcome and the source's news into one tick's
+answer (:class:`LoadTick`), and :func:`check_source` is that tick, with its reads of the
+warehouse and the source, for the declared table ``spec`` (``orders`` unless told).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .. import watermark as wm
 from ..commands import DEMO_INIT
 from ..db import DatabaseError, redact, sqlite_file
 from ..source import inspect_source
+from ..spec import ORDERS, TableSpec
 from .observation import CURSOR_VERSION, Decision, Observation, check, observe
 from .outcomes import Outcome, RunView, request_outcome, retry_delay
 
@@ -109,7 +111,7 @@ class LoadTick:
 
 
 def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision | None,
-                now: float, seed: str = "") -> LoadTick:
+                now: float, seed: str = "", *, spec: TableSpec = ORDERS) -> LoadTick:
     """Run or skip from what became of the pending request and what the source says. Pure.
 
     ``outcome`` is that of ``cursor.pending`` (None without one); ``decision`` compares
@@ -139,7 +141,7 @@ def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision 
         reason = decision.reason
         if again:
             reason = (f"{outcome.detail}, so what it was to load has not landed: loading "
-                      f"again (attempt {attempt}); {decision.cursor.describe()}")
+                      f"again (attempt {attempt}); {decision.cursor.describe(spec)}")
         return LoadTick(True, LoadCursor(decision.cursor, Request(key, now, attempt), key),
                         reason)
     reason = decision.reason if outcome is None else f"{outcome.detail}; {decision.reason}"
@@ -147,11 +149,14 @@ def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision 
                     rebase=decision.rebase)
 
 
-def read_watermark(warehouse: Engine) -> datetime | None:
-    """The watermark, without creating a missing SQLite warehouse file (a sensor only reads)."""
+def read_watermark(warehouse: Engine, *, table: str = ORDERS.name) -> datetime | None:
+    """The watermark of ``table`` (a declared table's name), without creating a missing
+    SQLite warehouse file (a sensor only reads)."""
     if _missing_sqlite_file(warehouse):
         return None
-    return wm.current(warehouse)
+    if table == ORDERS.name:
+        return wm.current(warehouse)
+    return wm.current(warehouse, table=table)
 
 
 def _missing_sqlite_file(engine: Engine) -> bool:
@@ -162,9 +167,9 @@ def _missing_sqlite_file(engine: Engine) -> bool:
 def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
                  cursor: str | None,
                  runs_for: Callable[[str], Iterable[RunView]] | None = None,
-                 now: float = 0.0, seed: str = "") -> LoadTick:
-    """One tick of ``new_orders_sensor``: the pending request's runs (``runs_for`` a run
-    key), then watermark → window → observation → decision. ``now`` is POSIX seconds;
+                 now: float = 0.0, seed: str = "", spec: TableSpec = ORDERS) -> LoadTick:
+    """One tick of ``spec``'s new-rows sensor: the pending request's runs (``runs_for`` a
+    run key), then watermark → window → observation → decision. ``now`` is POSIX seconds;
     ``seed`` starts the chain of run keys of a fresh cursor (:func:`load_run_key`).
 
     While the pending request's run is queued or running, the source is not even asked.
@@ -179,11 +184,12 @@ def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days
         if outcome.busy:
             return decide_load(state, outcome, None, now)
     if _missing_sqlite_file(source):
-        raise DatabaseError(
-            f"there is no source database at {redact(source.url)} yet: create the demo with "
-            f"`{DEMO_INIT}` or set SOURCE_DATABASE_URL"
-        )
-    current = wm.window_start(read_watermark(warehouse), lookback_days)
-    src = inspect_source(source)
-    decision = check(state.seen, current, lambda start: observe(source, tz, start, src))
-    return decide_load(state, outcome, decision, now, seed)
+        todo = (f"create the demo with `{DEMO_INIT}` or set SOURCE_DATABASE_URL"
+                if spec.name == ORDERS.name else
+                f"point the source URL of {spec.name} at the app's database")
+        raise DatabaseError(f"there is no source database at {redact(source.url)} yet: {todo}")
+    current = wm.window_start(read_watermark(warehouse, table=spec.name), lookback_days)
+    src = inspect_source(source, spec)
+    decision = check(state.seen, current, lambda start: observe(source, tz, start, src),
+                     spec=spec)
+    return decide_load(state, outcome, decision, now, seed, spec=spec)

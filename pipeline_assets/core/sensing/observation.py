@@ -5,6 +5,10 @@ One indexed aggregate per tick over the lookback window of the next incremental 
 kept in the cursor and says whether to load; :func:`check` does both, following the
 watermark as it moves on. The cursor records only what was *seen*; whether it was loaded
 is the watermark's business alone.
+
+Each takes the declared table (``spec``; ``orders`` unless told): the question is asked of
+its source table, key and cursor (quoted for the source's dialect), and the words name its
+columns. For ``orders`` the SQL and the words are the ones they always were.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from datetime import datetime, tzinfo
 from sqlalchemy.engine import Engine
 
 from ..db import MYSQL, dialect_of, guard
-from ..source import SourceTable, inspect_source, window_filter
+from ..source import SourceTable, inspect_source, quote, table_sql, window_filter
+from ..spec import ORDERS, TableSpec
 from ..times import canonical, from_canonical
 
 CURSOR_VERSION = 1
@@ -28,8 +33,9 @@ class Observation:
     """One answer of the source about a window; the cursor of ``new_orders_sensor``.
 
     With ``window_start`` None (no watermark yet: the first load reads everything) only
-    the two ends of the indexes are read — ``max(order_id)`` and ``max(updated_at)`` —
-    so that even a first look at a large table costs next to nothing.
+    the two ends of the indexes are read — ``max(order_id)`` and ``max(updated_at)``, the
+    key's first column and the cursor — so that even a first look at a large table costs
+    next to nothing. ``id_sum`` sums the key's first column when it is an integer.
     """
 
     window_start: str | None  # canonical UTC text of watermark − lookback; None: no watermark
@@ -37,7 +43,7 @@ class Observation:
     id_sum: int | None = None
     newest: str | None = None  # max(updated_at) as stored: a change detector, not an instant
     fingerprint: int | None = None  # sum of a per-row hash of (order_id, updated_at)
-    max_id: int | None = None  # only without a watermark
+    max_id: int | str | None = None  # only without a watermark
 
     @property
     def start(self) -> datetime | None:
@@ -62,12 +68,14 @@ class Observation:
             return None
 
 
-    def describe(self) -> str:
+    def describe(self, spec: TableSpec = ORDERS) -> str:
+        key, cursor = spec.primary_key[0], spec.cursor
         if self.window_start is None:
-            return (f"no watermark yet (the first load reads everything); highest order_id "
-                    f"{self.max_id}, newest updated_at {self.newest!r}")
-        return (f"window from {self.window_start}: {self.rows} row(s), order_id sum "
-                f"{self.id_sum}, newest updated_at {self.newest!r}, fingerprint "
+            return (f"no watermark yet (the first load reads everything); highest {key} "
+                    f"{self.max_id}, newest {cursor} {self.newest!r}")
+        total = "" if self.id_sum is None else f", {key} sum {self.id_sum}"
+        return (f"window from {self.window_start}: {self.rows} row(s){total}, newest "
+                f"{cursor} {self.newest!r}, fingerprint "
                 f"{'n/a' if self.fingerprint is None else self.fingerprint}")
 
 
@@ -101,44 +109,61 @@ def observation_start(cursor: Observation | None, current: datetime | None) -> d
     return current
 
 
-def decide(cursor: Observation | None, seen: Observation, current: datetime | None
-           ) -> Decision:
+def decide(cursor: Observation | None, seen: Observation, current: datetime | None, *,
+           spec: TableSpec = ORDERS) -> Decision:
     """Run or skip, and the new cursor, from the cursor and this tick's observation.
 
     ``seen`` is the observation of :func:`observation_start`'s window; ``current`` the
     start of the window the next load would read. Pure: no I/O, no clock.
     """
+    now = seen.describe(spec)
     if cursor is None:
-        return Decision(True, seen, f"first look at the source: {seen.describe()}")
+        return Decision(True, seen, f"first look at the source: {now}")
     if seen != cursor:
-        return Decision(True, seen, f"the source changed: was {cursor.describe()}; "
-                                    f"now {seen.describe()}")
+        return Decision(True, seen, f"the source changed: was {cursor.describe(spec)}; "
+                                    f"now {now}")
     if _before(seen.start, current):
         return Decision(False, seen, rebase=True, reason=(
-            f"no change since the last tick ({seen.describe()}); the watermark moved on, "
+            f"no change since the last tick ({now}); the watermark moved on, "
             f"so the window now starts at {canonical(current)}"))
-    return Decision(False, seen, f"no change since the last tick: {seen.describe()}")
+    return Decision(False, seen, f"no change since the last tick: {now}")
 
 
-def _fingerprint(dialect: str) -> str | None:
-    """SQL for the sum over the window of a per-row hash of ``(order_id, updated_at)``, or
-    None.
+_P = 2147483647  # SQLite's mix: a prime below 2**31, so products stay within 64 bits
 
-    PostgreSQL and MySQL hash the pair with md5; SQLite has no hash function, so it mixes the
-    key with the instant ``julianday`` parses (to the millisecond; NULL, so left out,
-    for text it cannot parse). Both cost one expression per row of the window.
+
+def _fingerprint(dialect: str, spec: TableSpec = ORDERS) -> str | None:
+    """SQL for the sum over the window of a per-row hash of the key and the cursor
+    (``(order_id, updated_at)``), or None.
+
+    PostgreSQL and MySQL hash them, joined by ``|``, with md5; SQLite has no hash
+    function, so it mixes the integer key columns with the instant ``julianday`` parses
+    (to the millisecond; NULL, so left out, for text it cannot parse); a text key column
+    is left out of its mix. Both cost one expression per row of the window.
     """
+    columns = [quote(c, dialect) for c in (*spec.primary_key, spec.cursor)]
     if dialect == "postgresql":
+        joined = " || '|' || ".join(f"CAST({c} AS TEXT)" for c in columns)
         # 'x' followed by 8 hex digits reads as a bit string, then as a 32-bit integer
-        return ("sum(CAST(CAST('x' || substr(md5(CAST(order_id AS TEXT) || '|' || "
-                "CAST(updated_at AS TEXT)), 1, 8) AS BIT(32)) AS INTEGER))")
+        return f"sum(CAST(CAST('x' || substr(md5({joined}), 1, 8) AS BIT(32)) AS INTEGER))"
     if dialect == "sqlite":
-        return ("sum((((order_id % 2147483647) * 1000003) + (CAST(julianday(updated_at) * "
-                "86400000 AS BIGINT) % 2147483647)) % 2147483647)")
+        return (f"sum((({_sqlite_key_mix(spec)} * 1000003) + (CAST(julianday({columns[-1]}) "
+                f"* 86400000 AS BIGINT) % {_P})) % {_P})")
     if dialect == MYSQL:  # the first 8 hex digits of md5 as a number, as on PostgreSQL
-        return ("sum(conv(substr(md5(concat(CAST(order_id AS CHAR), '|', "
-                "CAST(updated_at AS CHAR))), 1, 8), 16, 10))")
+        joined = ", '|', ".join(f"CAST({c} AS CHAR)" for c in columns)
+        return f"sum(conv(substr(md5(concat({joined})), 1, 8), 16, 10))"
     return None
+
+
+def _sqlite_key_mix(spec: TableSpec) -> str:
+    """The integer key columns mixed into one number below :data:`_P` (``0``: none)."""
+    mix = None
+    for name in spec.primary_key:
+        if spec.column(name).type.kind != "integer":
+            continue
+        term = f"({quote(name, 'sqlite')} % {_P})"
+        mix = term if mix is None else f"(({mix} * 1000003 + {term}) % {_P})"
+    return mix or "0"
 
 
 def _text(value) -> str | None:
@@ -148,39 +173,55 @@ def _text(value) -> str | None:
 
 
 def observe(source: Engine, tz: tzinfo, start: datetime | None,
-            src: SourceTable | None = None) -> Observation:
-    """One aggregate query over ``updated_at >= start`` (the index's range), or, without a
+            src: SourceTable | None = None, *, spec: TableSpec = ORDERS) -> Observation:
+    """One aggregate query over ``cursor >= start`` (the index's range), or, without a
     start, the two index ends. Its cost follows the rows of the window, not the table.
 
     The filter is :func:`~pipeline_assets.core.source.window_filter`'s, the one every
     reader of the source uses, so a text column is bounded by the same safe superset the
     load reads (a day wider): the observation covers at least every row the next load
-    reads.
+    reads. ``src``: the table as reflected (default: ``spec``'s, reflected here).
     """
-    src = src or inspect_source(source)
+    src = src or inspect_source(source, spec)
+    spec = src.spec
     dialect = dialect_of(source)
+    key, cursor = quote(spec.primary_key[0], dialect), quote(spec.cursor, dialect)
+    table = table_sql(spec, dialect)
+    summed = spec.column(spec.primary_key[0]).type.kind == "integer"
     with guard(source, "SOURCE_DATABASE_URL"):
         with source.connect() as conn:
             if start is None:
                 max_id, newest = conn.exec_driver_sql(
-                    "SELECT max(order_id), max(updated_at) FROM orders").one()
+                    f"SELECT max({key}), max({cursor}) FROM {table}").one()
                 return Observation(None, newest=_text(newest),
-                                   max_id=None if max_id is None else int(max_id))
-            fingerprint = _fingerprint(dialect)
-            columns = ["count(*)", "sum(order_id)", "max(updated_at)"] + \
+                                   max_id=_max_key(max_id, summed))
+            fingerprint = _fingerprint(dialect, spec)
+            columns = ["count(*)", f"sum({key})" if summed else "NULL", f"max({cursor})"] + \
                 ([fingerprint] if fingerprint else [])
             row = conn.exec_driver_sql(
-                f"SELECT {', '.join(columns)} FROM orders"
+                f"SELECT {', '.join(columns)} FROM {table}"
                 f"{window_filter(src, dialect, tz, start, None)}").one()
     rows, id_sum, newest = row[0], row[1], row[2]
     return Observation(
-        canonical(start), rows=int(rows), id_sum=int(id_sum or 0), newest=_text(newest),
+        canonical(start), rows=int(rows), id_sum=int(id_sum or 0) if summed else None,
+        newest=_text(newest),
         fingerprint=int(row[3] or 0) if fingerprint is not None else None,
     )
 
 
+def _max_key(value, integer: bool) -> int | str | None:
+    """The highest key as the cursor keeps it: an integer key as an integer, any other
+    as its text."""
+    if value is None:
+        return None
+    if integer:
+        return int(value)
+    return _text(value) if hasattr(value, "isoformat") else str(value)
+
+
 def check(cursor: Observation | None, current: datetime | None,
-          observe_at: Callable[[datetime | None], Observation]) -> Decision:
+          observe_at: Callable[[datetime | None], Observation], *,
+          spec: TableSpec = ORDERS) -> Decision:
     """Observe what :func:`observation_start` says, decide, and follow the watermark.
 
     When the watermark has moved on, the current window is observed *before* the
@@ -189,7 +230,7 @@ def check(cursor: Observation | None, current: datetime | None,
     """
     start = observation_start(cursor, current)
     fresh = observe_at(current) if start != current else None
-    decision = decide(cursor, observe_at(start), current)
+    decision = decide(cursor, observe_at(start), current, spec=spec)
     if decision.rebase:
         decision = replace(decision, cursor=fresh)
     return decision

@@ -3,17 +3,21 @@ per day, and every day file vs its manifest and vs the warehouse.
 
 How the parts fit, in the order a run of ``verify`` uses them:
 
-- :mod:`.sides` reads the source (through the load's own scan) and the warehouse
-  ``orders`` as Arrow batches; :mod:`.compare` matches them by ``order_id``: per day a
-  count, a checksum and what differs (:class:`DayCounts`).
-- :mod:`.files` checks each day file against its manifest and the warehouse's paid
-  orders (:class:`FileCheck`).
-- :mod:`.report` turns both into problems, each with the commands that repair it
-  (built by :mod:`pipeline_assets.core.commands`), and renders them (:class:`VerifyResult`).
+Every part takes the declared table (``spec``, a :class:`~pipeline_assets.core.spec.TableSpec`;
+``orders`` unless told, with the words and commands it always had).
+
+- :mod:`.sides` reads the source (through the load's own scan) and the warehouse table
+  as Arrow batches; :mod:`.compare` matches them by the primary key (:mod:`.keys`: one
+  column or several): per day a count, a checksum and what differs (:class:`DayCounts`).
+- :mod:`.files` checks each day file of each of the table's daily files against its
+  manifest and the warehouse's rows of that file's view (:class:`FileCheck`).
+- :mod:`.report` turns both into problems, each naming the table (or file) and the rows'
+  keys, with the commands that repair it (built by :mod:`pipeline_assets.core.commands`,
+  through :class:`Repairs`), and renders them (:class:`VerifyResult`).
 - :mod:`.reconcile` puts them together (:func:`verify`, a function per kind of
-  problem). The ``orders_match_source`` asset check compares per-day totals only
+  problem). The ``N_match_source`` asset check compares per-day totals only
   (:func:`compare_days`, :func:`differing_days`); on the days that differ it tells the
-  orders the source deleted from those that moved by asking the source about only the
+  rows the source deleted from those that moved by asking the source about only the
   keys that left those days, by key (:mod:`.lost`).
 
 Plain Python, no Dagster: the caller passes the engines, the folder, the time zone and
@@ -22,7 +26,7 @@ Plain Python, no Dagster: the caller passes the engines, the folder, the time zo
 
 from ..commands import orders_range_command, rebuild_command, repair_commands
 from ..days import runs
-from .compare import DayCounts, compare_days, compare_orders, differing_days
+from .compare import DayCounts, compare_days, compare_orders, compare_rows, differing_days
 from .files import FileCheck, check_files
 from .reconcile import verify
 from .report import (
@@ -31,14 +35,16 @@ from .report import (
     FILE_NOT_BUILT,
     FILE_UNCOMMITTED,
     Problem,
+    Repairs,
     VerifyResult,
 )
 from .sides import VerifyError
 
 __all__ = [
     "DIFFERS_FROM_SOURCE", "FILE_DIFFERS", "FILE_NOT_BUILT",
-    "FILE_UNCOMMITTED", "DayCounts", "FileCheck", "Problem", "VerifyError", "VerifyResult",
-    "check_files", "compare_days", "compare_orders", "differing_days",
+    "FILE_UNCOMMITTED", "DayCounts", "FileCheck", "Problem", "Repairs", "VerifyError",
+    "VerifyResult", "check_files", "compare_days", "compare_orders", "compare_rows",
+    "differing_days",
     "orders_range_command", "rebuild_command", "repair_commands", "runs",
     "verify",
 ]

@@ -1,17 +1,18 @@
 """Source vs warehouse, per day: the two comparisons, both over whole Arrow batches.
 
-- :func:`compare_days`, behind the ``orders_match_source`` check: for the days asked, the
-  count, paid count and checksum (:mod:`pipeline_assets.core.digest`) of each side. Days a
-  load has just read whole may come from that load instead of a second read of the source
-  (``known``).
-- :func:`compare_orders`, behind ``pipeline-assets verify``: every row of both sides,
-  matched by ``order_id``, so that each differing day also says what differs — *not
-  loaded* (only in the source), *changed* (the stored values differ) or *only in the
-  warehouse* (deleted from the source, which a load never propagates) — and which source
-  day a load must read to fix it: a row that moved from day X to day Y marks both days
-  and repairs both with a load of Y.
+- :func:`compare_days`, behind the ``N_match_source`` check: for the days asked, the
+  count, paid count (rows of the first daily file) and checksum
+  (:mod:`pipeline_assets.core.digest`) of each side. Days a load has just read whole may
+  come from that load instead of a second read of the source (``known``).
+- :func:`compare_rows` (``compare_orders``), behind ``pipeline-assets verify``: every row
+  of both sides, matched by the primary key, so that each differing day also says what
+  differs — *not loaded* (only in the source), *changed* (the stored values differ) or
+  *only in the warehouse* (deleted from the source, which a load never propagates) — and
+  which source day a load must read to fix it: a row that moved from day X to day Y marks
+  both days and repairs both with a load of Y.
 
-Both read the sides through :mod:`.sides`; per-day figures are :class:`DayCounts`.
+Both read the sides through :mod:`.sides`, for any declared table (``spec``, ``orders``
+unless told); keys are handled by :mod:`.keys`; per-day figures are :class:`DayCounts`.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
-from ..columnar import day_text
+from ..columnar import ARROW_TYPES, day_text
 from ..days import runs
-from ..digest import DayDigest, add_days
-from ..rows import PAID, InvalidRowError
+from ..digest import DayDigest, add_days, kept_rows
+from ..rows import InvalidRowError
 from ..source import SCAN_BATCH, ahead
+from ..spec import ORDERS, TableSpec
 from ..times import EPOCH, day_start, parse_day
+from .keys import is_orders, key_values, last_key, member, row_name, upto
 from .lost import lost_keys
 from .sides import (
     VerifyError,
@@ -56,9 +59,11 @@ class DayCounts:
     changed: int = 0  # rows whose stored values differ, on this day on either side
     only_in_warehouse: int = 0  # rows on this day in the warehouse, gone from the source
     load_days: set[str] = field(default_factory=set)  # source days a load must read
-    rebuild_days: set[str] = field(default_factory=set)  # days whose paid orders it changes
-    deleted_ids: list[int] = field(default_factory=list)  # the first few of those rows
+    rebuild_days: set[str] = field(default_factory=set)  # days whose daily files it changes
+    deleted_ids: list = field(default_factory=list)  # the first few keys of those rows
     deleted_checksum: int = 0  # the checksum of those rows alone
+    # warehouse rows per daily file after the first (whose count is warehouse_paid)
+    warehouse_kept: dict[str, int] = field(default_factory=dict)
 
     @property
     def only_deletions(self) -> bool:
@@ -72,8 +77,14 @@ class DayCounts:
     def agrees(self) -> bool:
         return not (self.not_loaded or self.changed or self.only_in_warehouse)
 
-    def to_json(self) -> dict:
-        return {
+    def in_file(self, spec: TableSpec, index: int) -> int:
+        """The day's warehouse rows of ``spec``'s daily file number ``index``."""
+        if index == 0:
+            return self.warehouse_paid
+        return self.warehouse_kept.get(spec.daily_files[index].name, 0)
+
+    def to_json(self, spec: TableSpec = ORDERS) -> dict:
+        out = {
             "day": self.day, "agrees": self.agrees,
             "source_rows": self.source_rows,
             "source_checksum": f"{self.source_checksum:016x}",
@@ -81,9 +92,15 @@ class DayCounts:
             "warehouse_checksum": f"{self.warehouse_checksum:016x}",
             "not_loaded": self.not_loaded, "changed": self.changed,
             "only_in_warehouse": self.only_in_warehouse,
-            "deleted_order_ids": self.deleted_ids,
-            "warehouse_paid": self.warehouse_paid,
         }
+        if is_orders(spec):
+            return {**out, "deleted_order_ids": self.deleted_ids,
+                    "warehouse_paid": self.warehouse_paid}
+        keys = [k if isinstance(k, tuple) else (k,) for k in self.deleted_ids]
+        return {**out, "deleted_keys": [dict(zip(spec.primary_key, k, strict=True))
+                                        for k in keys],
+                "warehouse_files": {f.name: self.in_file(spec, i)
+                                    for i, f in enumerate(spec.daily_files)}}
 
 
 def _counts(source: dict[int, DayDigest], warehouse: dict[int, DayDigest]
@@ -100,7 +117,7 @@ def _counts(source: dict[int, DayDigest], warehouse: dict[int, DayDigest]
 # --- the check: per-day totals --------------------------------------------------------------
 
 def compare_days(source: Engine, warehouse: Engine, tz: tzinfo, days: Iterable[date], *,
-                 known=None) -> dict[str, DayCounts]:
+                 known=None, spec: TableSpec = ORDERS) -> dict[str, DayCounts]:
     """Per-day count and checksum of both sides, for ``days`` (those with a row on either
     side). ``known`` (a load's :class:`~pipeline_assets.core.load.WholeDays`) gives the
     source side of the days that load read whole; every other day is read here, both
@@ -112,7 +129,7 @@ def compare_days(source: Engine, warehouse: Engine, tz: tzinfo, days: Iterable[d
     unread = [d for d in days if d not in taken]
     try:
         read, stored = day_digests(source, warehouse, tz, source_spans=_spans(unread, tz),
-                                   warehouse_spans=_spans(days, tz))
+                                   warehouse_spans=_spans(days, tz), spec=spec)
     except InvalidRowError as exc:
         raise VerifyError(f"cannot reconcile: {exc}") from None
     for day in given:
@@ -139,9 +156,9 @@ DELETED_IDS_SHOWN = 5  # per day, in messages
 
 
 def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
-                days: dict[str, DayCounts]) -> None:
-    """Fill in, for each of ``days``, the warehouse orders the source holds nowhere any
-    more (``only_in_warehouse``, the first ids, their checksum): the warehouse keys of
+                days: dict[str, DayCounts], *, spec: TableSpec = ORDERS) -> None:
+    """Fill in, for each of ``days``, the warehouse rows the source holds nowhere any
+    more (``only_in_warehouse``, the first keys, their checksum): the warehouse keys of
     those days, then the source asked only about those it no longer stamps on them, by
     key (:mod:`.lost`), then the warehouse rows of the keys it lost, by key. For the
     check, on the days it found different; ``verify`` knows them from its own match."""
@@ -151,22 +168,18 @@ def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
 
     spans = _spans([parse_day(d) for d in days], tz)
     # the keys of those days first (8 bytes a row), then only the rows the source lost
-    keys = list(warehouse_keys(warehouse, spans))
+    keys = list(warehouse_keys(warehouse, spans, spec=spec))
     if not keys:
         return
-    keys = pa.concat_arrays(keys)
-    lost = lost_keys(source, inspect_source(source), tz, keys, spans)
-    if not len(lost):
+    lost = lost_keys(source, inspect_source(source, spec), tz, pa.concat_tables(keys), spans)
+    if not lost.num_rows:
         return
+    lost = lost.sort_by([(k, "ascending") for k in spec.primary_key])
     digests: dict[int, DayDigest] = {}
-    shown: dict[int, list[int]] = {}
-    for gone in warehouse_rows_by_key(warehouse, tz, sorted(lost.to_pylist())):
-        add_days(digests, gone)
-        for number in pc.unique(gone["day"]).to_pylist():
-            ids = shown.setdefault(number, [])
-            if len(ids) < DELETED_IDS_SHOWN:
-                on_day = gone.filter(pc.equal(gone["day"], number))["order_id"]
-                ids.extend(on_day.slice(0, DELETED_IDS_SHOWN - len(ids)).to_pylist())
+    shown: dict[int, list] = {}
+    for gone in warehouse_rows_by_key(warehouse, tz, key_values(lost, spec), spec=spec):
+        add_days(digests, gone, spec)
+        _show(shown, gone, spec)
     for number, digest in digests.items():
         counts = days.get(day_text(number))
         if counts is not None:
@@ -175,10 +188,20 @@ def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
             counts.deleted_ids = shown[number]
 
 
-def deletes_to_allow(days: Iterable[DayCounts], max_share: float) -> tuple[set[str], str]:
-    """The days whose range load must allow deletes to delete the orders named on them
+def _show(shown: dict[int, list], gone: pa.Table, spec: TableSpec) -> None:
+    """Add the first :data:`DELETED_IDS_SHOWN` keys of each day of ``gone`` to ``shown``."""
+    for number in pc.unique(gone["day"]).to_pylist():
+        keys = shown.setdefault(number, [])
+        if len(keys) < DELETED_IDS_SHOWN:
+            on_day = gone.filter(pc.equal(gone["day"], number))
+            keys.extend(key_values(on_day.slice(0, DELETED_IDS_SHOWN - len(keys)), spec))
+
+
+def deletes_to_allow(days: Iterable[DayCounts], max_share: float, *,
+                     spec: TableSpec = ORDERS) -> tuple[set[str], str]:
+    """The days whose range load must allow deletes to delete the rows named on them
     (more than ``max_share`` of the day's warehouse rows), and, when those commands must
-    not say so, why: the source lost more than ``max_share`` of every order compared,
+    not say so, why: the source lost more than ``max_share`` of every row compared,
     which is what a wrong database or a half-restored one looks like, and the point of
     the guard is that nobody empties the warehouse by running what was printed."""
     days = list(days)
@@ -187,37 +210,43 @@ def deletes_to_allow(days: Iterable[DayCounts], max_share: float) -> tuple[set[s
     lost = sum(c.only_in_warehouse for c in days)
     held = sum(c.warehouse_rows for c in days)
     if allow and lost > max_share * held:
-        return set(), (f"the source no longer has {lost} of the {held} order(s) compared, "
-                       f"more than MAX_DELETE_SHARE={max_share:g}: check SOURCE_DATABASE_URL "
+        what, where = ("order(s)", "SOURCE_DATABASE_URL") if is_orders(spec) else \
+            (f"{spec.name} row(s)", f"the source of {spec.name}")
+        return set(), (f"the source no longer has {lost} of the {held} {what} compared, "
+                       f"more than MAX_DELETE_SHARE={max_share:g}: check {where} "
                        "before repairing; the range loads refuse to delete them until run "
                        "with allow_deletes: true")
     return allow, ""
 
 
-# --- verify: every row, matched by order_id --------------------------------------------------
+# --- verify: every row, matched by key -----------------------------------------------------
 
-def compare_orders(source: Engine, warehouse: Engine | None, tz: tzinfo, *,
-                   batch_rows: int = SCAN_BATCH) -> tuple[dict[str, DayCounts], int, int]:
-    """Match the source and the warehouse by ``order_id``: per-day counts, checksums, diffs.
+def compare_rows(source: Engine, warehouse: Engine | None, tz: tzinfo, *,
+                 batch_rows: int = SCAN_BATCH, spec: TableSpec = ORDERS
+                 ) -> tuple[dict[str, DayCounts], int, int]:
+    """Match the source and the warehouse by key: per-day counts, checksums, diffs.
 
     Returns ``(days, source_rows, warehouse_rows)``. ``warehouse=None``: an empty one.
-    Both sides stream in ``order_id`` order; the rows of each run of keys that both have
-    read past are compared at once, so memory holds a few batches whatever the tables.
+    Both sides stream in key order; the rows of each run of keys that both have read past
+    are compared at once, so memory holds a few batches whatever the tables.
     """
-    merge = _Merge()
+    merge = _Merge(spec)
     try:
-        with _stream(source_rows(source, tz, batch_rows=batch_rows)) as theirs, \
-                _stream(warehouse_rows(warehouse, tz, ordered=True, batch_rows=batch_rows)
+        with _stream(source_rows(source, tz, batch_rows=batch_rows, spec=spec)) as theirs, \
+                _stream(warehouse_rows(warehouse, tz, ordered=True, batch_rows=batch_rows,
+                                       spec=spec)
                         if warehouse is not None else iter(())) as ours:
-            for part_s, part_w in _aligned(theirs, ours):
+            for part_s, part_w in _aligned(theirs, ours, spec):
                 merge.add(part_s, part_w)
     except InvalidRowError as exc:
-        who = "a row with no order_id" if exc.order_id is None else f"order {exc.order_id}"
         raise VerifyError(
-            f"cannot verify: the source's {who} has column {exc.column} = {exc.value!r}: "
-            f"{exc.reason}. Fix the row in the source and run verify again."
+            f"cannot verify: the source's {row_name(spec, exc.key)} has column {exc.column} "
+            f"= {exc.value!r}: {exc.reason}. Fix the row in the source and run verify again."
         ) from None
     return merge.days(), merge.source_rows, merge.warehouse_rows
+
+
+compare_orders = compare_rows  # the name it had when orders was the only table
 
 
 class _stream:
@@ -233,12 +262,13 @@ class _stream:
         self.items.close()
 
 
-def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table]
+def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table], spec: TableSpec
              ) -> Iterator[tuple[pa.Table, pa.Table]]:
     """Pairs of (source rows, warehouse rows) over the same run of keys, in key order."""
     held = {"s": None, "w": None}
     streams = {"s": source, "w": warehouse}
     done = {"s": False, "w": False}
+    empty = _empty(spec)
 
     def fill(side: str) -> None:
         while not done[side] and (held[side] is None or held[side].num_rows == 0):
@@ -249,16 +279,16 @@ def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table]
                 held[side] = batch if held[side] is None else pa.concat_tables(
                     [held[side], batch])
 
-    def cut(side: str, bound: int | None) -> pa.Table:
+    def cut(side: str, bound: tuple | None) -> pa.Table:
         table = held[side]
         if table is None:
-            return None
+            return empty
         if bound is None:
             held[side] = None
-            return table
-        upto = pc.sum(pc.less_equal(table["order_id"], bound)).as_py() or 0
-        held[side] = table.slice(upto)
-        return table.slice(0, upto)
+            return table.select(empty.column_names)
+        count = upto(table, spec, bound)
+        held[side] = table.slice(count)
+        return table.slice(0, count).select(empty.column_names)
 
     while True:
         fill("s")
@@ -266,65 +296,65 @@ def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table]
         if done["s"] and done["w"] and held["s"] is None and held["w"] is None:
             return
         # keys up to the smaller of the two last keys read are complete on both sides
-        ends = [held[side]["order_id"][-1].as_py() for side in ("s", "w")
+        ends = [last_key(held[side], spec) for side in ("s", "w")
                 if not done[side] and held[side] is not None and held[side].num_rows]
         bound = min(ends) if ends else None
-        part_s, part_w = cut("s", bound), cut("w", bound)
-        yield _or_empty(part_s), _or_empty(part_w)
+        yield cut("s", bound), cut("w", bound)
 
 
-_EMPTY = pa.table({"order_id": pa.array([], pa.int64()), "status": pa.array([], pa.string()),
-                   "amount": pa.array([], pa.string()), "updated_at": pa.array([], pa.string()),
-                   "day": pa.array([], pa.int32())})
-
-
-def _or_empty(table: pa.Table | None) -> pa.Table:
-    return _EMPTY if table is None else table.select(list(_EMPTY.column_names))
+def _empty(spec: TableSpec) -> pa.Table:
+    """No rows: the stored columns of ``spec`` and ``day``."""
+    return pa.schema([(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
+                     + [("day", pa.int32())]).empty_table()
 
 
 class _Merge:
     """What the matched rows say, accumulated run of keys by run of keys."""
 
-    def __init__(self):
+    def __init__(self, spec: TableSpec):
+        self.spec = spec
         self.source: dict[int, DayDigest] = {}
         self.warehouse: dict[int, DayDigest] = {}
         self.source_rows = self.warehouse_rows = 0
-        self.not_loaded: dict[tuple[int, bool], int] = {}  # (day, paid): rows
-        self.gone: dict[tuple[int, bool], int] = {}  # (day, paid): rows only in the warehouse
-        self.gone_ids: dict[int, list[int]] = {}  # day: the first few of them
+        self.not_loaded: dict[tuple[int, bool], int] = {}  # (day, in a file): rows
+        self.gone: dict[tuple[int, bool], int] = {}  # (day, in a file): only in the warehouse
+        self.gone_ids: dict[int, list] = {}  # day: the first few of them
         self.gone_sums: dict[int, DayDigest] = {}
-        self.changed: dict[tuple[int, int, bool, bool], int] = {}  # (s day, w day, paid…)
+        self.changed: dict[tuple[int, int, bool, bool], int] = {}  # (s day, w day, in a file…)
+        self.kept: dict[tuple[str, int], int] = {}  # (daily file after the first, day): rows
 
     def add(self, s: pa.Table, w: pa.Table) -> None:
         """One run of keys: both sides hold every row of theirs with a key in it."""
-        add_days(self.source, s)
-        add_days(self.warehouse, w)
+        spec = self.spec
+        add_days(self.source, s, spec)
+        add_days(self.warehouse, w, spec)
+        self._count_kept(w)
         self.source_rows += s.num_rows
         self.warehouse_rows += w.num_rows
-        s_both = pc.is_in(s["order_id"], value_set=w["order_id"])
-        w_both = pc.is_in(w["order_id"], value_set=s["order_id"])
-        _tally(self.not_loaded, s.filter(pc.invert(s_both)), ["day", "paid"])
+        s_both, w_both = member(s, w, spec), member(w, s, spec)
+        _tally(self.not_loaded, _with_filed(s.filter(pc.invert(s_both)), spec),
+               ["day", "paid"])
         gone = w.filter(pc.invert(w_both))
         if gone.num_rows:
-            _tally(self.gone, gone, ["day", "paid"])
-            add_days(self.gone_sums, gone)
-            for number in pc.unique(gone["day"]).to_pylist():
-                shown = self.gone_ids.setdefault(number, [])
-                if len(shown) < DELETED_IDS_SHOWN:
-                    on_day = gone.filter(pc.equal(gone["day"], number))["order_id"]
-                    shown.extend(on_day.slice(0, DELETED_IDS_SHOWN - len(shown)).to_pylist())
+            _tally(self.gone, _with_filed(gone, spec), ["day", "paid"])
+            add_days(self.gone_sums, gone, spec)
+            _show(self.gone_ids, gone, spec)
         # both sides are sorted by key and unique: the rows they share line up one to one
         s_pair, w_pair = s.filter(s_both), w.filter(w_both)
-        differ = pc.invert(pc.and_(pc.and_(
-            pc.equal(s_pair["status"], w_pair["status"]),
-            pc.equal(s_pair["amount"], w_pair["amount"])),
-            pc.equal(s_pair["updated_at"], w_pair["updated_at"])))
-        if pc.any(differ).as_py():
+        differ = _differ(s_pair, w_pair, spec)
+        if differ is not None and pc.any(differ).as_py():
             s_pair, w_pair = s_pair.filter(differ), w_pair.filter(differ)
             pairs = pa.table({"s_day": s_pair["day"], "w_day": w_pair["day"],
-                              "s_paid": pc.equal(s_pair["status"], PAID),
-                              "w_paid": pc.equal(w_pair["status"], PAID)})
+                              "s_paid": _filed(s_pair, spec), "w_paid": _filed(w_pair, spec)})
             _tally(self.changed, pairs, ["s_day", "w_day", "s_paid", "w_paid"])
+
+    def _count_kept(self, w: pa.Table) -> None:
+        for files in self.spec.daily_files[1:]:
+            if w.num_rows:
+                kept = w.filter(pa.array(kept_rows(w, self.spec, files)))
+                _tally(self.kept, kept.append_column(
+                    "file", pa.array([files.name] * kept.num_rows, pa.string())),
+                    ["file", "day"])
 
     def days(self) -> dict[str, DayCounts]:
         days = _counts(self.source, self.warehouse)
@@ -348,22 +378,50 @@ class _Merge:
             at(number).deleted_ids = shown
             at(number).deleted_checksum = self.gone_sums[number].checksum
         for (s_day, w_day, s_paid, w_paid), rows in self.changed.items():
-            # the file of a day changes where a paid row arrives or leaves
+            # the file of a day changes where a row of a daily file arrives or leaves
             files = {day_text(d) for d, paid in ((s_day, s_paid), (w_day, w_paid)) if paid}
             for number in {s_day, w_day}:
                 counts = at(number)
                 counts.changed += rows
                 counts.load_days.add(day_text(s_day))
                 counts.rebuild_days.update(files)
+        for (name, number), rows in self.kept.items():
+            at(number).warehouse_kept[name] = rows
         return dict(sorted(days.items()))
 
 
+def _filed(rows: pa.Table, spec: TableSpec) -> pa.Array:
+    """Whether each row belongs to one of ``spec``'s daily files (orders: is paid)."""
+    kept = None
+    for files in spec.daily_files:
+        hit = kept_rows(rows, spec, files)
+        kept = hit if kept is None else kept | hit
+    return pa.array(kept if kept is not None else [False] * rows.num_rows, pa.bool_())
+
+
+def _with_filed(rows: pa.Table, spec: TableSpec) -> pa.Table:
+    return rows.append_column("paid", _filed(rows, spec)) if rows.num_rows else rows
+
+
+def _differ(s: pa.Table, w: pa.Table, spec: TableSpec) -> pa.Array | None:
+    """Whether each pair of rows (same key) differs in a stored value (NULL = NULL)."""
+    differ = None
+    for column in spec.columns:
+        if column.name in spec.primary_key:
+            continue
+        apart = pc.not_equal(s[column.name], w[column.name])
+        if column.nullable:
+            apart = pc.fill_null(apart, True)
+            both_null = pc.and_(pc.is_null(s[column.name]), pc.is_null(w[column.name]))
+            apart = pc.and_(apart, pc.invert(both_null))
+        differ = apart if differ is None else pc.or_(differ, apart)
+    return differ
+
+
 def _tally(into: dict, rows: pa.Table, keys: list[str]) -> None:
-    """Count ``rows`` by the values of ``keys`` (``paid``: status is paid) into ``into``."""
+    """Count ``rows`` by the values of ``keys`` into ``into``."""
     if rows.num_rows == 0:
         return
-    if "paid" in keys and "paid" not in rows.column_names:
-        rows = rows.append_column("paid", pc.equal(rows["status"], PAID))
     counted = rows.select(keys).group_by(keys).aggregate([([], "count_all")])
     for row in zip(*(counted[k].to_pylist() for k in [*keys, "count_all"]), strict=True):
         key = row[0] if len(keys) == 1 else tuple(row[:-1])

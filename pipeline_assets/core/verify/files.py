@@ -1,4 +1,6 @@
-"""Day files vs the warehouse: each committed file must hold the warehouse's paid orders.
+"""Day files vs the warehouse: each committed file must hold the warehouse's rows of its
+view (for ``orders``' ``paid_orders``: the paid orders; for any declared table, the rows of
+one of its :class:`~pipeline_assets.core.spec.DailyFiles`, ``files``).
 
 The statuses come from :func:`~pipeline_assets.core.daily_files.settled_statuses` (a
 writer is waited for instead of being called torn: under the shared lock on local disk,
@@ -6,9 +8,8 @@ by polling the head, briefly, on an object store). What each file should hold is
 sha256 of the bytes the warehouse's paid orders of its day would be written as
 (:class:`~pipeline_assets.core.daily_files.DayFileHashes`), computed in one ordered read
 of the warehouse over the days' ranges, streamed: a hash per day is all it keeps. Only a
-day whose hash differs is read again row by row
-(:func:`~pipeline_assets.core.paid.paid_orders_by_day`), to say how its file differs, or
-that only the byte layout of an older writer does.
+day whose hash differs is read again row by row (:func:`~pipeline_assets.core.views.day_rows`),
+to say how its file differs, or that only the byte layout of an older writer does.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from ..daily_files import (
     sha256_hex,
 )
 from ..days import runs
-from ..paid import paid_orders_by_day
+from ..spec import ORDERS, DailyFiles, TableSpec
 from ..times import EPOCH, day_start, parse_day
+from ..views import day_rows
+from .keys import is_orders
 from .sides import warehouse_rows
 
 # object stores: how long a day is re-checked while the head says a run is writing (a
@@ -48,67 +51,94 @@ class FileCheck:
     state: str  # committed | uncommitted | not built (daily_files' words)
     matches_warehouse: bool | None  # None when the file is not committed
     file_rows: int | None
-    warehouse_paid: int
+    warehouse_paid: int  # the warehouse rows of the file's view on the day
     detail: str = ""
+    file: str = "paid_orders"  # which daily file
 
     def to_json(self) -> dict:
         return {"day": self.day, "state": self.state,
                 "matches_warehouse": self.matches_warehouse, "file_rows": self.file_rows,
-                "warehouse_paid": self.warehouse_paid, "detail": self.detail}
+                "warehouse_paid": self.warehouse_paid, "detail": self.detail,
+                **({} if self.file == "paid_orders" else {"file": self.file})}
 
 
 def check_files(folder: str | Path | Store, warehouse: Engine | None, tz: tzinfo,
-                days: Sequence[str], warehouse_paid: dict[str, int]) -> list[FileCheck]:
-    """Status of each day file in ``days``, and for committed ones: rows == warehouse rows?"""
+                days: Sequence[str], warehouse_paid: dict[str, int], *,
+                spec: TableSpec = ORDERS, files: DailyFiles | None = None
+                ) -> list[FileCheck]:
+    """Status of each day file of ``files`` (default: ``spec``'s first daily file) in
+    ``days``, and for committed ones: rows == warehouse rows? ``warehouse_paid``: the
+    warehouse rows of the file's view per day."""
+    files = files or spec.daily_files[0]
     statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
     committed = [s.day for s in statuses if s.state == COMMITTED]
-    hashes = file_hashes(warehouse, tz, committed) if warehouse is not None else {}
+    hashes = file_hashes(warehouse, tz, committed, spec=spec, files=files) \
+        if warehouse is not None else {}
     out = []
     for status in statuses:
         paid = warehouse_paid.get(status.day, 0)
         if status.state != COMMITTED:
-            out.append(FileCheck(status.day, status.state, None, None, paid, status.reason))
+            out.append(FileCheck(status.day, status.state, None, None, paid, status.reason,
+                                 files.name))
             continue
         rows, sha = hashes.get(status.day, (None, None))
         if sha == status.sha256:
-            out.append(FileCheck(status.day, status.state, True, rows, paid))
+            out.append(FileCheck(status.day, status.state, True, rows, paid, file=files.name))
             continue
         expected = [] if warehouse is None else \
-            paid_orders_by_day(warehouse, [status.day], tz)[status.day]
-        out.append(_compare_file(status, expected, paid))
+            day_rows(warehouse, [status.day], tz, spec, files)[status.day]
+        out.append(_compare_file(status, expected, paid, spec, files))
     return out
 
 
-def file_hashes(warehouse: Engine, tz: tzinfo, days: Sequence[str]
+def file_hashes(warehouse: Engine, tz: tzinfo, days: Sequence[str], *,
+                spec: TableSpec = ORDERS, files: DailyFiles | None = None
                 ) -> dict[str, tuple[int, str]]:
-    """``{day: (paid rows, sha256 of its file's bytes)}`` from the warehouse, for ``days``
-    (a day it cannot vouch for is left out), in one ordered read of their ranges."""
+    """``{day: (rows, sha256 of its file's bytes)}`` from the warehouse, for ``days`` (a
+    day it cannot vouch for is left out), in one ordered read of their ranges."""
     numbers = {(parse_day(day) - EPOCH).days: day for day in days}
-    hashes = DayFileHashes(numbers, tz)
+    hashes = DayFileHashes(numbers, tz, spec, files)
     spans = [(day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(1), tz))
              for first, last in runs(days)]
-    for table in warehouse_rows(warehouse, tz, spans, ordered=True):
+    for table in warehouse_rows(warehouse, tz, spans, ordered=True, spec=spec):
         hashes.add(table)
     return {numbers[number]: found for number, found in hashes.result().items()}
 
 
-def _compare_file(status: DayStatus, rows: list[dict], paid: int) -> FileCheck:
-    want = serialize_day(status.day, rows)
+def _compare_file(status: DayStatus, rows: list[dict], paid: int, spec: TableSpec,
+                  files: DailyFiles) -> FileCheck:
+    def check(matches: bool, file_rows: int | None, detail: str = "") -> FileCheck:
+        return FileCheck(status.day, status.state, matches, file_rows, paid, detail,
+                         files.name)
+
+    want = serialize_day(status.day, rows, spec, files)
     if sha256_hex(want) == status.sha256:
-        return FileCheck(status.day, status.state, True, len(rows), paid)
-    try:
-        have = json.loads(status.data)
-        have = {int(r["order_id"]): r for r in have}
-    except (ValueError, TypeError, KeyError):
-        return FileCheck(status.day, status.state, False, None, paid,
-                         "the committed file does not hold rows with an order_id")
-    want_rows = {r["order_id"]: r for r in json.loads(want)}
+        return check(True, len(rows))
+    have = _rows_by_key(status.data, spec)
+    if have is None:
+        key = "an order_id" if is_orders(spec) else f"a key ({', '.join(spec.primary_key)})"
+        return check(False, None, f"the committed file does not hold rows with {key}")
+    want_rows = _rows_by_key(want, spec)
     missing = sum(1 for k in want_rows if k not in have)
     extra = sum(1 for k in have if k not in want_rows)
     different = sum(1 for k in want_rows if k in have and have[k] != want_rows[k])
     if not (missing or extra or different):  # same rows, older byte layout
-        return FileCheck(status.day, status.state, True, len(have), paid)
-    detail = (f"the committed file has {len(have)} row(s), the warehouse {len(want_rows)} paid "
-              f"order(s): {missing} missing from the file, {extra} no longer paid on this day, "
-              f"{different} with other values")
-    return FileCheck(status.day, status.state, False, len(have), paid, detail)
+        return check(True, len(have))
+    held, gone = ("paid order(s)", "no longer paid") if is_orders(spec) else \
+        (f"row(s) of {files.name}", f"no longer in {files.name}")
+    return check(False, len(have), (
+        f"the committed file has {len(have)} row(s), the warehouse {len(want_rows)} {held}: "
+        f"{missing} missing from the file, {extra} {gone} on this day, "
+        f"{different} with other values"))
+
+
+def _rows_by_key(data: bytes, spec: TableSpec) -> dict | None:
+    """A file's rows by key (an ``order_id`` read as an integer, as ever), or None when
+    it does not hold rows with the key."""
+    try:
+        rows = json.loads(data)
+        if is_orders(spec):
+            return {int(r["order_id"]): r for r in rows}
+        return {tuple(r[k] for k in spec.primary_key): r for r in rows}
+    except (ValueError, TypeError, KeyError):
+        return None

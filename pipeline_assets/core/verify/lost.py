@@ -1,4 +1,4 @@
-"""Which warehouse orders the source holds nowhere any more, asked by key.
+"""Which warehouse rows the source holds nowhere any more, asked by key.
 
 The ``orders_match_source`` check names, on each day it found different, the orders the
 source lost (deleted in the app) apart from those that only moved (their ``updated_at``
@@ -21,6 +21,10 @@ source:
    row, returning only those.
 
 So the cost grows with the days compared and the keys that left them, not the table.
+For a declared table the same steps run on its key (:mod:`.keys`): a composite key is
+looked up by its first column (its index's), and the rows found hold the keys they read
+as; a text key is matched as it is written, so step 3 is only for integer keys; a key
+whose first column is a date or a timestamp (spelled many ways) keeps the scan.
 Only ``SELECT``s: no temporary table, nothing written to the source. Two cases keep the
 scan of every key (:func:`~pipeline_assets.core.source.scan_keys`): no index on
 ``order_id`` and more than one ``IN`` list to send (each would read the whole table), and
@@ -29,134 +33,153 @@ a PostgreSQL or MySQL key column that is neither an integer nor a text column.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from datetime import tzinfo
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..columnar import keys_of
 from ..db import MYSQL, dialect_of, guard
 from ..source import SourceTable, keys_sql, mysql_batches, quote, scan_keys, window_filter
+from .keys import not_in, stored_keys
 from .sides import Span
 
 LOOKUP_BATCH = 1_000  # keys per IN list: a statement of a few KiB on every engine
 _ENV = "SOURCE_DATABASE_URL"
 
 
-def lost_keys(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Array,
-              spans: Sequence[Span]) -> pa.Array:
+def lost_keys(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Array | pa.Table,
+              spans: Sequence[Span]) -> pa.Array | pa.Table:
     """The ``keys`` (unique warehouse keys stamped in ``spans``) that no source row holds.
 
-    ``src``: ``orders``, or a table keyed by one integer column as ``orders`` is."""
+    ``keys``: a table of the key columns as stored (:mod:`.keys`), or, for a one-column
+    key such as ``orders``', an array of them; the answer has the same form."""
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        (name,) = src.spec.primary_key
+        return _lost(source, src, tz, pa.table({name: keys}), spans)[name].combine_chunks()
+    return _lost(source, src, tz, keys, spans)
+
+
+def _lost(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table,
+          spans: Sequence[Span]) -> pa.Table:
     dialect = dialect_of(source)
     kind = _key_kind(src, dialect)
-    if not len(keys):
+    if not keys.num_rows:
         return keys
     if kind is None:
-        return _not_scanned(source, src, keys)
-    with _reader(source, dialect) as read:
+        return _not_scanned(source, src, tz, keys)
+    spec = src.spec
+    with _reader(source, dialect, src, tz) as read:
         stamped = [read(keys_sql(src, dialect) + window_filter(src, dialect, tz, start, end))
                    for start, end in spans]
-        missing = _not_in(keys, stamped)
-        scan = len(missing) > LOOKUP_BATCH and not _key_indexed(source, src)
+        missing = not_in(keys, stamped, spec)
+        scan = missing.num_rows > LOOKUP_BATCH and not _key_indexed(source, src)
         if not scan:
-            for sql in _lookups(src, dialect, missing.to_pylist()):
-                missing = _not_in(missing, [read(sql)])
-            if len(missing) and kind != "integer":
-                missing = _not_in(missing, [read(_unusual_keys_sql(src, dialect))])
+            firsts = list(dict.fromkeys(missing[spec.primary_key[0]].to_pylist()))
+            for sql in _lookups(src, dialect, firsts):
+                missing = not_in(missing, [read(sql)], spec)
+            if missing.num_rows and kind == "spelled":
+                missing = not_in(missing, [read(_unusual_keys_sql(src, dialect))], spec)
     # without an index on the key, one scan rather than a read of the table per IN list
-    return _not_scanned(source, src, missing) if scan else missing
+    return _not_scanned(source, src, tz, missing) if scan else missing
 
 
 @contextmanager
-def _reader(source: Engine, dialect: str) -> Iterator[Callable[[str], pa.Array]]:
-    """``read(sql)``: the keys a ``SELECT`` of one key column gives, as ``keys_of`` reads
-    them. Through connectorx on MySQL (its Python driver is slow to parse many rows);
-    elsewhere through one connection of the engine's own driver: a few small reads, no
-    Arrow driver to connect (0.07 s a connection on PostgreSQL), on SQLite no second
-    SQLite library in the process."""
+def _reader(source: Engine, dialect: str, src: SourceTable, tz: tzinfo
+            ) -> Iterator[Callable[[str], pa.Table]]:
+    """``read(sql)``: the keys a ``SELECT`` of the key columns gives, as the warehouse
+    stores them (:func:`.keys.stored_keys`). Through connectorx on MySQL (its Python
+    driver is slow to parse many rows); elsewhere through one connection of the engine's
+    own driver: a few small reads, no Arrow driver to connect (0.07 s a connection on
+    PostgreSQL), on SQLite no second SQLite library in the process."""
+    spec = src.spec
     if dialect == MYSQL:
-        def read_mysql(sql: str) -> pa.Array:
-            found = [keys_of(b.column(0)) for b in mysql_batches(source, sql, 65_536)
-                     if b.num_rows]
-            return pa.concat_arrays(found) if found else pa.array([], pa.int64())
+        def read_mysql(sql: str) -> pa.Table:
+            found = [stored_keys(b.columns, spec, tz)
+                     for b in mysql_batches(source, sql, 65_536) if b.num_rows]
+            return pa.concat_tables(found) if found else \
+                stored_keys([[] for _ in spec.primary_key], spec, tz)
 
         yield read_mysql
         return
     with guard(source, _ENV), source.connect() as conn:
-        def read(sql: str) -> pa.Array:
+        def read(sql: str) -> pa.Table:
             result = conn.exec_driver_sql(sql)
-            try:  # the driver's rows as they come: no row objects for a column of keys
-                return _keys_of([row[0] for row in result.cursor.fetchall()])
+            try:  # the driver's rows as they come: no row objects for columns of keys
+                rows = result.cursor.fetchall()
             finally:
                 result.close()
+            columns = [[row[i] for row in rows] for i in range(len(spec.primary_key))]
+            return stored_keys(columns, spec, tz)
 
         yield read
 
 
-def _keys_of(values: list) -> pa.Array:
-    """``keys_of`` of a column of Python values (integers or text)."""
-    try:
-        return keys_of(pa.array(values))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed, empty, too large
-        return keys_of(pa.array([None if v is None else str(v) for v in values],
-                                pa.string()))
-
-
-def _not_in(keys: pa.Array, held: Iterable[pa.Array]) -> pa.Array:
-    """``keys`` without those in any of the ``held`` arrays."""
-    for found in held:
-        if len(keys):
-            keys = keys.filter(pc.invert(pc.is_in(keys, value_set=found)))
-    return keys
-
-
-def _not_scanned(source: Engine, src: SourceTable, keys: pa.Array) -> pa.Array:
+def _not_scanned(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table) -> pa.Table:
     """``keys`` without those the scan of every source key finds (the range load's)."""
     with closing(scan_keys(source, src)) as scanned:
         for found in scanned:
-            keys = keys.filter(pc.invert(pc.is_in(keys, value_set=found)))
-            if not len(keys):
+            columns = [found] if isinstance(found, (pa.Array, pa.ChunkedArray)) \
+                else found.columns
+            keys = not_in(keys, [stored_keys(columns, src.spec, tz)], src.spec)
+            if not keys.num_rows:
                 break
     return keys
 
 
 def _key_kind(src: SourceTable, dialect: str) -> str | None:
-    """"integer": only integers; "text": may hold a key in any form; None: neither, on a
-    server (a numeric or uuid column), where only the scan of every key reads it as is."""
+    """How the first key column is looked up: "integer" (holds only integers), "spelled"
+    (an integer key the column may hold in any form: any SQLite column, a text column
+    elsewhere), "exact" (a text key, matched as written), or None (neither, on a server: a
+    numeric or uuid column, a date or timestamp key), where only the scan of every key
+    reads it as the load does."""
     column = src.table.c[_key_name(src)].type
+    declared = src.spec.column(_key_name(src)).type.kind
+    if declared == "text":
+        return "exact" if dialect == "sqlite" or isinstance(column, sa.String) else None
+    if declared != "integer":
+        return None
     if dialect == "sqlite":
-        return "text"  # a SQLite column holds any type in any row, whatever it declares
+        return "spelled"  # a SQLite column holds any type in any row, whatever it declares
     if isinstance(column, sa.Integer):
         return "integer"
-    return "text" if isinstance(column, sa.String) else None
+    return "spelled" if isinstance(column, sa.String) else None
 
 
 def _key_name(src: SourceTable) -> str:
-    (key,) = src.spec.primary_key
-    return key
+    """The key's first column: the one its index starts with."""
+    return src.spec.primary_key[0]
 
 
-def _lookups(src: SourceTable, dialect: str, keys: list[int]) -> Iterator[str]:
-    """``SELECT``s of the rows whose key is written as one of ``keys`` the plain way: an
-    integer, or its decimal text (both on SQLite, whose columns hold either; literals,
-    since they are our own integers). Each compares the column itself, so that its index
-    serves it (a MySQL text column compared with a number would not use it)."""
+def _lookups(src: SourceTable, dialect: str, keys: list) -> Iterator[str]:
+    """``SELECT``s of the rows whose first key column is written as one of ``keys`` the
+    plain way: an integer, or its decimal text (both on SQLite, whose columns hold either;
+    literals, since they are our own integers); a text key quoted. Each compares the
+    column itself, so that its index serves it (a MySQL text column compared with a
+    number would not use it)."""
     kind = _key_kind(src, dialect)
     select, key = keys_sql(src, dialect), quote(_key_name(src), dialect)
     for offset in range(0, len(keys), LOOKUP_BATCH):
         part = keys[offset:offset + LOOKUP_BATCH]
-        if dialect == "sqlite":
+        if kind == "exact":
+            values = ", ".join(_text_literal(k, dialect) for k in part)
+        elif dialect == "sqlite":
             values = ", ".join(f"{k}, '{k}'" for k in part)
         elif kind == "integer":
             values = ", ".join(str(k) for k in part)
         else:
             values = ", ".join(f"'{k}'" for k in part)
         yield f"{select} WHERE {key} IN ({values})"
+
+
+def _text_literal(value: str, dialect: str) -> str:
+    """A text key as a SQL literal (MySQL also reads a backslash as an escape)."""
+    text = value.replace("'", "''")
+    if dialect == MYSQL:
+        text = text.replace("\\", "\\\\")
+    return f"'{text}'"
 
 
 def _unusual_keys_sql(src: SourceTable, dialect: str) -> str:

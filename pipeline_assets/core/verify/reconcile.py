@@ -1,25 +1,29 @@
-"""Putting the parts together: the full reconciliation of ``pipeline-assets verify``."""
+"""Putting the parts together: the full reconciliation of ``pipeline-assets verify``, for
+one declared table (``orders`` unless ``spec`` says otherwise) and each of its daily files."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, tzinfo
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from ..commands import repair_commands
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db import has_table, require_distinct
 from ..source import SCAN_BATCH
-from .compare import DayCounts, compare_orders, deletes_to_allow
+from ..spec import ORDERS, DailyFiles, TableSpec
+from .compare import DayCounts, compare_rows, deletes_to_allow
 from .files import FileCheck, check_files
+from .keys import is_orders
 from .report import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
     FILE_NOT_BUILT,
     FILE_UNCOMMITTED,
     Problem,
+    Repairs,
     VerifyResult,
     file_problem,
     no_partition,
@@ -27,17 +31,20 @@ from .report import (
 )
 from .sides import VerifyError
 
-
-def _has_orders_table(engine: Engine) -> bool:
-    return has_table(engine, "orders", "WAREHOUSE_DATABASE_URL")
+Folder = str | Path | Store
 
 
-def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz: tzinfo,
-           today: date | None = None, partitions_start: date | None = None,
+def verify(source: Engine, warehouse: Engine, folder: Folder | Mapping[str, Folder], *,
+           tz: tzinfo, today: date | None = None, partitions_start: date | None = None,
            days_from: date | None = None, days_to: date | None = None,
            require_all: bool = False, chunk_size: int = SCAN_BATCH,
-           max_delete_share: float = 0.5) -> VerifyResult:
-    """Reconcile source, warehouse and day files; see the package docstring.
+           max_delete_share: float = 0.5, spec: TableSpec = ORDERS,
+           module: str | None = None) -> VerifyResult:
+    """Reconcile source, warehouse and day files of ``spec``; see the package docstring.
+
+    ``folder``: where the day files are, a folder (or object-store URL, or store) for a
+    table with one daily file, or ``{file name: folder}``. ``module``: the code location
+    the printed commands name (None: the commands' default).
 
     ``today`` (from the caller's clock) and ``partitions_start`` bound the days that have
     a partition to rebuild: a day not over yet, or before the first partition, is never
@@ -48,22 +55,23 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
     if days_from and days_to and days_from > days_to:
         raise VerifyError(f"--days-from {days_from} is after --days-to {days_to}")
     require_distinct(source, warehouse)
-    wh = warehouse if _has_orders_table(warehouse) else None
-    days, n_source, n_warehouse = compare_orders(source, wh, tz, batch_rows=chunk_size)
+    wh = warehouse if has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL") else None
+    days, n_source, n_warehouse = compare_rows(source, wh, tz, batch_rows=chunk_size,
+                                               spec=spec)
     scope = _Scope(today, partitions_start, days_from, days_to, require_all)
+    repairs = Repairs(spec, module)
 
-    folder = open_store(folder)  # a local folder or an object-store URL
-    on_disk = set(known_days(folder))
-    warehouse_paid = {d: c.warehouse_paid for d, c in days.items()}
-    files = check_files(folder, wh, tz, sorted(d for d in on_disk if scope.covers(d)),
-                        warehouse_paid)
-
-    allow, refused = deletes_to_allow(days.values(), max_delete_share)
+    allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=spec)
     differing, loads, rebuilds = _differs_from_source(days, scope, allow, refused,
-                                                      max_delete_share)
-    bad_files, file_rebuilds = _file_problems(files, scope)
-    unbuilt, unbuilt_rebuilds = _not_built(days, on_disk, scope)
-    problems = sorted([*differing, *bad_files, *unbuilt], key=lambda p: (p.day, p.kind))
+                                                      max_delete_share, repairs)
+    files, file_problems, file_rebuilds = [], [], set()
+    for index, view in enumerate(spec.daily_files):
+        checks, problems, rebuilt = _daily_file(_folder_of(folder, spec, view), wh, tz,
+                                                days, scope, repairs, index)
+        files += checks
+        file_problems += problems
+        file_rebuilds |= rebuilt
+    problems = sorted([*differing, *file_problems], key=lambda p: (p.day, p.kind, p.subject or ""))
     return VerifyResult(
         timezone=str(getattr(tz, "key", tz)), today=today and today.isoformat(),
         partitions_start=partitions_start and partitions_start.isoformat(),
@@ -71,9 +79,37 @@ def verify(source: Engine, warehouse: Engine, folder: str | Path | Store, *, tz:
         require_all=require_all, source_rows=n_source, warehouse_rows=n_warehouse,
         days=tuple(c for d, c in sorted(days.items()) if scope.covers(d)),
         files=tuple(files), problems=tuple(problems),
-        repair=tuple(repair_commands(loads, rebuilds | file_rebuilds | unbuilt_rebuilds,
-                                     allow)),
+        repair=tuple(repairs.commands(loads, rebuilds | file_rebuilds, allow)), spec=spec,
     )
+
+
+def _folder_of(folder: Folder | Mapping[str, Folder], spec: TableSpec, view: DailyFiles
+               ) -> Store:
+    """The store of one daily file: ``folder`` itself, or its entry for the file."""
+    if not isinstance(folder, Mapping):
+        if len(spec.daily_files) > 1:
+            raise VerifyError(f"{spec.name} has {len(spec.daily_files)} daily files: give "
+                              "the folder of each, by name")
+        return open_store(folder)  # a local folder or an object-store URL
+    if view.name not in folder:
+        raise VerifyError(f"no folder given for the day files of {view.name}")
+    return open_store(folder[view.name])
+
+
+def _daily_file(folder: Store, wh: Engine | None, tz: tzinfo, days: dict[str, DayCounts],
+                scope: _Scope, repairs: Repairs, index: int
+                ) -> tuple[list[FileCheck], list[Problem], set[str]]:
+    """One daily file: its checks, its problems (bad files, days not built) and the days
+    to rebuild."""
+    spec = repairs.spec
+    view = spec.daily_files[index]
+    on_disk = set(known_days(folder))
+    in_view = {d: c.in_file(spec, index) for d, c in days.items()}
+    files = check_files(folder, wh, tz, sorted(d for d in on_disk if scope.covers(d)),
+                        in_view, spec=spec, files=view)
+    bad_files, file_rebuilds = _file_problems(files, scope, repairs, view)
+    unbuilt, unbuilt_rebuilds = _not_built(in_view, on_disk, scope, repairs, view)
+    return files, [*bad_files, *unbuilt], file_rebuilds | unbuilt_rebuilds
 
 
 @dataclass(frozen=True)
@@ -96,7 +132,7 @@ class _Scope:
 
 
 def _differs_from_source(days: dict[str, DayCounts], scope: _Scope, allow: set[str],
-                         refused: str, max_delete_share: float
+                         refused: str, max_delete_share: float, repairs: Repairs
                          ) -> tuple[list[Problem], set[str], set[str]]:
     """Rows not loaded, changed or deleted from the source: a problem per day, and the
     days to load and to rebuild that repair them all."""
@@ -106,24 +142,27 @@ def _differs_from_source(days: dict[str, DayCounts], scope: _Scope, allow: set[s
     for counts in sorted(days.values(), key=lambda c: c.day):
         if counts.agrees or not scope.covers(counts.day):
             continue
-        # After the load, rebuild every day whose paid orders it changes, built or not
-        # (what paid_orders_refresh_sensor does with days_touched). Rows only in the
-        # warehouse are deleted by a range load of their day, like any other difference.
+        # After the load, rebuild every day whose daily files it changes, built or not
+        # (what the refresh sensor does with days_touched). Rows only in the warehouse
+        # are deleted by a range load of their day, like any other difference.
         rebuild = {d for d in counts.rebuild_days if scope.buildable(d)}
         all_loads |= counts.load_days
         all_rebuilds |= rebuild
-        detail = source_detail(counts)
+        detail = source_detail(counts, repairs.spec)
         if counts.only_in_warehouse and refused:
             detail += f"; {refused}"
         elif counts.day in allow:
             detail += (f"; that is more than MAX_DELETE_SHARE={max_delete_share:g} of the "
                        "day, so its command allows the deletes")
+        subject = None if is_orders(repairs.spec) else repairs.spec.name
         problems.append(Problem(counts.day, DIFFERS_FROM_SOURCE, detail, True,
-                                tuple(repair_commands(counts.load_days, rebuild, allow))))
+                                tuple(repairs.commands(counts.load_days, rebuild, allow)),
+                                subject))
     return problems, all_loads, all_rebuilds
 
 
-def _file_problems(files: list[FileCheck], scope: _Scope) -> tuple[list[Problem], set[str]]:
+def _file_problems(files: list[FileCheck], scope: _Scope, repairs: Repairs,
+                   view: DailyFiles) -> tuple[list[Problem], set[str]]:
     """Day files that differ from the warehouse, are uncommitted, or went away while
     verify looked: a problem each, and the days to rebuild."""
     problems: list[Problem] = []
@@ -141,25 +180,27 @@ def _file_problems(files: list[FileCheck], scope: _Scope) -> tuple[list[Problem]
             detail += f"; {no_partition(check.day, scope.today)}"
         fails = kind != FILE_NOT_BUILT or (scope.require_all and scope.buildable(check.day))
         problems.append(file_problem(check.day, kind, detail, scope.buildable(check.day),
-                                     fails=fails))
+                                     fails=fails, repairs=repairs, files=view))
         if fails and scope.buildable(check.day):
             rebuilds.add(check.day)
     return problems, rebuilds
 
 
-def _not_built(days: dict[str, DayCounts], on_disk: set[str], scope: _Scope
-               ) -> tuple[list[Problem], set[str]]:
-    """Days with paid orders in the warehouse and no file: a problem each (failing only
-    with ``require_all``), and the days to rebuild then."""
+def _not_built(in_view: dict[str, int], on_disk: set[str], scope: _Scope, repairs: Repairs,
+               view: DailyFiles) -> tuple[list[Problem], set[str]]:
+    """Days with rows of the file's view in the warehouse and no file: a problem each
+    (failing only with ``require_all``), and the days to rebuild then."""
     problems: list[Problem] = []
     rebuilds: set[str] = set()
-    for day, counts in sorted(days.items()):
-        if counts.warehouse_paid and day not in on_disk and scope.covers(day):
+    held = "paid order(s)" if is_orders(repairs.spec) else f"row(s) of {view.name}"
+    for day, rows in sorted(in_view.items()):
+        if rows and day not in on_disk and scope.covers(day):
             can = scope.buildable(day)
-            detail = (f"{counts.warehouse_paid} paid order(s) in the warehouse, no file yet"
+            detail = (f"{rows} {held} in the warehouse, no file yet"
                       + ("" if can else f"; {no_partition(day, scope.today)}"))
             problems.append(file_problem(day, FILE_NOT_BUILT, detail, can,
-                                         fails=scope.require_all and can))
+                                         fails=scope.require_all and can, repairs=repairs,
+                                         files=view))
             if scope.require_all and can:
                 rebuilds.add(day)
     return problems, rebuilds

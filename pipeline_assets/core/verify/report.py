@@ -1,14 +1,22 @@
-"""What ``verify`` reports: the problems found, each with its repair, as text or JSON."""
+"""What ``verify`` reports: the problems found, each with its repair, as text or JSON.
+
+The repairs are the commands :mod:`pipeline_assets.core.commands` builds; :class:`Repairs`
+is the one place here that calls it, for a table (``spec``) and a code location
+(``module``), so that a new argument of those commands is passed in one place.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import date
 
-from ..commands import rebuild_command
+from ..commands import rebuild_command, repair_commands
 from ..daily_files import COMMITTED
+from ..spec import ORDERS, DailyFiles, TableSpec
 from .compare import DayCounts
 from .files import FileCheck
+from .keys import is_orders, rows_named
 
 # kinds of problem, as shown in the output and the JSON
 DIFFERS_FROM_SOURCE = "differs from source"
@@ -18,18 +26,57 @@ FILE_NOT_BUILT = "not built"
 
 
 @dataclass(frozen=True)
+class Repairs:
+    """The commands that repair ``spec``'s problems: range loads of its asset, rebuilds of
+    its daily files, for the code location ``module`` (None: the commands' default)."""
+
+    spec: TableSpec = ORDERS
+    module: str | None = None
+
+    def _named(self) -> dict:
+        named: dict = {} if is_orders(self.spec) else {"spec": self.spec}
+        if self.module is not None:
+            named["module"] = self.module
+        return named
+
+    def commands(self, loads: Iterable[str], rebuilds: Iterable[str],
+                 allow: Iterable[str] = ()) -> list[str]:
+        """Loads first, then the rebuilds that read them (one per range of days)."""
+        return repair_commands(loads, rebuilds, allow, **self._named())
+
+    def rebuild(self, first: str, last: str | None = None,
+                files: DailyFiles | None = None) -> str:
+        """The rebuild of days ``first``…``last`` (of ``files`` alone when the table has
+        several daily files)."""
+        named = self._named()
+        if files is not None and len(self.spec.daily_files) > 1:
+            named["files"] = files.name
+        return rebuild_command(first, last, **named)
+
+
+@dataclass(frozen=True)
 class Problem:
-    """A day that differs, is uncommitted or is not built, with the commands that repair it."""
+    """A day that differs, is uncommitted or is not built, with the commands that repair it.
+
+    ``subject`` names what has the problem for a table other than ``orders``: the table
+    (differs from source) or the daily file; None for ``orders``, whose report reads as
+    it always has."""
 
     day: str
     kind: str
     detail: str
     fails: bool
     repair: tuple[str, ...]
+    subject: str | None = None
 
     def to_json(self) -> dict:
         return {"day": self.day, "kind": self.kind, "fails": self.fails,
-                "detail": self.detail, "repair": list(self.repair)}
+                "detail": self.detail, "repair": list(self.repair),
+                **({} if self.subject is None else {"subject": self.subject})}
+
+    def line(self) -> str:
+        subject = "" if self.subject is None else f"{self.subject} "
+        return f"{'FAIL' if self.fails else 'INFO'} {self.day} {subject}{self.kind}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -46,6 +93,7 @@ class VerifyResult:
     files: tuple[FileCheck, ...]  # in the range asked, with a file or a pointer
     problems: tuple[Problem, ...]  # sorted by day, then kind
     repair: tuple[str, ...]  # every command, grouped by ranges, in the order to run them
+    spec: TableSpec = field(default=ORDERS, compare=False, repr=False)
 
     @property
     def failing_days(self) -> list[str]:
@@ -60,7 +108,9 @@ class VerifyResult:
         return 0 if self.ok else 1
 
     def to_json(self) -> dict:
+        table = {} if is_orders(self.spec) else {"table": self.spec.name}
         return {
+            **table,
             "ok": self.ok, "exit_code": self.exit_code, "require_all": self.require_all,
             "timezone": self.timezone, "today": self.today,
             "partitions_start": self.partitions_start,
@@ -69,7 +119,7 @@ class VerifyResult:
             "failing_days": self.failing_days,
             "problems": [p.to_json() for p in self.problems],
             "repair": list(self.repair),
-            "days": [d.to_json() for d in self.days],
+            "days": [d.to_json(self.spec) for d in self.days],
             "files": [f.to_json() for f in self.files],
         }
 
@@ -81,16 +131,17 @@ class VerifyResult:
         differing = sum(1 for d in self.days if not d.agrees)
         committed = sum(1 for f in self.files if f.state == COMMITTED)
         equal = sum(1 for f in self.files if f.matches_warehouse)
+        table = "" if is_orders(self.spec) else f"{self.spec.name}: "
         out = [
-            f"source vs warehouse: {len(self.days)} days, {self.source_rows} source rows, "
+            f"{table}source vs warehouse: {len(self.days)} days, {self.source_rows} source rows, "
             f"{self.warehouse_rows} warehouse rows, {differing} day(s) differ "
             f"(time zone {self.timezone}{scope})",
-            f"day files: {len(self.files)} days with a file, {committed} committed, "
+            f"{table}day files: {len(self.files)} days with a file, {committed} committed, "
             f"{equal} equal to the warehouse; "
             f"{sum(1 for p in self.problems if p.kind == FILE_NOT_BUILT)} day(s) not built",
         ]
         for p in self.problems:
-            out.append(f"{'FAIL' if p.fails else 'INFO'} {p.day} {p.kind}: {p.detail}")
+            out.append(p.line())
             out.extend(f"     repair: {command}" for command in p.repair)
         if self.ok:
             out.append("OK: source, warehouse and committed day files agree")
@@ -103,7 +154,7 @@ class VerifyResult:
         return out
 
 
-def source_detail(c: DayCounts) -> str:
+def source_detail(c: DayCounts, spec: TableSpec = ORDERS) -> str:
     """What differs between source and warehouse on one day, in words."""
     parts = []
     if c.not_loaded:
@@ -112,26 +163,28 @@ def source_detail(c: DayCounts) -> str:
         parts.append(f"{c.changed} changed since the last load")
     if c.only_in_warehouse:
         parts.append(f"{c.only_in_warehouse} only in the warehouse: the source no longer has "
-                     f"them ({deleted_ids(c)}); a range load of the day deletes them")
+                     f"them ({deleted_ids(c, spec)}); a range load of the day deletes them")
     elsewhere = sorted(c.load_days - {c.day})
     moved = f"; the source now puts them on {', '.join(elsewhere)}" if elsewhere else ""
     return (f"source {c.source_rows} rows, warehouse {c.warehouse_rows} rows: "
             f"{', '.join(parts)}{moved}")
 
 
-def deleted_ids(c: DayCounts) -> str:
-    """``orders 101, 102 …``: the first ids of a day's orders the source no longer has."""
-    more = " …" if c.only_in_warehouse > len(c.deleted_ids) else ""
-    return "order" + ("s " if c.only_in_warehouse > 1 else " ") + \
-        ", ".join(map(str, c.deleted_ids)) + more
+def deleted_ids(c: DayCounts, spec: TableSpec = ORDERS) -> str:
+    """``orders 101, 102 …`` / ``payments (payment_id=7, attempt=2) …``: the first keys of
+    a day's rows the source no longer has."""
+    return rows_named(spec, c.deleted_ids, c.only_in_warehouse)
 
 
-def file_problem(day: str, kind: str, detail: str, can_build: bool, *, fails: bool) -> Problem:
-    """A problem with a day file; its repair is a rebuild when the partition exists."""
-    repair = (rebuild_command(day, day),) if can_build else ()
+def file_problem(day: str, kind: str, detail: str, can_build: bool, *, fails: bool,
+                 repairs: Repairs = Repairs(), files: DailyFiles | None = None) -> Problem:
+    """A problem with a day file (of ``files``; ``orders``' ``paid_orders`` unless told);
+    its repair is a rebuild when the partition exists."""
+    repair = (repairs.rebuild(day, day, files),) if can_build else ()
     if kind == FILE_NOT_BUILT and not fails and can_build:
         detail += " (fails only with --require-all)"
-    return Problem(day, kind, detail, fails, repair)
+    subject = None if is_orders(repairs.spec) or files is None else files.name
+    return Problem(day, kind, detail, fails, repair, subject)
 
 
 def no_partition(day: str, today: date | None) -> str:

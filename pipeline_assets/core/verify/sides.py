@@ -1,11 +1,12 @@
 """The two sides of every comparison, read as Arrow batches of stored rows with their day.
 
-- The source: through :func:`~pipeline_assets.core.source.scan_orders`, the load's own scan
-  (validated, normalized, one row per order — its newest copy — in ``order_id`` order),
-  so that a comparison sees the source exactly as a load would store it.
-- The warehouse: ``orders`` through the warehouse database's Arrow driver, each
-  ``updated_at`` read back as the instant it stands for and given its day by the same
-  rule (:func:`~pipeline_assets.core.columnar.day_numbers`).
+- The source: through :func:`~pipeline_assets.core.source.scan_table`, the load's own scan
+  (validated, normalized, one row per key — its newest copy — in key order), so that a
+  comparison sees the source exactly as a load would store it.
+- The warehouse: the declared table (``orders`` unless ``spec`` says otherwise) through
+  the warehouse database's Arrow driver, each stored cursor read back as the instant it
+  stands for and given its day by the same rule
+  (:func:`~pipeline_assets.core.columnar.day_numbers`; a date cursor's day is its date).
 
 Each side is streamed (a few batches in memory, whatever the table size) and, where only
 totals are needed, folded into per-day digests (:mod:`pipeline_assets.core.digest`).
@@ -19,79 +20,182 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .. import sqlite_reader
-from ..columnar import INSTANT, day_numbers
+from ..columnar import ARROW_TYPES, INSTANT, day_numbers
 from ..db import (
     UNREACHABLE,
     DatabaseError,
     arrow_connect,
     arrow_errors,
     connect_error,
+    dialect_of,
     guard,
     has_table,
-    orders,
     sqlite_name,
 )
 from ..digest import DayDigest, add_days
 from ..errors import VerifyError
 from ..secrets import redact
-from ..source import SCAN_BATCH, SMALL_WINDOW, inspect_source, scan_orders
-from ..times import canonical, from_canonical
+from ..source import SCAN_BATCH, SMALL_WINDOW, inspect_source, quote, scan_table
+from ..spec import ORDERS, TableSpec
+from ..times import EPOCH, canonical, from_canonical
+from .keys import row_name
 
 Span = tuple[datetime | None, datetime | None]  # [start, end); None: open on that side
 EVERYTHING: tuple[Span, ...] = ((None, None),)
-STORED = ("order_id", "status", "amount", "updated_at")
+STORED = ORDERS.column_names  # orders' stored row: order_id, status, amount, updated_at
+NATIVE = ("integer", "float", "boolean")  # read as they are; every other kind as its text
 _ENV = "WAREHOUSE_DATABASE_URL"
 
 
 def source_rows(source: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
-                batch_rows: int = SCAN_BATCH) -> Iterator[pa.Table]:
-    """The source's orders stamped in ``spans`` as the load stores them, with ``day``;
-    in ``order_id`` order within each span. An invalid row raises
+                batch_rows: int = SCAN_BATCH, spec: TableSpec = ORDERS
+                ) -> Iterator[pa.Table]:
+    """The source's rows of ``spec`` stamped in ``spans`` as the load stores them, with
+    ``day``; in key order within each span. An invalid row raises
     :class:`~pipeline_assets.core.rows.InvalidRowError`, which each caller words."""
-    src = inspect_source(source)
+    src = inspect_source(source, spec)
     for start, end in spans:
-        for rows, _ in scan_orders(source, src, tz, start, end, batch_rows):
+        for rows, _ in scan_table(source, src, tz, start, end, batch_rows):
             yield rows
 
 
 def warehouse_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
                    ordered: bool = False, batch_rows: int = SCAN_BATCH,
-                   keys: tuple[int, int] | None = None) -> Iterator[pa.Table]:
-    """The warehouse's orders stamped in ``spans``, with ``day`` (in ``order_id`` order
-    within each span when ``ordered``; only ``keys[0] <= order_id < keys[1]`` when given).
-    Nothing when no load has made the table yet.
+                   keys: tuple[int, int] | None = None, spec: TableSpec = ORDERS
+                   ) -> Iterator[pa.Table]:
+    """The warehouse's rows of ``spec`` stamped in ``spans``, with ``day`` (in key order
+    within each span when ``ordered``; only ``keys[0] <= key < keys[1]`` when given, for
+    a single integer key). Nothing when no load has made the table yet.
 
     PostgreSQL is read through its Arrow driver. SQLite never through a second copy of the
     SQLite library in this process (:mod:`~pipeline_assets.core.sqlite_reader` says why):
     up to :data:`READER_ROWS` through the engine's own driver, more through the Arrow
     driver in a reader process of their own, three times as fast on a million.
     """
-    if not has_table(warehouse, orders.name, _ENV):
+    if not has_table(warehouse, spec.name, _ENV):
         return
+    stored = _Stored(spec, dialect_of(warehouse), tz)
     if warehouse.dialect.name == "sqlite":
-        yield from _sqlite_rows(warehouse, tz, spans, ordered, batch_rows, keys)
+        yield from _sqlite_rows(warehouse, stored, spans, ordered, batch_rows, keys)
         return
     try:
         with closing(arrow_connect(warehouse, _ENV)) as conn, closing(conn.cursor()) as cur:
             for start, end in spans:
-                cur.execute(_stored_sql(start, end, ordered=ordered, keys=keys))
+                cur.execute(stored.sql(start, end, ordered=ordered, keys=keys))
                 for batch in cur.fetch_record_batch():
-                    yield from _tables(batch, batch_rows, tz)
+                    yield from _tables(batch, batch_rows, stored)
     except arrow_errors() as exc:
         raise connect_error(exc, warehouse, _ENV) from None
 
 
-def _tables(batch: pa.RecordBatch, batch_rows: int, tz: tzinfo) -> Iterator[pa.Table]:
+class _Stored:
+    """The SQL that reads a declared table's stored rows in one dialect, and the Arrow
+    table of what it read. For ``orders`` the statements are the ones it always had."""
+
+    def __init__(self, spec: TableSpec, dialect: str, tz: tzinfo):
+        self.spec, self.dialect, self.tz = spec, dialect, tz
+        self.table = quote(spec.name, dialect)
+        self.cursor = quote(spec.cursor, dialect)
+        names = [quote(c.name, dialect) for c in spec.columns]
+        self.columns = ", ".join(
+            n if c.type.kind in NATIVE else f"CAST({n} AS TEXT) AS {n}"
+            for n, c in zip(names, spec.columns, strict=True))
+        text_order = ' COLLATE "C"' if dialect == "postgresql" else ""  # code point order
+        self.order = ", ".join(
+            quote(k, dialect) + ("" if spec.column(k).type.kind == "integer" else text_order)
+            for k in spec.primary_key)
+        self.date_cursor = spec.column(spec.cursor).type.kind == "date"
+
+    def condition(self, start, end, keys, column: str | None = None) -> str:
+        column = column or self.cursor
+        where = []
+        if start is not None:
+            where.append(f"{column} >= '{self._bound(start)}'")
+        if end is not None:
+            where.append(f"{column} < '{self._bound(end)}'")
+        if keys is not None:
+            key = quote(self.spec.primary_key[0], self.dialect)
+            where.append(f"{key} >= {int(keys[0])} AND {key} < {int(keys[1])}")
+        return " AND ".join(where)
+
+    def _bound(self, instant: datetime) -> str:
+        """Canonical UTC text sorts as the instants do; a date cursor's bound is the date
+        of the span's midnight (spans are whole days)."""
+        return instant.date().isoformat() if self.date_cursor else canonical(instant)
+
+    def sql(self, start, end, *, ordered: bool, keys=None, plus: bool = False) -> str:
+        """The rows in ``[start, end)``, by the cursor's index (``plus``: not through it)."""
+        condition = self.condition(start, end, keys, f"+{self.cursor}" if plus else None)
+        return (f"SELECT {self.columns} FROM {self.table}"
+                + (f" WHERE {condition}" if condition else "")
+                + (f" ORDER BY {self.order}" if ordered else ""))
+
+    def arrow(self, rows: Sequence[tuple]) -> pa.Table:
+        """Rows a driver gave (tuples, in declared column order) as a typed table."""
+        columns = list(zip(*rows, strict=True))
+        return self.typed(pa.table([_array(values, c.type.kind) for values, c in zip(
+            columns, self.spec.columns, strict=True)], names=list(self.spec.column_names)))
+
+    def typed(self, table: pa.Table) -> pa.Table:
+        """Each column in its stored Arrow type, and the day of each row."""
+        for i, column in enumerate(self.spec.columns):
+            wanted = ARROW_TYPES[column.type.kind]
+            if table.schema.field(i).type != wanted:
+                table = table.set_column(i, column.name, pc.cast(table[column.name], wanted))
+        return table.append_column("day", self._days(table))
+
+    def _days(self, table: pa.Table) -> pa.Array:
+        text = table[self.spec.cursor]
+        if self.date_cursor:
+            try:
+                return pc.cast(pc.cast(text, pa.date32()), pa.int32())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                dates = [self._date(i, v, table) for i, v in enumerate(text.to_pylist())]
+                return pa.array([(d - EPOCH).days for d in dates], pa.int32())
+        try:
+            instants = pc.cast(text, INSTANT)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            instants = pa.array([self._instant(i, v, table)
+                                 for i, v in enumerate(text.to_pylist())], INSTANT)
+        return day_numbers(instants, self.tz)
+
+    def _instant(self, i: int, text: str, table: pa.Table) -> datetime:
+        try:
+            return from_canonical(text)
+        except (TypeError, ValueError):
+            raise self._bad(i, text, table, "a canonical timestamp") from None
+
+    def _date(self, i: int, text: str, table: pa.Table):
+        try:
+            return date.fromisoformat(text)
+        except (TypeError, ValueError):
+            raise self._bad(i, text, table, "a date (YYYY-MM-DD)") from None
+
+    def _bad(self, i: int, text: str, table: pa.Table, what: str) -> VerifyError:
+        spec = self.spec
+        key = tuple(table[k][i].as_py() for k in spec.primary_key)
+        return VerifyError(
+            f"the warehouse row of {row_name(spec, key[0] if len(key) == 1 else key)} has "
+            f"{spec.cursor} {text!r}, which is not {what}; reload it with an "
+            f"explicit-range {spec.name} run")
+
+
+def _array(values: Sequence, kind: str) -> pa.Array:
+    if kind == "boolean":  # SQLite gives 0/1
+        return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
+    return pa.array(values, ARROW_TYPES[kind] if kind in NATIVE else pa.string())
+
+
+def _tables(batch: pa.RecordBatch, batch_rows: int, stored: _Stored) -> Iterator[pa.Table]:
     for offset in range(0, batch.num_rows, batch_rows):
-        yield _with_days(pa.Table.from_batches([batch.slice(offset, batch_rows)]), tz)
+        yield stored.typed(pa.Table.from_batches([batch.slice(offset, batch_rows)]))
 
 
 # From this many rows a SQLite warehouse is read by the reader process: its 0.35 s start
@@ -99,7 +203,7 @@ def _tables(batch: pa.RecordBatch, batch_rows: int, tz: tzinfo) -> Iterator[pa.T
 READER_ROWS = 250_000
 
 
-def _sqlite_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span], ordered: bool,
+def _sqlite_rows(warehouse: Engine, stored: _Stored, spans: Sequence[Span], ordered: bool,
                  batch_rows: int, keys: tuple[int, int] | None) -> Iterator[pa.Table]:
     """:func:`warehouse_rows` of a SQLite warehouse."""
     with guard(warehouse, _ENV), warehouse.connect() as conn:
@@ -107,109 +211,63 @@ def _sqlite_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span], ordered: 
         try:
             plans = []
             for start, end in spans:
-                large = _at_least(cur, start, end, keys, SMALL_WINDOW)
+                large = _at_least(cur, stored, start, end, keys, SMALL_WINDOW)
                 # SQLite keeps no statistics: a large range reads faster by a table scan
-                plans.append((_stored_sql(start, end, ordered=ordered, keys=keys,
-                                          column="+updated_at" if large else "updated_at"),
-                              large and _at_least(cur, start, end, keys, READER_ROWS)))
+                plans.append((stored.sql(start, end, ordered=ordered, keys=keys, plus=large),
+                              large and _at_least(cur, stored, start, end, keys,
+                                                  READER_ROWS)))
             if not any(large for _, large in plans):
                 for sql, _ in plans:
                     cur.execute(sql)
                     while part := cur.fetchmany(batch_rows):
-                        columns = list(zip(*part, strict=True))
-                        yield _with_days(pa.table(
-                            [pa.array(columns[0], pa.int64()),
-                             *(pa.array(c, pa.string()) for c in columns[1:])],
-                            names=list(STORED)), tz)
+                        yield stored.arrow(part)
                 return
         finally:
             cur.close()
     database = sqlite_name(warehouse.url)
     try:
         for batch in sqlite_reader.read(database, [sql for sql, _ in plans], batch_rows):
-            yield from _tables(batch, batch_rows, tz)
+            yield from _tables(batch, batch_rows, stored)
     except sqlite_reader.ReaderError as exc:
         raise DatabaseError(f"cannot read the warehouse database at {redact(warehouse.url)}: "
                             f"{exc}. Check {_ENV}.", kind=UNREACHABLE) from None
 
 
-def _at_least(cur, start: datetime | None, end: datetime | None,
+def _at_least(cur, stored: _Stored, start: datetime | None, end: datetime | None,
               keys: tuple[int, int] | None, rows: int) -> bool:
-    """Whether ``orders`` holds ``rows`` or more in the range (counted through its indexes,
+    """Whether the table holds ``rows`` or more in the range (counted through its indexes,
     at most that many: bounded whatever the table)."""
-    condition = _condition(start, end, keys, "updated_at")
-    cur.execute("SELECT count(*) FROM (SELECT 1 FROM orders"
+    condition = stored.condition(start, end, keys)
+    cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM {stored.table}"
                 + (f" WHERE {condition}" if condition else "") + f" LIMIT {rows})")
     return cur.fetchone()[0] >= rows
 
 
-def _condition(start, end, keys, column: str) -> str:
-    where = []
-    if start is not None:
-        where.append(f"{column} >= '{canonical(start)}'")
-    if end is not None:
-        where.append(f"{column} < '{canonical(end)}'")
-    if keys is not None:
-        where.append(f"order_id >= {int(keys[0])} AND order_id < {int(keys[1])}")
-    return " AND ".join(where)
-
-
-def _stored_sql(start: datetime | None, end: datetime | None, *, ordered: bool,
-                keys: tuple[int, int] | None = None, column: str = "updated_at") -> str:
-    """``orders`` in ``[start, end)``: canonical UTC text compares as the instants do, so
-    the range is the ``updated_at`` index's (``+updated_at``: not through the index)."""
-    condition = _condition(start, end, keys, column)
-    texts = ", ".join(f"CAST({c} AS TEXT) AS {c}" for c in STORED[1:])
-    return (f"SELECT order_id, {texts} FROM orders"
-            + (f" WHERE {condition}" if condition else "")
-            + (" ORDER BY order_id" if ordered else ""))
-
-
-def _with_days(table: pa.Table, tz: tzinfo) -> pa.Table:
-    """The stored rows and the day of each, read from its canonical ``updated_at``."""
-    table = table.set_column(0, "order_id", pc.cast(table["order_id"], pa.int64()))
-    text = table["updated_at"]
-    try:
-        instants = pc.cast(text, INSTANT)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        instants = pa.array([_instant(order_id, value) for order_id, value in zip(
-            table["order_id"].to_pylist(), text.to_pylist(), strict=True)], INSTANT)
-    return table.append_column("day", day_numbers(instants, tz))
-
-
-def _instant(order_id: int, text: str) -> datetime:
-    try:
-        return from_canonical(text)
-    except (TypeError, ValueError):
-        raise VerifyError(
-            f"the warehouse row of order {order_id} has updated_at {text!r}, which is not "
-            "a canonical timestamp; reload it with an explicit-range orders run"
-        ) from None
-
-
-def digest_by_day(tables: Iterable[pa.Table]) -> tuple[dict[int, DayDigest], int]:
+def digest_by_day(tables: Iterable[pa.Table], spec: TableSpec = ORDERS
+                  ) -> tuple[dict[int, DayDigest], int]:
     """Per-day digests of the rows in ``tables``, and how many rows there were."""
     days: dict[int, DayDigest] = {}
     rows = 0
     for table in tables:
-        add_days(days, table)
+        add_days(days, table, spec)
         rows += table.num_rows
     return days, rows
 
 
 def day_digests(source: Engine, warehouse: Engine, tz: tzinfo, *,
-                source_spans: Sequence[Span], warehouse_spans: Sequence[Span]
+                source_spans: Sequence[Span], warehouse_spans: Sequence[Span],
+                spec: TableSpec = ORDERS
                 ) -> tuple[dict[int, DayDigest], dict[int, DayDigest]]:
     """Per-day digests of the source over ``source_spans`` and of the warehouse over
     ``warehouse_spans``, both read at once (the warehouse in a thread of its own). With
     no source day to read (a first load read them all), the warehouse is read as two
     halves of its keys at once instead: its read is then all there is to wait for."""
-    halves = _key_halves(warehouse) if not source_spans else None
+    halves = _key_halves(warehouse, spec) if not source_spans else None
     with ThreadPoolExecutor(2, thread_name_prefix="pipeline-assets-warehouse") as pool:
         parts = [pool.submit(lambda keys=keys: digest_by_day(
-            warehouse_rows(warehouse, tz, warehouse_spans, keys=keys))[0])
+            warehouse_rows(warehouse, tz, warehouse_spans, keys=keys, spec=spec), spec)[0])
             for keys in (halves or [None])]
-        read = digest_by_day(source_rows(source, tz, source_spans))[0] \
+        read = digest_by_day(source_rows(source, tz, source_spans, spec=spec), spec)[0] \
             if source_spans else {}
         stored = parts[0].result()
         for part in parts[1:]:
@@ -219,65 +277,85 @@ def day_digests(source: Engine, warehouse: Engine, tz: tzinfo, *,
         return read, stored
 
 
-def _key_halves(warehouse: Engine) -> list[tuple[int, int]] | None:
-    """Two ranges of ``order_id`` that split the warehouse's keys (the ends of its key
-    index: two index probes), or None when there is nothing to split."""
-    if not has_table(warehouse, orders.name, _ENV):
+def _key_halves(warehouse: Engine, spec: TableSpec) -> list[tuple[int, int]] | None:
+    """Two ranges of a single integer key that split the warehouse's keys (the ends of its
+    key index: two index probes), or None when there is nothing to split."""
+    if warehouse.dialect.name != "sqlite" or len(spec.primary_key) != 1 or \
+            spec.column(spec.primary_key[0]).type.kind != "integer" or \
+            not has_table(warehouse, spec.name, _ENV):
         return None
-    with guard(warehouse, _ENV), warehouse.connect() as conn:  # two aggregates in one
-        low = conn.execute(sa.select(sa.func.min(orders.c.order_id))).scalar()  # query: a scan
-        high = conn.execute(sa.select(sa.func.max(orders.c.order_id))).scalar()
-    if low is None or high - low < 2 or warehouse.dialect.name != "sqlite":
+    stored = _Stored(spec, "sqlite", None)
+    key = quote(spec.primary_key[0], "sqlite")
+    # min and max apart: two index probes (both aggregates in one query would be a scan)
+    with guard(warehouse, _ENV), warehouse.connect() as conn:
+        low = conn.exec_driver_sql(f"SELECT min({key}) FROM {stored.table}").scalar()
+        high = conn.exec_driver_sql(f"SELECT max({key}) FROM {stored.table}").scalar()
+    if low is None or high - low < 2:
         return None
     middle = low + (high - low) // 2
     return [(low, middle), (middle, high + 1)]
 
 
-# --- the warehouse by key: what the check's deleted orders need -----------------------------
+# --- the warehouse by key: what the check's deleted rows need -------------------------------
 
 KEYS_PER_LIST = 1_000  # keys per IN list of warehouse_rows_by_key
 
 
-def warehouse_keys(warehouse: Engine, spans: Sequence[Span]) -> Iterator[pa.Array]:
-    """The keys (int64) of the warehouse's orders stamped in ``spans``: only the key is
-    read, through the ``updated_at`` index (on SQLite the key is the rowid, which that
-    index holds: no row is read at all). Through the engine's own driver: a few small
-    reads, no Arrow driver to connect."""
-    if not has_table(warehouse, orders.name, _ENV):
+def warehouse_keys(warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec = ORDERS
+                   ) -> Iterator[pa.Table]:
+    """The keys of the warehouse's rows stamped in ``spans`` (a table of the key columns):
+    only the key is read, through the cursor's index (on SQLite an integer key is the
+    rowid, which that index holds: no row is read at all). Through the engine's own
+    driver: a few small reads, no Arrow driver to connect."""
+    if not has_table(warehouse, spec.name, _ENV):
         return
-    sqls = [f"SELECT order_id FROM orders WHERE {_condition(start, end, None, 'updated_at')}"
-            if start is not None or end is not None else "SELECT order_id FROM orders"
-            for start, end in spans]
+    stored = _Stored(spec, dialect_of(warehouse), None)
+    kinds = [spec.column(k).type.kind for k in spec.primary_key]
+    select = f"SELECT {', '.join(quote(k, stored.dialect) for k in spec.primary_key)} " \
+             f"FROM {stored.table}"
+    sqls = [f"{select} WHERE {stored.condition(start, end, None)}"
+            if start is not None or end is not None else select for start, end in spans]
     with guard(warehouse, _ENV), warehouse.connect() as conn:
         cur = conn.connection.driver_connection.cursor()
         try:
             for sql in sqls:
                 cur.execute(sql)
                 while part := cur.fetchmany(65_536):
-                    yield pa.array([row[0] for row in part], pa.int64())
+                    columns = list(zip(*part, strict=True))
+                    yield pa.table([_array(c, kind) for c, kind in zip(columns, kinds,
+                                                                      strict=True)],
+                                   names=list(spec.primary_key))
         finally:
             cur.close()
 
 
-def warehouse_rows_by_key(warehouse: Engine, tz: tzinfo, keys: Sequence[int]
-                          ) -> Iterator[pa.Table]:
-    """The warehouse's orders whose key is one of ``keys`` (sorted), with ``day``, in key
-    order: :data:`KEYS_PER_LIST` keys per ``IN`` list, a probe of the key each."""
-    if not keys or not has_table(warehouse, orders.name, _ENV):
+def warehouse_rows_by_key(warehouse: Engine, tz: tzinfo, keys: Sequence, *,
+                          spec: TableSpec = ORDERS) -> Iterator[pa.Table]:
+    """The warehouse's rows whose key is one of ``keys`` (sorted; values for a one-column
+    key, tuples otherwise), with ``day``, in key order: :data:`KEYS_PER_LIST` keys per
+    ``IN`` list, a probe of the key each."""
+    if not keys or not has_table(warehouse, spec.name, _ENV):
         return
-    texts = ", ".join(f"CAST({c} AS TEXT) AS {c}" for c in STORED[1:])
+    stored = _Stored(spec, dialect_of(warehouse), tz)
+    names = [quote(k, stored.dialect) for k in spec.primary_key]
+    column = names[0] if len(names) == 1 else f"({', '.join(names)})"
     with guard(warehouse, _ENV), warehouse.connect() as conn:
         cur = conn.connection.driver_connection.cursor()
         try:
             for i in range(0, len(keys), KEYS_PER_LIST):
-                listed = ", ".join(str(int(k)) for k in keys[i:i + KEYS_PER_LIST])
-                cur.execute(f"SELECT order_id, {texts} FROM orders "
-                            f"WHERE order_id IN ({listed}) ORDER BY order_id")
+                listed = ", ".join(_key_literal(k) for k in keys[i:i + KEYS_PER_LIST])
+                cur.execute(f"SELECT {stored.columns} FROM {stored.table} "
+                            f"WHERE {column} IN ({listed}) ORDER BY {stored.order}")
                 if part := cur.fetchall():
-                    columns = list(zip(*part, strict=True))
-                    yield _with_days(pa.table(
-                        [pa.array(columns[0], pa.int64()),
-                         *(pa.array(c, pa.string()) for c in columns[1:])],
-                        names=list(STORED)), tz)
+                    yield stored.arrow(part)
         finally:
             cur.close()
+
+
+def _key_literal(key) -> str:
+    """A key as SQL: an integer as it is, text quoted; a composite key as a row value."""
+    if isinstance(key, tuple):
+        return f"({', '.join(_key_literal(k) for k in key)})"
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(int(key))
+    return "'" + str(key).replace("'", "''") + "'"
