@@ -319,14 +319,15 @@ def reconcile_check(source, warehouse, tz, horizon_days: int, days_touched: list
     clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``;
     the days the load just read whole are compared with what it read (``read_whole``)."""
     from .core.horizon import reconcile_horizon
-    from .core.verify import VerifyError
+    from .core.verify import Repairs, VerifyError
 
     check = spec.names.match_check
     try:
         h, days, verdict = reconcile_horizon(
             source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
             days_touched=days_touched, read_whole=read_whole,
-            max_delete_share=max_delete_share)
+            max_delete_share=max_delete_share, spec=spec,
+            repairs=Repairs(spec, module))
     except VerifyError as exc:
         return AssetCheckResult(check_name=check, passed=False, description=str(exc))
     return AssetCheckResult(

@@ -152,7 +152,7 @@ def build_new_rows_sensor(settings: Settings, load_job,
                 source.engine(), watermark.warehouse.engine(), tz=tz,
                 lookback_days=watermark.lookback_days, cursor=context.cursor,
                 runs_for=runs_for, now=now,
-                seed=_seed(context.instance, name) if fresh else "",
+                seed=_seed(context.instance, name) if fresh else "", spec=spec,
             )
         except PipelineError as exc:
             # The cursor stays: the next tick asks again once the database is back.

@@ -27,7 +27,7 @@ from .assets import (
 )
 from .automation import build_daily_schedule, build_new_rows_sensor, build_refresh_sensor
 from .core.commands import DEFINITIONS_MODULE
-from .core.spec import ORDERS, DeclarationError, TableSpec
+from .core.spec import ORDERS, TableSpec
 from .core.times import utc_now
 from .io_manager import DailyFilesIOManager
 from .location import source_resource_key
@@ -41,7 +41,6 @@ def build_definitions(settings: Settings, clock: Clock = utc_now, *,
     """Everything Dagster needs for one declared table, from plain settings (tests build
     their own) and the one clock every asset, check and sensor reads (tests pass a fixed
     one). ``module`` is the code location the printed repair commands name."""
-    _require_runnable(spec)
     names = spec.names
     table = TableSettings(settings, spec, module)
     resources, keys = _resources(settings, spec)
@@ -136,25 +135,6 @@ def _shared(resource):
     """The one object of this configuration in this process (Dagster's merge compares
     resources by identity)."""
     return _BUILT.setdefault((type(resource).__qualname__, repr(resource)), resource)
-
-
-def _require_runnable(spec: TableSpec) -> None:
-    """The machinery below runs the orders shape; any other declaration is refused when
-    the definitions load, naming what differs, instead of failing in the middle of a run.
-    (Table-agnostic loads, files and checks are being moved onto the spec; docs/contract.md
-    says what a declaration will run.)"""
-    ours = [("table", spec.table, ORDERS.table), ("name", spec.name, ORDERS.name),
-            ("primary_key", list(spec.primary_key), list(ORDERS.primary_key)),
-            ("cursor", spec.cursor, ORDERS.cursor),
-            ("columns", {c.name: c.type.name for c in spec.columns},
-             {c.name: c.type.name for c in ORDERS.columns}),
-            ("daily_files", [(f.name, f.where, f.columns, f.totals) for f in spec.daily_files],
-             [(f.name, f.where, f.columns, f.totals) for f in ORDERS.daily_files])]
-    for path, value, runnable in ours:
-        if value != runnable:
-            raise DeclarationError(
-                path, value, f"this release runs declarations of the orders shape only "
-                f"({path}: {runnable!r}); other tables are declared and checked, not yet run")
 
 
 _EXECUTORS: dict[tuple[str, str], Callable] = {}

@@ -355,12 +355,7 @@ def test_automation_starts_running_unless_switched_off(tmp_path, switch, running
 
 # --- any declared table ----------------------------------------------------------------------
 
-# built only once _require_runnable lets another shape than orders' through
-ANY_TABLE = pytest.mark.xfail(reason="orders' shape only until verify and sensing take the "
-                              "spec", strict=True)
 
-
-@ANY_TABLE
 def test_a_declared_tables_refresh_sensor_rebuilds_the_days_its_loads_touched(
         tmp_path, instance):
     """``F_refresh_sensor`` follows ``N``'s materializations only: two tables of one
@@ -383,7 +378,6 @@ def test_a_declared_tables_refresh_sensor_rebuilds_the_days_its_loads_touched(
     assert tick(orders, "paid_orders_refresh_sensor", instance).run_requests == []
 
 
-@ANY_TABLE
 def test_a_declared_tables_schedule_builds_yesterday_of_its_files(tmp_path):
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
     defs = build_definitions(settings, spec=PAYMENTS)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from pipeline_assets.core.scaffold import CHANGE_ME, suggest_declaration
-from pipeline_assets.core.spec import ORDERS_ATTRIBUTES, DeclarationError
+from pipeline_assets.core.spec import ORDERS_ATTRIBUTES
 
 from .tables import PAYMENTS_ATTRIBUTES
 
@@ -55,14 +55,17 @@ def test_a_draft_declaration_is_read_from_the_source(tmp_path):
         assert missing["primary_key"] == missing["cursor"] == CHANGE_ME
 
 
-def test_only_the_orders_shape_runs_in_this_release_and_the_refusal_says_so():
+def test_any_declared_table_builds_its_pipeline():
+    """What this release refused before (the orders shape only) builds now, under its own
+    names, from the component as from Python."""
     from pipeline_assets.component import IncrementalTable
-    from pipeline_assets.definitions import _require_runnable
+    from pipeline_assets.definitions import build_definitions
+    from pipeline_assets.settings import from_env
 
-    _require_runnable(IncrementalTable(**ORDERS_ATTRIBUTES).spec())
-    with pytest.raises(DeclarationError, match="orders shape only") as caught:
-        _require_runnable(IncrementalTable(**PAYMENTS_ATTRIBUTES).spec())
-    assert caught.value.path == "table"
+    spec = IncrementalTable(**PAYMENTS_ATTRIBUTES).spec()
+    built = build_definitions(from_env({"PIPELINE_DATA_DIR": "/nowhere"}), spec=spec)
+    assert {k.to_user_string() for k in built.resolve_all_asset_keys()} == {
+        "payments", "captured_payments", "captured_per_day"}
 
 
 def _project(root: Path) -> Path:
@@ -130,13 +133,19 @@ def test_a_users_project_lists_scaffolds_loads_and_refuses_a_clash(tmp_path):
     assert written["attributes"] == suggest_declaration(url, "payments")
     (root / "shop" / "defs" / "payments" / "defs.yaml").unlink()
 
-    # Phase 3: the orders declaration loads as the pipeline's own: same assets, same names
+    # Phase 3: the orders declaration loads as the pipeline's own: same assets, same names;
+    # payments beside it, under its own names, the two sharing their resources
     _declare(root, "orders", ORDERS_ATTRIBUTES)
+    _declare(root, "payments", PAYMENTS_ATTRIBUTES)
     loaded = _dg(root, "list", "defs", "--json")
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     for name in ("orders", "paid_orders", "daily_revenue", "orders_job", "daily_files_job",
                  "daily_job", "daily_schedule", "new_orders_sensor",
-                 "paid_orders_refresh_sensor", "orders_match_source"):
+                 "paid_orders_refresh_sensor", "orders_match_source",
+                 "payments", "captured_payments", "captured_per_day", "payments_job",
+                 "captured_payments_job", "payments_daily_job", "payments_daily_schedule",
+                 "new_payments_sensor", "captured_payments_refresh_sensor",
+                 "payments_match_source"):
         assert f'"{name}"' in loaded.stdout, name
 
     # Phase 4: a second declaration taking a name of the first fails the load, naming both

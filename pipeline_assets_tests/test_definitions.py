@@ -131,16 +131,11 @@ def test_bad_settings_fail_loading_with_the_variable_named(tmp_path):
 
 # --- any declared table: names, metadata, resources ----------------------------------------
 
-# built only once _require_runnable lets another shape than orders' through
-ANY_TABLE = pytest.mark.xfail(reason="orders' shape only until verify and sensing take the "
-                              "spec", strict=True)
-
 
 def _settings(tmp_path: Path, **env: str):
     return from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data"), **env}, cwd=tmp_path)
 
 
-@ANY_TABLE
 def test_a_declared_table_gets_every_name_by_the_rule(tmp_path):
     built = build_definitions(_settings(tmp_path), spec=PAYMENTS)
     assert {k.to_user_string() for k in built.resolve_all_asset_keys()} == {
@@ -163,7 +158,6 @@ def test_a_declared_table_gets_every_name_by_the_rule(tmp_path):
     assert [n.name for n in built.resolve_job_def("payments_job").graph.nodes] == ["payments"]
 
 
-@ANY_TABLE
 def test_day_files_and_totals_are_daily_partitions_run_as_one_range(tmp_path):
     settings = _settings(tmp_path, PARTITIONS_START_DATE="2026-01-05",
                          PIPELINE_TIMEZONE="Europe/Paris")
@@ -181,8 +175,7 @@ def _orders_graph():
     return defs.resolve_asset_graph()
 
 
-@pytest.mark.parametrize("spec", [ORDERS, pytest.param(PAYMENTS, marks=ANY_TABLE)],
-                         ids=["orders", "payments"])
+@pytest.mark.parametrize("spec", [ORDERS, PAYMENTS], ids=["orders", "payments"])
 def test_the_table_asset_carries_its_declaration(tmp_path, spec):
     """What `pipeline-assets -m MODULE` declares each table again from."""
     built = build_definitions(_settings(tmp_path), spec=spec)
@@ -192,7 +185,6 @@ def test_the_table_asset_carries_its_declaration(tmp_path, spec):
     assert declare(held.value) == spec
 
 
-@ANY_TABLE
 def test_a_declared_password_is_not_shown_in_metadata(tmp_path):
     url = "postgresql+psycopg://loader:s3cret@db.internal/app"
     spec = declare(PAYMENTS_ATTRIBUTES | {"source_url": url})
@@ -202,7 +194,6 @@ def test_a_declared_password_is_not_shown_in_metadata(tmp_path):
     assert built.resources["source_payments"].url == url
 
 
-@ANY_TABLE
 def test_two_declarations_load_together_sharing_what_they_share(tmp_path):
     settings = _settings(tmp_path)
     orders = build_definitions(settings, spec=ORDERS)
@@ -219,7 +210,6 @@ def test_two_declarations_load_together_sharing_what_they_share(tmp_path):
     merged.resolve_job_def("payments_daily_job")
 
 
-@ANY_TABLE
 def test_what_a_table_has_of_its_own_is_keyed_by_its_name(tmp_path):
     settings = _settings(tmp_path, PAID_ORDERS_URL="s3://bucket/paid")
     own = declare(PAYMENTS_ATTRIBUTES | {
@@ -241,7 +231,6 @@ def test_what_a_table_has_of_its_own_is_keyed_by_its_name(tmp_path):
         "day_files_captured_payments"
 
 
-@ANY_TABLE
 def test_two_declarations_share_one_celery_executor(tmp_path):
     settings = _settings(tmp_path, PIPELINE_EXECUTOR="celery")
     merged = Definitions.merge(build_definitions(settings, spec=ORDERS),

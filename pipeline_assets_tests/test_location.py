@@ -67,13 +67,11 @@ def _dg_project(root: Path, tables: dict[str, dict]) -> None:
             sort_keys=False))
 
 
-@pytest.mark.xfail(reason="orders only until the next commit", strict=True)
 def test_a_users_dg_project_declares_each_of_its_tables(project):
     _dg_project(project, {"orders": ORDERS_ATTRIBUTES, "payments": PAYMENTS_ATTRIBUTES})
     assert declared_tables("shop.definitions") == {"orders": ORDERS, "payments": PAYMENTS}
 
 
-@pytest.mark.xfail(reason="orders only until the next commit", strict=True)
 def test_a_source_url_is_read_from_the_location_not_shown_in_metadata(project):
     url = f"sqlite:///{project / 'payments.db'}"
     _dg_project(project, {"payments": PAYMENTS_ATTRIBUTES | {"source_url": url}})
