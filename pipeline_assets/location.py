@@ -24,18 +24,12 @@ import dagster as dg
 from dagster.components.definitions import LazyDefinitions
 
 from . import settings as settings_module
-from .core.errors import PipelineError
+from .core.errors import LocationError
 from .core.secrets import redact
 from .core.spec import TableSpec, declare
 
 DECLARATION = "pipeline_assets/declaration"
 DEFAULT_MODULE = "pipeline_assets.definitions"
-
-
-class LocationError(PipelineError):
-    """A module that is not a code location of declared tables."""
-
-    retryable = False
 
 
 def shown_attributes(spec: TableSpec) -> dict:
