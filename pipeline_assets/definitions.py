@@ -128,13 +128,16 @@ def _files_key(settings: Settings, spec: TableSpec, files) -> str:
         else f"day_files_{files.name}"
 
 
-_BUILT: dict[tuple[str, str], Any] = {}
+_BUILT: dict[tuple[str, str, str], Any] = {}
 
 
 def _shared(resource):
     """The one object of this configuration in this process (Dagster's merge compares
-    resources by identity)."""
-    return _BUILT.setdefault((type(resource).__qualname__, repr(resource)), resource)
+    resources by identity). A URL read from a variable (EnvVar) is not the same
+    configuration as that text given as the URL itself."""
+    url_kind = type(getattr(resource, "url", None)).__name__
+    return _BUILT.setdefault((type(resource).__qualname__, repr(resource), url_kind),
+                             resource)
 
 
 _EXECUTORS: dict[tuple[str, str], Callable] = {}
