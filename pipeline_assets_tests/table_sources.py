@@ -1,0 +1,139 @@
+"""A declared table's source, written with plain SQL: what the app does to its rows.
+
+For any :class:`~pipeline_assets.core.spec.TableSpec` of ``tables.TABLES``, on SQLite
+(every column text or a plain affinity, timestamps as ISO text with an offset),
+PostgreSQL (native types: BIGINT, NUMERIC(P,S), DOUBLE PRECISION, BOOLEAN, DATE,
+TIMESTAMPTZ) and MySQL/MariaDB (the same, a DATETIME(6) in UTC): create the table, put
+a row (a numbered row of every declared column, NULLs in nullable columns of even rows,
+Unicode text), delete it, or re-stamp it. The tests that run the same story on
+``orders`` and ``payments`` use it; nothing of the pipeline's own code writes the source.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+from pipeline_assets.core.spec import TableSpec
+
+_SQLITE = {"integer": "INTEGER", "text": "TEXT", "decimal": "TEXT", "float": "REAL",
+           "boolean": "BOOLEAN", "date": "TEXT", "timestamp": "TEXT"}
+_POSTGRES = {"integer": "BIGINT", "text": "TEXT", "decimal": "NUMERIC", "float":
+             "DOUBLE PRECISION", "boolean": "BOOLEAN", "date": "DATE",
+             "timestamp": "TIMESTAMPTZ"}
+_MYSQL = {**_POSTGRES, "text": "VARCHAR(200)", "decimal": "VARCHAR(40)",
+          "float": "DOUBLE", "timestamp": "DATETIME(6)"}
+
+
+def _quoted(name: str, mysql: bool) -> str:
+    mark = "`" if mysql else '"'
+    return mark + name.replace(mark, mark * 2) + mark
+
+
+def stamp(text: str) -> datetime:
+    """``2026-01-05T10:00`` (UTC) as an aware instant."""
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+
+
+class TableSource:
+    """One declared table in a source database, written the way an app would."""
+
+    def __init__(self, engine: sa.Engine, spec: TableSpec):
+        self.engine, self.spec = engine, spec
+        self.sqlite = engine.dialect.name == "sqlite"
+        self.mysql = engine.dialect.name in ("mysql", "mariadb")
+
+    def create(self) -> None:
+        _q = self._q
+        types = _SQLITE if self.sqlite else _MYSQL if self.mysql else _POSTGRES
+        columns = []
+        for c in self.spec.columns:
+            kind = types[c.type.kind]
+            if c.type.kind == "decimal" and c.type.precision and not self.sqlite:
+                kind = f"NUMERIC({c.type.precision},{c.type.scale})"
+            columns.append(f"{_q(c.name)} {kind}{'' if c.nullable else ' NOT NULL'}")
+        key = ", ".join(_q(k) for k in self.spec.primary_key)
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE TABLE {_q(self.spec.table)} ({', '.join(columns)}, "
+                                 f"PRIMARY KEY ({key}))")
+            conn.exec_driver_sql(f"CREATE INDEX {_q(self.spec.table + '_cursor')} ON "
+                                 f"{_q(self.spec.table)} ({_q(self.spec.cursor)})")
+
+    def key(self, n: int) -> tuple:
+        """The key of row ``n``: ``n`` in the first column, ``n % 3 + 1`` in the others."""
+        return tuple(n if i == 0 else n % 3 + 1 for i, _ in enumerate(self.spec.primary_key))
+
+    def row(self, n: int, at: datetime, *, filed: bool = True, version: int = 0) -> dict:
+        """Row ``n`` stamped ``at``: in the first daily file's view (``filed``) or not;
+        ``version`` changes its values."""
+        where = dict(self.spec.daily_files[0].where)
+        values = {}
+        for c in self.spec.columns:
+            kind = c.type.kind
+            if c.nullable and n % 2 == 0:
+                value = None
+            elif c.name in where:
+                value = where[c.name][0] if filed else "other"
+            elif kind == "integer":
+                value = n * 100 + version
+            elif kind == "text":
+                value = f"row {n} v{version} Grüße ☕"
+            elif kind == "decimal":
+                value = Decimal(f"{n}.{version}5")
+            elif kind == "float":
+                value = n + version / 4
+            elif kind == "boolean":
+                value = (n + version) % 2 == 0
+            elif kind == "date":
+                value = date(2026, 1, 1 + (n + version) % 28)
+            else:
+                value = at
+            values[c.name] = value
+        values.update(zip(self.spec.primary_key, self.key(n), strict=True))
+        values[self.spec.cursor] = at
+        return values
+
+    def _q(self, name: str) -> str:
+        return _quoted(name, self.mysql)
+
+    def put(self, n: int, at: datetime, **kw) -> None:
+        """Insert row ``n``, or replace it (the app's update)."""
+        _q = self._q
+        row = self.row(n, at, **kw)
+        self.delete(n)
+        names = list(row)
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                f"INSERT INTO {_q(self.spec.table)} ({', '.join(_q(c) for c in names)}) "
+                f"VALUES ({', '.join(f':p{i}' for i in range(len(names)))})"),
+                {f"p{i}": self._param(row[c]) for i, c in enumerate(names)})
+
+    def delete(self, n: int) -> None:
+        _q = self._q
+        where = " AND ".join(f"{_q(k)} = :k{i}" for i, k in enumerate(self.spec.primary_key))
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(f"DELETE FROM {_q(self.spec.table)} WHERE {where}"),
+                         {f"k{i}": v for i, v in enumerate(self.key(n))})
+
+    def restamp(self, n: int, at: datetime) -> None:
+        """Only the cursor changes (the app backdates or touches a row)."""
+        _q = self._q
+        where = " AND ".join(f"{_q(k)} = :k{i}" for i, k in enumerate(self.spec.primary_key))
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE {_q(self.spec.table)} SET {_q(self.spec.cursor)} "
+                                 f"= :at WHERE {where}"),
+                         {"at": self._param(at), **{f"k{i}": v
+                                                    for i, v in enumerate(self.key(n))}})
+
+    def _param(self, value):
+        if self.mysql and isinstance(value, datetime):
+            return value.astimezone(timezone.utc).replace(tzinfo=None)
+        if not self.sqlite:
+            return value
+        if isinstance(value, (datetime, date)):
+            return value.isoformat()
+        if isinstance(value, Decimal):
+            return str(value)
+        return value
