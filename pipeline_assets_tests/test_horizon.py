@@ -34,6 +34,8 @@ from pipeline_assets.core.verify import DayCounts
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 
+from .tables import TABLES
+
 NY = ZoneInfo("America/New_York")
 W = datetime(2026, 1, 21, tzinfo=UTC)
 
@@ -88,24 +90,28 @@ def _agree(day: str) -> DayCounts:
                      warehouse_checksum=9)
 
 
+@pytest.mark.parametrize("spec", TABLES.values(), ids=list(TABLES))
 @pytest.mark.parametrize("days, holds_rows, reconcile_days, passed, says", [
     ({"2026-01-21": _agree("2026-01-21")}, True, 7, True, None),
     ({"2026-01-21": DayCounts("2026-01-21", source_rows=1, source_checksum=1)}, True, 7,
      False, "1 day(s) differ between source and warehouse: 2026-01-21"),
     ({}, True, 7, False, "compared no day, so this check cannot vouch for anything"),
     ({}, True, 0, False, "RECONCILE_DAYS is 0"),
-    ({}, False, 7, True, "the warehouse holds no orders yet"),
+    ({}, False, 7, True, "the warehouse holds no {rows} yet"),
 ])
-def test_comparing_nothing_on_a_warehouse_with_rows_fails(days, holds_rows, reconcile_days,
-                                                          passed, says):
+def test_comparing_nothing_on_a_warehouse_with_rows_fails(spec, days, holds_rows,
+                                                          reconcile_days, passed, says):
+    """The same verdicts for every declared table, in its own words and commands."""
     h = horizon(watermark=W if holds_rows else None, newest_row=None, days_touched=[],
                 reconcile_days=reconcile_days, tz=UTC)
-    verdict = judge(h, days, warehouse_holds_rows=holds_rows)
+    verdict = judge(h, days, warehouse_holds_rows=holds_rows, spec=spec)
     assert (verdict.passed, verdict.days_compared) == (passed, len(days))
     if says is None:
         assert verdict.description is None
     else:
-        assert says in verdict.description
+        rows = "orders" if spec.name == "orders" else f"{spec.name} rows"
+        assert says.format(rows=rows) in verdict.description
+    assert all(f"--select {spec.name} " in command for command in verdict.repair)
 
 
 @pytest.mark.parametrize("text, expected", [
