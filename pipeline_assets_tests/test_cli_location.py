@@ -2,31 +2,36 @@
 location declares, found as ``dagster -m`` finds its definitions, each with its own
 watermark, history, plan and verify, and every printed command names that location.
 
-The user's location here is a module of the test's own, ``shop_<id>.definitions``, whose
-``Definitions`` hold an asset per table carrying its declaration (the metadata every
-table asset carries, which is all the command line reads): ``orders`` and ``payments``
-in one app database and one warehouse, real SQLite files under tmp_path.
+The user's location here is a dg project of the test's own, ``shop_<id>.definitions``,
+declaring ``orders`` and ``payments`` in ``defs/<table>/defs.yaml``: one app database and
+one warehouse, real SQLite files under tmp_path.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import sys
 import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
+from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db import make_engine
 from pipeline_assets.core.load import load_orders, load_table
 from pipeline_assets.core.spec import ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
+from .plain import query
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, delete_payment, make_payments
 
+BIN = Path(sys.executable).parent
 PAYMENT_ROWS = [  # payment_id, attempt, status, cents, fee, rate, note, refundable, day, stamp
     (7, 9, "failed", 1999, "0.00", None, None, False, None, "2026-01-20 09:00:00"),
     (7, 10, "captured", 1999, "1.10", 0.5, "Grüße ☕", True, "2026-01-21",
@@ -48,21 +53,43 @@ def data(env) -> Path:
 
 
 @pytest.fixture
-def shop(tmp_path: Path):
-    """A user's code location declaring orders and payments, importable from tmp_path
-    (the working directory of every ``cli`` call); forgotten afterwards."""
+def shop(tmp_path: Path, monkeypatch):
+    """A user's dg project declaring orders and payments (Dagster's layout: one folder per
+    declaration under ``defs/``), importable from tmp_path, the working directory of every
+    ``cli`` call; its module name is returned, and forgotten afterwards."""
     package = f"shop_{uuid.uuid4().hex[:8]}"
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        [project]
+        name = "{package}"
+        version = "0.1.0"
+
+        [tool.dg]
+        directory_type = "project"
+
+        [tool.dg.project]
+        root_module = "{package}"
+        """))
     (tmp_path / package).mkdir()
     (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / package / "definitions.py").write_text(textwrap.dedent(f"""\
+    (tmp_path / package / "definitions.py").write_text(textwrap.dedent("""\
+        from pathlib import Path
+
         import dagster as dg
 
-        from pipeline_assets.location import DECLARATION
 
-        TABLES = {{"orders": {ORDERS_ATTRIBUTES!r}, "payments": {PAYMENTS_ATTRIBUTES!r}}}
-        defs = dg.Definitions(assets=[dg.AssetSpec(name, metadata={{DECLARATION: attrs}})
-                                      for name, attrs in TABLES.items()])
+        @dg.definitions
+        def defs():
+            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
         """))
+    for name, attributes in (("orders", ORDERS_ATTRIBUTES), ("payments", PAYMENTS_ATTRIBUTES)):
+        (tmp_path / package / "defs" / name).mkdir(parents=True)
+        (tmp_path / package / "defs" / name / "defs.yaml").write_text(yaml.safe_dump(
+            {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
+            sort_keys=False))
+    # the location is built from this process's environment (the one a user's shell has)
+    monkeypatch.setenv("PIPELINE_DATA_DIR", str(tmp_path / "data"))
+    for name in ("SOURCE_DATABASE_URL", "WAREHOUSE_DATABASE_URL", "PAID_ORDERS_URL"):
+        monkeypatch.delenv(name, raising=False)
     yield f"{package}.definitions"
     for name in [n for n in sys.modules if n.split(".")[0] == package]:
         del sys.modules[name]
@@ -198,3 +225,34 @@ def test_verify_checks_every_table_and_its_repairs_name_the_location(cli, both, 
     assert report["repair"] == [line.strip() for line in printed]
     alone = json.loads(cli("verify", "-m", shop, "--table", "payments", "--json")[1])
     assert alone["repair"] == report["repair"]  # one table: its report as it always was
+
+
+@pytest.mark.e2e
+def test_the_printed_repairs_run_as_printed_in_the_users_project(cli, both, shop, tmp_path):
+    """Pasted into the real ``dagster`` CLI in the project's folder, the commands verify
+    printed for the user's location delete the payment the app deleted, from the
+    warehouse and from its day file."""
+    load_both(both)
+    source = make_engine(f"sqlite:///{both / 'app.db'}", role="source")
+    delete_payment(source, 7, 10)
+    source.dispose()
+    report = json.loads(cli("verify", "-m", shop, "--table", "payments", "--json")[1])
+    assert len(report["repair"]) == 2
+
+    (tmp_path / "home").mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
+                                  "LOOKBACK_DAYS", "PARTITIONS_START", "PAID_ORDERS"))}
+    env.update(PIPELINE_DATA_DIR=str(both), DAGSTER_HOME=str(tmp_path / "home"))
+    for command in report["repair"]:
+        argv = shlex.split(command)
+        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr[-3000:])
+
+    assert [(r[0], r[1]) for r in query(f"sqlite:///{both / 'warehouse.db'}",
+                                        "SELECT payment_id, attempt FROM payments "
+                                        "ORDER BY 1, 2")] == [(7, 9), (12, 1)]
+    assert read_committed_day(both / "captured_payments", "2026-01-20") == []
+    code, out, _ = cli("verify", "-m", shop)
+    assert code == 0, out

@@ -3,7 +3,9 @@
 The forms: ``pipeline-assets demo init`` (the hint of a missing source), an explicit-range
 ``orders`` run with ``--config-json`` (verify, the ``orders_match_source`` check), and a
 rebuild of one partition (an uncommitted day's error, verify) or of a range (verify).
-The end-to-end case types each of them, as printed, into the real CLIs.
+The end-to-end case types each of them, as printed, into the real CLIs; the range load
+that allows deletes, as ``verify`` prints it, runs in ``test_demo_delete.py``, and a
+declared table's forms in a user's project in ``test_cli_location.py``.
 """
 
 from __future__ import annotations
@@ -144,13 +146,8 @@ def test_each_printed_form_runs_through_the_real_cli(tmp_path):
     folder = data / "paid_orders"
     assert 102 in [row["order_id"] for row in read_committed_day(folder, day)]
 
-    with sqlite3.connect(data / "app.db") as conn:  # the app erases order 102
-        conn.execute("DELETE FROM orders WHERE order_id = 102")
-    run(commands.orders_range_command(day, day, allow_deletes=True))  # deletes it
-    with sqlite3.connect(data / "warehouse.db") as conn:
-        assert conn.execute("SELECT count(*) FROM orders WHERE order_id = 102").fetchone() \
-            == (0,)
-    run(commands.rebuild_command(day))
+    # the range load with allow_deletes, and the rebuild of one day: test_demo_delete.py
+    # runs them as verify prints them after the app deleted an order
 
     (folder / f"{day}.json").write_text("[]\n")  # edited by hand
     with pytest.raises(UncommittedDayError) as err:
