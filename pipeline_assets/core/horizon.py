@@ -184,16 +184,9 @@ def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcil
     it, which is what the warehouse must now hold. Every other day is read again.
     """
     newest = newest_row(warehouse, spec, tz=tz)
-    h = horizon(watermark=_watermark(warehouse, spec), newest_row=newest,
+    h = horizon(watermark=wm.current(warehouse, table=spec.name), newest_row=newest,
                 days_touched=days_touched, reconcile_days=reconcile_days, tz=tz)
     days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
     add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)}, spec=spec)
     return h, days, judge(h, days, warehouse_holds_rows=newest is not None,
                           max_delete_share=max_delete_share, spec=spec, repairs=repairs)
-
-
-def _watermark(warehouse: Engine, spec: TableSpec) -> datetime | None:
-    """The table's watermark (the watermark store keyed by table: ``table=spec.name``)."""
-    if is_orders(spec):
-        return wm.current(warehouse)
-    return wm.current(warehouse, table=spec.name)

@@ -1,5 +1,9 @@
 """What the sensors see and decide, as plain values (the Dagster layer only unpacks).
 
+Written here for ``orders`` (``new_orders_sensor``, ``paid_orders_refresh_sensor``); every
+declared table has the same two (``new_N_sensor``, ``F_refresh_sensor``): the observation
+and the load's tick take the table's ``spec`` and ask about its own key and cursor.
+
 ``new_orders_sensor`` asks the source one indexed question per tick about the lookback
 window of the next incremental read (``updated_at >= watermark − lookback``): how many
 rows, the sum of their ``order_id``, the newest ``updated_at`` as stored, and a

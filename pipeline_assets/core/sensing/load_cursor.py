@@ -154,8 +154,6 @@ def read_watermark(warehouse: Engine, *, table: str = ORDERS.name) -> datetime |
     SQLite warehouse file (a sensor only reads)."""
     if _missing_sqlite_file(warehouse):
         return None
-    if table == ORDERS.name:
-        return wm.current(warehouse)
     return wm.current(warehouse, table=table)
 
 

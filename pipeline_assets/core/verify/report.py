@@ -34,7 +34,7 @@ class Repairs:
     module: str | None = None
 
     def _named(self) -> dict:
-        named: dict = {} if is_orders(self.spec) else {"spec": self.spec}
+        named: dict = {"spec": self.spec}
         if self.module is not None:
             named["module"] = self.module
         return named
