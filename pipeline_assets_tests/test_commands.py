@@ -26,6 +26,7 @@ from pipeline_assets.core.daily_files import (
     UncommittedDayError,
     day_status,
     read_committed_day,
+    read_committed_days,
     write_day_files,
 )
 from pipeline_assets.core.db import make_engine
@@ -116,6 +117,22 @@ def test_an_uncommitted_day_names_the_same_rebuild_command(tmp_path):
     assert str(err.value).endswith(f"Rebuild it: {commands.rebuild_command('2026-01-25')}")
     assert day_status(folder, "2026-01-25").repair_command == \
         commands.rebuild_command("2026-01-25")
+
+
+def test_several_uncommitted_days_name_one_rebuild_per_line(tmp_path):
+    """Each command alone on its line, with nothing after it: pasted line by line, each
+    runs as printed."""
+    folder = tmp_path / "paid_orders"
+    write_day_files(folder, {"2026-01-24": [], "2026-01-26": []}, run_id="run-1",
+                    written_at=NOW)
+    for day in ("2026-01-24", "2026-01-26"):
+        (folder / f"{day}.json").write_text("[]\n\n")  # edited by hand
+    with pytest.raises(UncommittedDayError) as err:
+        read_committed_days(folder, ["2026-01-24", "2026-01-26"])
+    lines = str(err.value).splitlines()
+    assert lines[0].endswith(" Rebuild them, one command per line:")
+    assert lines[1:] == [commands.rebuild_command("2026-01-24"),
+                         commands.rebuild_command("2026-01-26")]
 
 
 @pytest.mark.e2e

@@ -416,7 +416,7 @@ def test_describe_and_read_many_days(paid_folder):
     with pytest.raises(UncommittedDayError) as err:
         read_committed_days(folder, ["2026-01-23", DAY, "2026-01-26"])
     assert err.value.days == ("2026-01-23", "2026-01-26")
-    assert "--partition 2026-01-23; dagster asset materialize" in str(err.value)
+    assert "--partition 2026-01-23\ndagster asset materialize" in str(err.value)
     assert str(err.value).endswith("--partition 2026-01-26")
 
 

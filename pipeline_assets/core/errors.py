@@ -207,9 +207,11 @@ class UncommittedDayError(PipelineError):
         self.days = tuple(self.reasons)
         parts = [f"paid_orders day {day} is not committed: {why}."
                  for day, why in self.reasons.items()]
-        commands = "; ".join(rebuild_command(day) for day in self.days)
-        them = "it" if len(self.days) == 1 else "them"
-        super().__init__(" ".join(parts) + f" Rebuild {them}: {commands}")
+        # each command alone on its line, nothing after it: pasted as printed, it runs
+        commands = [rebuild_command(day) for day in self.days]
+        how = f" Rebuild it: {commands[0]}" if len(commands) == 1 else \
+            " Rebuild them, one command per line:\n" + "\n".join(commands)
+        super().__init__(" ".join(parts) + how)
 
 
 # --- transient: may pass when run again ----------------------------------------------------
