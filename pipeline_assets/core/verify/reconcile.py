@@ -64,13 +64,7 @@ def verify(source: Engine, warehouse: Engine, folder: Folder | Mapping[str, Fold
     allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=spec)
     differing, loads, rebuilds = _differs_from_source(days, scope, allow, refused,
                                                       max_delete_share, repairs)
-    files, file_problems, file_rebuilds = [], [], set()
-    for index, view in enumerate(spec.daily_files):
-        checks, problems, rebuilt = _daily_file(_folder_of(folder, spec, view), wh, tz,
-                                                days, scope, repairs, index)
-        files += checks
-        file_problems += problems
-        file_rebuilds |= rebuilt
+    files, file_problems, file_rebuilds = _daily_files(folder, wh, tz, days, scope, repairs)
     problems = sorted([*differing, *file_problems], key=lambda p: (p.day, p.kind, p.subject or ""))
     return VerifyResult(
         timezone=str(getattr(tz, "key", tz)), today=today and today.isoformat(),
@@ -94,6 +88,20 @@ def _folder_of(folder: Folder | Mapping[str, Folder], spec: TableSpec, view: Dai
     if view.name not in folder:
         raise VerifyError(f"no folder given for the day files of {view.name}")
     return open_store(folder[view.name])
+
+
+def _daily_files(folder: Folder | Mapping[str, Folder], wh: Engine | None, tz: tzinfo,
+                 days: dict[str, DayCounts], scope: _Scope, repairs: Repairs
+                 ) -> tuple[list[FileCheck], list[Problem], set[str]]:
+    """Every daily file of the table: checks, problems and days to rebuild, together."""
+    files, problems, rebuilds = [], [], set()
+    for index, view in enumerate(repairs.spec.daily_files):
+        checks, found, rebuilt = _daily_file(_folder_of(folder, repairs.spec, view), wh, tz,
+                                             days, scope, repairs, index)
+        files += checks
+        problems += found
+        rebuilds |= rebuilt
+    return files, problems, rebuilds
 
 
 def _daily_file(folder: Store, wh: Engine | None, tz: tzinfo, days: dict[str, DayCounts],
