@@ -35,7 +35,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from .core.commands import DEFINITIONS_MODULE
+from .core.commands import DEFINITIONS_MODULE, daily_assets
 from .core.daily_files import DayFilesBatch, manifest_path
 from .core.errors import PipelineError
 from .core.paid import store_daily_revenue
@@ -43,6 +43,7 @@ from .core.secrets import redact
 from .core.spec import ORDERS, DailyFiles, TableSpec
 from .core.times import to_instant, utc_now
 from .core.views import day_rows, day_totals, store_totals
+from .io_manager import REBUILD_METADATA
 from .location import DECLARATION, shown_attributes
 from .settings import Settings, files_location
 
@@ -390,6 +391,9 @@ def _build_files_asset(table: TableSettings, files: DailyFiles, table_asset,
         kinds={"json"},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
         required_resource_keys={keys.watermark},
+        # what the IO manager names when a reader finds a day not committed
+        metadata={REBUILD_METADATA: MetadataValue.json(
+            {"select": daily_assets(spec, files.name), "module": table.module})},
         description="The paid orders of each day, one JSON file per day, replaced "
         "atomically; a manifest per run says which files are committed." if orders else
         f"The rows of {spec.name} in {files.name} of each day, one JSON file per day, "
@@ -413,7 +417,8 @@ def _build_files_asset(table: TableSettings, files: DailyFiles, table_asset,
         context.log.info(f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
                          f"{sum(map(len, by_day.values()))} {rows_word}")
         return DayFilesBatch(days=by_day, watermark=current.isoformat() if current else None,
-                             written_at=clock().isoformat(timespec="seconds"))
+                             written_at=clock().isoformat(timespec="seconds"),
+                             spec=spec, files=files)
 
     return files_asset
 

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dagster import ConfigurableIOManager, Failure, InputContext, MetadataValue, OutputContext
 from pydantic import Field
 
+from .core.commands import materialize
 from .core.daily_files import (
     DayFilesBatch,
     DayFilesError,
@@ -20,6 +21,9 @@ from .core.daily_files import (
     write_day_files,
 )
 from .core.errors import PipelineError
+from .core.spec import ORDERS
+
+REBUILD_METADATA = "pipeline_assets/rebuild"  # on a daily files asset: how to rebuild a day
 
 
 @contextmanager
@@ -81,8 +85,10 @@ class DailyFilesIOManager(ConfigurableIOManager):
 
     def _handle_output(self, context: OutputContext, obj) -> None:
         keys = self._partition_keys(context, "store")
+        spec, files = ORDERS, None
         if isinstance(obj, DayFilesBatch):
             days, watermark, written_at = obj.days, obj.watermark, obj.written_at
+            spec, files = obj.spec, obj.files
         elif isinstance(obj, Mapping):
             days, watermark, written_at = obj, None, None
         else:
@@ -105,6 +111,8 @@ class DailyFilesIOManager(ConfigurableIOManager):
             # run: metadata only, never part of a key or a name.
             written_at=written_at or _run_created(context),
             watermark=watermark,
+            spec=spec,
+            files=files,
         )
         context.add_output_metadata({
             "manifest": MetadataValue.path(str(written.manifest_path)),
@@ -126,7 +134,22 @@ class DailyFilesIOManager(ConfigurableIOManager):
         """Rows of each upstream day partition, from committed days only."""
         with _failure_unless_transient():
             keys = self._partition_keys(context, "load")
-            return read_committed_days(self.store_for(context), keys)
+            name = context.asset_key.to_user_string()
+            return read_committed_days(self.store_for(context), keys, name=name,
+                                       rebuild=_rebuild(context))
+
+
+def _rebuild(context: InputContext):
+    """The command that rebuilds a day of the upstream file set, as its asset declares it
+    (metadata ``pipeline_assets/rebuild``: the assets a rebuild selects and the code
+    location); None: ``paid_orders``' own."""
+    upstream = context.upstream_output
+    meta = upstream.definition_metadata if upstream is not None else None
+    entry = (meta or {}).get(REBUILD_METADATA)
+    if entry is None:
+        return None
+    value = getattr(entry, "value", entry)
+    return lambda day: materialize(value["select"], first=day, module=value["module"])
 
 
 def _run_created(context: OutputContext) -> str:

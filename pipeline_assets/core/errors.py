@@ -17,7 +17,7 @@ them from here (``from .errors import ...``) and re-export them under their old 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from .failures import BUSY, FULL, UNREACHABLE
@@ -199,16 +199,18 @@ class UncommittedDayError(PipelineError):
     message names; reading them again does not commit them.
     """
 
-    def __init__(self, reasons: Mapping[str, str]):
+    def __init__(self, reasons: Mapping[str, str], *, name: str = "paid_orders",
+                 rebuild: Callable[[str], str] | None = None):
         # imported here: commands imports times, which imports this module
         from .commands import rebuild_command
 
+        rebuild = rebuild or rebuild_command
         self.reasons = dict(sorted(reasons.items()))
         self.days = tuple(self.reasons)
-        parts = [f"paid_orders day {day} is not committed: {why}."
+        parts = [f"{name} day {day} is not committed: {why}."
                  for day, why in self.reasons.items()]
         # each command alone on its line, nothing after it: pasted as printed, it runs
-        commands = [rebuild_command(day) for day in self.days]
+        commands = [rebuild(day) for day in self.days]
         how = f" Rebuild it: {commands[0]}" if len(commands) == 1 else \
             " Rebuild them, one command per line:\n" + "\n".join(commands)
         super().__init__(" ".join(parts) + how)

@@ -246,8 +246,11 @@ def _parse_day_bytes(day: str, data: bytes) -> list[dict]:
 
 
 def read_committed_days(folder: str | os.PathLike | Store, days: Iterable[str], *,
-                        wait_for_writer: bool | float = True) -> dict[str, list[dict]]:
-    """Rows of each of ``days``, committed ones only; else one error naming every bad day.
+                        wait_for_writer: bool | float = True, name: str = "paid_orders",
+                        rebuild: Callable[[str], str] | None = None) -> dict[str, list[dict]]:
+    """Rows of each of ``days``, committed ones only; else one error naming every bad day
+    of the file set ``name`` and the command that rebuilds it (``rebuild(day)``; default:
+    ``paid_orders``' own).
 
     With ``wait_for_writer`` a run that is writing right now is waited for instead of
     being reported as uncommitted (see :func:`settled_statuses`).
@@ -255,7 +258,7 @@ def read_committed_days(folder: str | os.PathLike | Store, days: Iterable[str], 
     statuses = settled_statuses(folder, days, wait_for_writer=wait_for_writer)
     bad = {s.day: s.reason for s in statuses if not s.committed}
     if bad:
-        raise UncommittedDayError(bad)
+        raise UncommittedDayError(bad, name=name, rebuild=rebuild)
     return {s.day: _parse_day_bytes(s.day, s.data) for s in statuses}
 
 

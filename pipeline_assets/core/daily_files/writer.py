@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..crash import crash_point
+from ..spec import ORDERS, DailyFiles, TableSpec
 from .layout import (
     DAY_FILE_RE,
     HEAD,
@@ -26,12 +27,15 @@ from .store import Store, open_store
 
 @dataclass(frozen=True)
 class DayFilesBatch:
-    """What the ``paid_orders`` asset hands to the IO manager: rows per day, the watermark,
-    and when it was built."""
+    """What a daily files asset (``paid_orders``) hands to the IO manager: rows per day,
+    the watermark, when it was built, and whose files they are (``spec``'s ``files``: the
+    bytes of each file are theirs)."""
 
     days: Mapping[str, Sequence[Mapping]]
     watermark: str | None = None
     written_at: str | None = None  # from the caller's clock; the manifest records it
+    spec: TableSpec = ORDERS
+    files: DailyFiles | None = None  # default: the spec's first daily files
 
 
 @dataclass(frozen=True)
@@ -140,8 +144,11 @@ def write_day_files(
     run_id: str,
     written_at: str | datetime,
     watermark: str | datetime | None = None,
+    spec: TableSpec = ORDERS,
+    files: DailyFiles | None = None,
 ) -> WrittenRun:
     """Write one run: each day file whole, then the manifest, then the pointers, the head.
+    The bytes of each file are those of ``spec``'s ``files`` (default: ``paid_orders``).
 
     Everything is serialized and checked before the first byte is written, so bad rows
     never touch the folder. The named crash points of :mod:`..crash` sit between the
@@ -164,10 +171,10 @@ def write_day_files(
         raise DayFilesError(f"written_at {written_at!r} must be an ISO-8601 timestamp") from None
 
     rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
-    blobs = {day: serialize_day(day, rows) for day, rows in rows_by_day.items()}
+    blobs = {day: serialize_day(day, rows, spec, files) for day, rows in rows_by_day.items()}
     # serialize_day refused duplicates, so the row count is the input's length.
-    files = {day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
-             for day, data in blobs.items()}
+    entries = {day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
+               for day, data in blobs.items()}
     manifest_file = manifest_name(run_id)
 
     store.prepare()
@@ -190,7 +197,7 @@ def write_day_files(
             "days_written": list(blobs),
             "watermark": watermark,
             "written_at": written_at,
-            "files": files,
+            "files": entries,
         }
         crash_point("files_before_manifest")
         store.write(manifest_file, dumps(manifest), crash_at="manifest_before_rename")
@@ -200,6 +207,6 @@ def write_day_files(
                                  "state": "done"}))
     return WrittenRun(run_id=run_id, sequence=sequence,
                       manifest_path=store.path(manifest_file),
-                      days_written=tuple(blobs), rows={d: f["rows"] for d, f in files.items()},
-                      sha256={d: f["sha256"] for d, f in files.items()})
+                      days_written=tuple(blobs), rows={d: f["rows"] for d, f in entries.items()},
+                      sha256={d: f["sha256"] for d, f in entries.items()})
 
