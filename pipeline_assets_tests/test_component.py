@@ -8,11 +8,8 @@ The ``dg`` CLI runs for real in that project (about 10 s a call, so the story is
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,8 +19,8 @@ from pipeline_assets.core.scaffold import CHANGE_ME, suggest_declaration
 from pipeline_assets.core.spec import ORDERS_ATTRIBUTES
 
 from .tables import PAYMENTS_ATTRIBUTES
+from .user_project import BIN, declare, environment, project
 
-BIN = Path(sys.executable).parent
 PAYMENTS_DDL = (
     "CREATE TABLE payments (payment_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
     "status TEXT NOT NULL, fee NUMERIC(10, 2) NOT NULL, rate REAL, note TEXT, "
@@ -68,55 +65,14 @@ def test_any_declared_table_builds_its_pipeline():
         "payments", "captured_payments", "captured_per_day"}
 
 
-def _project(root: Path) -> Path:
-    (root / "shop" / "defs").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(textwrap.dedent("""\
-        [project]
-        name = "shop"
-        version = "0.1.0"
-
-        [tool.dg]
-        directory_type = "project"
-
-        [tool.dg.project]
-        root_module = "shop"
-        """))
-    (root / "shop" / "__init__.py").write_text("")
-    (root / "shop" / "definitions.py").write_text(textwrap.dedent("""\
-        from pathlib import Path
-
-        import dagster as dg
-
-
-        @dg.definitions
-        def defs():
-            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
-        """))
-    return root
-
-
-def _declare(root: Path, folder: str, attributes: dict) -> None:
-    (root / "shop" / "defs" / folder).mkdir(parents=True, exist_ok=True)
-    (root / "shop" / "defs" / folder / "defs.yaml").write_text(yaml.safe_dump(
-        {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
-        sort_keys=False))
-
-
 def _dg(root: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
-    base = {key: value for key, value in os.environ.items()
-            if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE"))}
-    base |= {"DAGSTER_HOME": str(root / "home"), "PIPELINE_DATA_DIR": str(root / "data"),
-             "VIRTUAL_ENV": str(BIN.parent), "PATH": f"{BIN}{os.pathsep}{base.get('PATH', '')}",
-             **env}
-    (root / "home").mkdir(exist_ok=True)
-    (root / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return subprocess.run([str(BIN / "dg"), *argv], cwd=root, env=base, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run([str(BIN / "dg"), *argv], cwd=root, env=environment(root, **env),
+                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.e2e
 def test_a_users_project_lists_scaffolds_loads_and_refuses_a_clash(tmp_path):
-    root = _project(tmp_path / "shop")
+    root = project(tmp_path / "shop")
     url = _source(tmp_path / "app.db")
 
     # Phase 1: the component type is there, with its description, for dg to offer
@@ -135,8 +91,8 @@ def test_a_users_project_lists_scaffolds_loads_and_refuses_a_clash(tmp_path):
 
     # Phase 3: the orders declaration loads as the pipeline's own: same assets, same names;
     # payments beside it, under its own names, the two sharing their resources
-    _declare(root, "orders", ORDERS_ATTRIBUTES)
-    _declare(root, "payments", PAYMENTS_ATTRIBUTES)
+    declare(root, "orders", ORDERS_ATTRIBUTES)
+    declare(root, "payments", PAYMENTS_ATTRIBUTES)
     loaded = _dg(root, "list", "defs", "--json")
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     for name in ("orders", "paid_orders", "daily_revenue", "orders_job", "daily_files_job",
@@ -149,7 +105,7 @@ def test_a_users_project_lists_scaffolds_loads_and_refuses_a_clash(tmp_path):
         assert f'"{name}"' in loaded.stdout, name
 
     # Phase 4: a second declaration taking a name of the first fails the load, naming both
-    _declare(root, "refunds", PAYMENTS_ATTRIBUTES | {"table": "refunds", "daily_files": [
+    declare(root, "refunds", PAYMENTS_ATTRIBUTES | {"table": "refunds", "daily_files": [
         {"name": "paid_orders", "where": {"status": "refunded"}}]})
     clash = _dg(root, "check", "defs")
     assert clash.returncode != 0
