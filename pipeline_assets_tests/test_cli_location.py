@@ -52,13 +52,11 @@ def data(env) -> Path:
     return Path(env["PIPELINE_DATA_DIR"])
 
 
-@pytest.fixture
-def shop(tmp_path: Path, monkeypatch):
-    """A user's dg project declaring orders and payments (Dagster's layout: one folder per
-    declaration under ``defs/``), importable from tmp_path, the working directory of every
-    ``cli`` call; its module name is returned, and forgotten afterwards."""
+def dg_project(root: Path, tables: dict[str, dict]) -> str:
+    """A user's dg project declaring ``tables`` (Dagster's layout: one folder per
+    declaration under ``defs/``) in ``root``; returns its code location's module."""
     package = f"shop_{uuid.uuid4().hex[:8]}"
-    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
         [project]
         name = "{package}"
         version = "0.1.0"
@@ -69,9 +67,9 @@ def shop(tmp_path: Path, monkeypatch):
         [tool.dg.project]
         root_module = "{package}"
         """))
-    (tmp_path / package).mkdir()
-    (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / package / "definitions.py").write_text(textwrap.dedent("""\
+    (root / package).mkdir()
+    (root / package / "__init__.py").write_text("")
+    (root / package / "definitions.py").write_text(textwrap.dedent("""\
         from pathlib import Path
 
         import dagster as dg
@@ -81,18 +79,31 @@ def shop(tmp_path: Path, monkeypatch):
         def defs():
             return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
         """))
-    for name, attributes in (("orders", ORDERS_ATTRIBUTES), ("payments", PAYMENTS_ATTRIBUTES)):
-        (tmp_path / package / "defs" / name).mkdir(parents=True)
-        (tmp_path / package / "defs" / name / "defs.yaml").write_text(yaml.safe_dump(
+    for name, attributes in tables.items():
+        (root / package / "defs" / name).mkdir(parents=True)
+        (root / package / "defs" / name / "defs.yaml").write_text(yaml.safe_dump(
             {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
             sort_keys=False))
+    return f"{package}.definitions"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch):
+    """tmp_path, the working directory of every ``cli`` call, as a user's project folder;
+    its packages forgotten afterwards."""
     # the location is built from this process's environment (the one a user's shell has)
     monkeypatch.setenv("PIPELINE_DATA_DIR", str(tmp_path / "data"))
     for name in ("SOURCE_DATABASE_URL", "WAREHOUSE_DATABASE_URL", "PAID_ORDERS_URL"):
         monkeypatch.delenv(name, raising=False)
-    yield f"{package}.definitions"
-    for name in [n for n in sys.modules if n.split(".")[0] == package]:
+    yield tmp_path
+    for name in [n for n in sys.modules if n.startswith("shop_")]:
         del sys.modules[name]
+
+
+@pytest.fixture
+def shop(project: Path) -> str:
+    """A user's project declaring orders and payments: its module."""
+    return dg_project(project, {"orders": ORDERS_ATTRIBUTES, "payments": PAYMENTS_ATTRIBUTES})
 
 
 @pytest.fixture
@@ -145,6 +156,23 @@ def test_a_module_that_does_not_import_is_a_one_line_error(cli, data):
     err = one_line_error(cli("plan", "-m", "nowhere.definitions"))
     assert "cannot import the code location 'nowhere.definitions'" in err
     assert not data.exists()
+
+
+def test_a_table_with_its_own_source_url_reads_that_database(cli, project):
+    url = f"sqlite:///{project / 'payments.db'}"
+    module = dg_project(project, {"payments": PAYMENTS_ATTRIBUTES | {"source_url": url}})
+    err = one_line_error(cli("plan", "-m", module))  # one table: no --table needed
+    assert err == (f"pipeline-assets: error: the source database {url} of the table "
+                   "payments does not exist: check its source_url\n")
+    assert not (project / "payments.db").exists()
+
+    source = make_engine(url, role="source")
+    make_payments(source, rows=PAYMENT_ROWS)
+    source.dispose()
+    code, out, err = cli("plan", "-m", module)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["rows_read"] == 3
+    assert not (project / "data").exists()  # no app.db, and nothing written
 
 
 # --- a user's location of two tables ---------------------------------------------------------
