@@ -1,19 +1,25 @@
 """A plain in-memory model of the pipeline, for the stateful test (``test_stateful.py``).
 
-It knows nothing of SQL, files or parsing: every ``updated_at`` arrives here together with
-the instant it means (the test generated the instant first and rendered the text from it),
-and the rules are the contract's, written as directly as possible:
+It knows nothing of SQL, files or parsing: every change stamp (``updated_at`` for
+``orders``) arrives here together with the instant it means (the test generated the
+instant first and rendered the text from it), and the rules are the contract's, written
+as directly as possible. It models any declared table: a row is a key (an ``order_id``,
+or a tuple for a key of several columns, such as ``payments``' ``(payment_id,
+attempt)``) and a version (:class:`Version` for ``orders``, :class:`Payment` for
+``payments``) that says what the warehouse stores of it (``stored``), its instant, and
+whether it belongs in the table's daily file (``in_view``: paid, captured):
 
 - an incremental load reads every source row with ``updated_at >= W − lookback`` (all of
   them on the first load), upserts it, and moves ``W`` to ``max(W, newest read)``;
-- a range load reads exactly ``[start, end)``, deletes the warehouse orders stamped in it
-  that the source holds nowhere (refusing, with nothing changed, when they are more than
-  ``max_delete_share`` of the warehouse orders stamped in it and deletes are not
+- a range load reads exactly ``[start, end)``, deletes the warehouse rows stamped in it
+  whose key the source holds nowhere (refusing, with nothing changed, when they are more
+  than ``max_delete_share`` of the warehouse rows stamped in it and deletes are not
   allowed), and leaves ``W`` alone; an incremental load never deletes;
 - one ledger entry per distinct (kind, window, rows read): a rerun of the same batch is
   recognized and adds nothing;
 - a day is committed when the newest manifest listing it vouches for the bytes on disk;
-  what it vouches for is the warehouse's paid orders of that day when it was written.
+  what it vouches for is the warehouse's rows of the daily file on that day (paid
+  orders, captured payments) when it was written.
 
 Other tests use it as their oracle too: :func:`instant_of` and :func:`stored_row` turn a
 source row read with the plain driver into the row the warehouse must hold, and
@@ -24,12 +30,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
 
 UTC = timezone.utc
 PAID = "paid"
+CAPTURED = "captured"  # payments' daily file: the rows whose status is captured
 
 
 def canonical(instant: datetime) -> str:
@@ -50,10 +58,11 @@ def stored_row(order_id, status, amount, updated_at, tz: tzinfo) -> tuple[int, s
             canonical(instant_of(str(updated_at), tz)))
 
 
-def day_file_bytes(rows: list[dict]) -> bytes:
-    """A day file (docs/reader-protocol.md): one JSON array sorted by ``order_id``, keys
-    sorted, no spaces, ASCII, a newline at the end."""
-    ordered = sorted(rows, key=lambda r: r["order_id"])
+def day_file_bytes(rows: list[dict], key: tuple[str, ...] = ("order_id",)) -> bytes:
+    """A day file (docs/reader-protocol.md): one JSON array sorted by the primary key
+    (``order_id``; the columns of ``key`` in order), keys sorted, no spaces, ASCII, a
+    newline at the end."""
+    ordered = sorted(rows, key=lambda r: tuple(r[k] for k in key))
     return (json.dumps(ordered, sort_keys=True, separators=(",", ":")) + "\n").encode("ascii")
 
 
@@ -72,13 +81,60 @@ class Version:
     def day(self, tz: tzinfo) -> date:
         return self.instant.astimezone(tz).date()
 
+    @property
+    def in_view(self) -> bool:
+        """Whether the order belongs in ``paid_orders``."""
+        return self.status == PAID
+
+
+@dataclass(frozen=True)
+class Payment:
+    """One version of a payment attempt as the app wrote it (``tables.PAYMENTS``): every
+    type, NULLs in the nullable columns, and the instant its ``modified_at`` means."""
+
+    status: str
+    amount_cents: int
+    fee: Decimal  # decimal(10,2): the exact value, whatever the source's spelling
+    rate: float | None  # finite
+    note: str | None  # any Unicode
+    refundable: bool
+    settle_on: date | None
+    modified_at: str  # the text the app wrote (SQLite), or the instant's ISO text
+    instant: datetime  # aware
+
+    def stored(self, key: tuple[int, int]) -> tuple:
+        """The row as the warehouse keeps it: the fee with its 2 places, the date as
+        ``YYYY-MM-DD``, the stamp as canonical UTC text."""
+        return (*key, self.status, self.amount_cents, format(self.fee.quantize(
+            Decimal("0.01")), "f"), self.rate, self.note, self.refundable,
+            self.settle_on and self.settle_on.isoformat(), canonical(self.instant))
+
+    def day(self, tz: tzinfo) -> date:
+        return self.instant.astimezone(tz).date()
+
+    @property
+    def in_view(self) -> bool:
+        """Whether the attempt belongs in ``captured_payments``."""
+        return self.status == CAPTURED
+
+    def file_row(self, key: tuple[int, int], tz: tzinfo) -> dict:
+        """The attempt as ``captured_payments`` holds it: its columns, JSON-ready, the
+        stamp in ``tz``."""
+        payment_id, attempt = key
+        return {"payment_id": payment_id, "attempt": attempt,
+                "amount_cents": self.amount_cents,
+                "fee": format(self.fee.quantize(Decimal("0.01")), "f"), "note": self.note,
+                "refundable": self.refundable,
+                "settle_on": self.settle_on and self.settle_on.isoformat(),
+                "modified_at": self.instant.astimezone(tz).isoformat()}
+
 
 @dataclass(frozen=True)
 class LoadPrediction:
     kind: str
     window_start: datetime | None
     window_end: datetime | None
-    read: dict[int, Version]
+    read: dict[Hashable, Version | Payment]  # by key, ascending
     inserted: int
     updated: int
     unchanged: int
@@ -87,9 +143,9 @@ class LoadPrediction:
     watermark_after: datetime | None
     skipped: bool
     key: tuple
-    needed_days: frozenset[str]  # days whose paid orders this load changes
+    needed_days: frozenset[str]  # days whose daily-file rows (paid orders) this load changes
     possible_days: frozenset[str]  # old and new day of every row it changes
-    deleted: tuple[int, ...] = ()  # range loads: the orders it deletes
+    deleted: tuple = ()  # range loads: the keys it deletes, ascending
     refused: bool = False  # range loads: it would delete too many, and may not
 
 
@@ -97,10 +153,11 @@ class LoadPrediction:
 class Model:
     tz: tzinfo
     lookback_days: int
-    source: dict[int, Version] = field(default_factory=dict)
-    warehouse: dict[int, Version] = field(default_factory=dict)
-    # False while the order's latest version has not been read by any committed load.
-    picked_up: dict[int, bool] = field(default_factory=dict)
+    # by key: an order_id, or a tuple for a key of several columns
+    source: dict[Hashable, Version | Payment] = field(default_factory=dict)
+    warehouse: dict[Hashable, Version | Payment] = field(default_factory=dict)
+    # False while the row's latest version has not been read by any committed load.
+    picked_up: dict[Hashable, bool] = field(default_factory=dict)
     watermark: datetime | None = None
     watermark_changes: list[tuple[datetime | None, datetime]] = field(default_factory=list)
     # (kind, window start, window end, rows read) → ledger columns other than the id
@@ -113,20 +170,23 @@ class Model:
 
     # --- the app ---------------------------------------------------------------------
 
-    def set_order(self, order_id: int, version: Version) -> None:
-        self.source[order_id] = version
-        current = self.warehouse.get(order_id)
-        self.picked_up[order_id] = (
-            current is not None and current.stored(order_id) == version.stored(order_id))
+    def set_row(self, key: Hashable, version: Version | Payment) -> None:
+        self.source[key] = version
+        current = self.warehouse.get(key)
+        self.picked_up[key] = (
+            current is not None and current.stored(key) == version.stored(key))
 
-    def stale(self) -> set[int]:
-        """Orders whose latest version no committed load has read (yet)."""
+    def stale(self) -> set:
+        """Keys whose latest version no committed load has read (yet)."""
         return {oid for oid, ok in self.picked_up.items() if not ok}
 
-    def delete_order(self, order_id: int) -> None:
-        """The app deletes an order: stale while the warehouse still holds it."""
-        self.source.pop(order_id, None)
-        self.picked_up[order_id] = order_id not in self.warehouse
+    def delete_row(self, key: Hashable) -> None:
+        """The app deletes a row: stale while the warehouse still holds it."""
+        self.source.pop(key, None)
+        self.picked_up[key] = key not in self.warehouse
+
+    set_order = set_row  # orders' words
+    delete_order = delete_row
 
     # --- loads -----------------------------------------------------------------------
 
@@ -154,12 +214,12 @@ class Model:
             else:
                 updated += 1
                 possible.add(old.day(self.tz).isoformat())
-                if old.status == PAID:
+                if old.in_view:
                     needed.add(old.day(self.tz).isoformat())
             possible.add(v.day(self.tz).isoformat())
-            if v.status == PAID:
+            if v.in_view:
                 needed.add(v.day(self.tz).isoformat())
-        deleted: tuple[int, ...] = ()
+        deleted: tuple = ()
         refused = False
         if kind == "range":
             in_range = {oid for oid, v in self.warehouse.items() if start <= v.instant < end}
@@ -168,7 +228,7 @@ class Model:
             for oid in deleted:
                 old = self.warehouse[oid]
                 possible.add(old.day(self.tz).isoformat())
-                if old.status == PAID:
+                if old.in_view:
                     needed.add(old.day(self.tz).isoformat())
         newest = max((v.instant for v in read.values()), default=None)
         after = before
@@ -222,6 +282,16 @@ class Model:
                 out[local.date().isoformat()].append({
                     "order_id": oid, "status": PAID, "amount": v.amount,
                     "updated_at": local.isoformat()})
+        return out
+
+    def view_by_day(self, days) -> dict[str, list[dict]]:
+        """The warehouse's rows of the table's daily file on each of ``days``, by key (a
+        version's ``file_row``: payments)."""
+        out: dict[str, list[dict]] = {d: [] for d in sorted(set(days))}
+        for key, v in sorted(self.warehouse.items()):
+            day = v.day(self.tz).isoformat()
+            if v.in_view and day in out:
+                out[day].append(v.file_row(key, self.tz))
         return out
 
     def day_state(self, day: str) -> tuple[str, list[dict] | None]:

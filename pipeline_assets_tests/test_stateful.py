@@ -16,6 +16,12 @@ Random histories reach a crash point only by chance, so one fixed history per ba
 (``test_every_crash_point_in_a_fixed_history_*``) drives the same machine through every
 point of ``core/crash.py`` with the same checks after each step, and asserts that each
 point was crashed at.
+
+The second declared table runs the same histories (issue 23): :class:`PaymentHistories`
+shares the load rules and the invariants of warehouse, ledger and watermark
+(:class:`LoadHistories`) and plays ``tables.PAYMENTS``' app: a key of two columns, every
+type, NULLs, Unicode text, attempts deleted one at a time, and the day files of
+``captured_payments``; its fixed history crashes at every point too.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from collections import Counter
 from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -44,6 +51,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from sqlalchemy.pool import NullPool
 
 from pipeline_assets.core import demo
 from pipeline_assets.core import watermark as wm
@@ -56,12 +64,29 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.db import batches, make_engine, orders
-from pipeline_assets.core.load import DeletePolicy, DeleteRefused, LoadError, load_orders
+from pipeline_assets.core.db import (
+    batches,
+    make_engine,
+    of_table,
+    orders,
+    watermark_history,
+    watermark_state,
+)
+from pipeline_assets.core.load import (
+    DeletePolicy,
+    DeleteRefused,
+    LoadError,
+    load_orders,
+    load_table,
+)
 from pipeline_assets.core.paid import paid_orders_by_day
+from pipeline_assets.core.schema import warehouse_table
+from pipeline_assets.core.spec import ORDERS, TableSpec
+from pipeline_assets.core.views import day_rows
 
 from .conftest import MysqlDatabases, PostgresDatabases
-from .model import Model, Version, canonical
+from .model import Model, Payment, Version, canonical, day_file_bytes
+from .tables import PAYMENTS, delete_payment, make_payments
 
 try:  # the function run_state_machine_as_test wraps; public enough for HypoFuzz
     from hypothesis.stateful import get_state_machine_test
@@ -98,6 +123,8 @@ FILE_POINTS = sorted(p for p in POINTS if p in FILES_LANDED)
 
 EXAMPLES = int(os.environ.get("PIPELINE_STATEFUL_EXAMPLES", "0")) or None
 STEPS = int(os.environ.get("PIPELINE_STATEFUL_STEPS", "30"))
+# payments' random histories per backend (at most about a minute each, measured)
+PAYMENT_EXAMPLES = {"sqlite": 30, "postgresql": 12}
 # a range load of all of time: every generated updated_at is inside it
 EVERYTHING = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 STATS: Counter = Counter()
@@ -163,14 +190,56 @@ def crashing_at(point: str):
         os.environ.pop("PIPELINE_CRASH_MODE", None)
 
 
+class EmptiedDatabases:
+    """A source and a warehouse database on PostgreSQL for every history of one test,
+    emptied when a history starts (schema ``public`` dropped and made again: no table,
+    sequence or type of the history before is left) and dropped at the end.
+
+    Fresh databases per history cost 3–4 s more each: dropping a database forces a
+    checkpoint, emptying one does not."""
+
+    def __init__(self, admin: sa.Engine):
+        self.databases = PostgresDatabases(admin)
+        self.urls = [self.databases.url(f"sm_{label}") for label in ("source", "warehouse")]
+
+    def fresh(self) -> list[str]:
+        for url in self.urls:  # every engine of the history before is disposed
+            engine = sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+            with engine.connect() as conn:
+                conn.exec_driver_sql("DROP SCHEMA public CASCADE")
+                conn.exec_driver_sql("CREATE SCHEMA public")
+            engine.dispose()
+        return self.urls
+
+    def drop_all(self) -> None:
+        self.databases.drop_all()
+
+
 # --- the machine -----------------------------------------------------------------------
 
 
-class PipelineHistories(RuleBasedStateMachine):
-    """One history: fresh databases and folder, then random steps, then everything dropped."""
+class LoadHistories(RuleBasedStateMachine):
+    """What every declared table's machine shares: one history on fresh databases (and a
+    folder), the loads (incremental, range, dry run) with their crashes and retries, and
+    the invariants of the warehouse, the ledger and the watermark of ``spec``'s table.
+
+    A table's machine adds the app's rules for its table (writes, late rows, deletes),
+    how its warehouse rows are read back (:meth:`_warehouse_rows`), and its own
+    invariants (the source's rows, its files). Hypothesis orders rules by name, wherever
+    they are defined, so the orders machine draws exactly as it did before this class
+    existed."""
 
     backend = "sqlite"
     admin: sa.Engine | None = None  # PostgreSQL: makes and drops the history's databases
+    spec: TableSpec = ORDERS
+    rows_noun = "orders"  # in the counts: "deleted orders"
+    min_invariants = 6  # check_all fails when fewer are found
+    other_batches = 0  # ledger rows of other tables the machine's start writes
+    emptied: EmptiedDatabases | None = None  # PostgreSQL: one pair emptied per history
+
+    @staticmethod
+    def load(source, warehouse, **kwargs):
+        raise NotImplementedError
 
     def __init__(self):
         super().__init__()
@@ -178,13 +247,15 @@ class PipelineHistories(RuleBasedStateMachine):
         self.history = STATS["histories"]
         self.steps = 0
         self.tmp = Path(tempfile.mkdtemp(prefix="pa-stateful-"))
-        self.folder = self.tmp / "paid_orders"
+        self.folder = self.tmp / self.spec.daily_files[0].name  # paid_orders
         self.databases = None
         if self.backend == "sqlite":
             urls = [f"sqlite:///{self.tmp / name}" for name in ("app.db", "warehouse.db")]
         elif self.backend == "mariadb":  # a MariaDB source, a SQLite warehouse
             self.databases = MysqlDatabases(self.admin)
             urls = [self.databases.url("sm_source"), f"sqlite:///{self.tmp / 'warehouse.db'}"]
+        elif self.emptied is not None:
+            urls = self.emptied.fresh()
         else:
             self.databases = PostgresDatabases(self.admin)
             urls = [self.databases.url(f"sm_{label}") for label in ("source", "warehouse")]
@@ -231,63 +302,25 @@ class PipelineHistories(RuleBasedStateMachine):
             return datetime.combine(day, time(0), tzinfo=self.tz).astimezone(UTC)
         return self._at(value)[1]
 
-    # --- the app ----------------------------------------------------------------------
+    # --- loads ------------------------------------------------------------------------
 
-    @initialize(zone=st.sampled_from(ZONES), lookback=st.sampled_from([2, 1, 0]))
-    def start(self, zone, lookback):
-        self.model = Model(tz=ZoneInfo(zone), lookback_days=lookback)
-        demo.init(self.source)
-        for order_id, status, amount, updated_at in demo.CHAPTER_ORDERS:
-            instant = datetime.combine(date.fromisoformat(updated_at), time(0), tzinfo=self.tz)
-            self.model.set_order(order_id, Version(status, amount, updated_at,
-                                                   instant.astimezone(UTC)))
+    def _call_load(self, start=None, end=None, dry_run=False, allow=False):
+        return self.load(self.source, self.warehouse, tz=self.tz,
+                         lookback_days=self.model.lookback_days, now=NOW,
+                         start=start, end=end, dry_run=dry_run,
+                         deletes=DeletePolicy(allow=allow))
 
-    def _set(self, order_id: int, status: str, amount: str, text: str, instant: datetime):
-        demo.set_order(self.source, order_id, status=status, amount=amount, updated_at=text,
-                       tz=self.tz)
-        self.model.set_order(order_id, Version(status, amount, text, instant))
-
-    @rule(order_id=order_ids, status=statuses, amount=amounts, at=when)
-    def app_writes_order(self, order_id, status, amount, at):
-        self._step("app_writes_order")
-        self._set(order_id, status, amount, *self._at(at))
-
-    @precondition(lambda self: self.model.source)
-    @rule(data=st.data(), at=st.one_of(st.none(), when))
-    def app_flips_paid(self, data, at):
-        """A status change to or from paid, with a new timestamp or (a sloppy app) none."""
-        self._step("app_flips_paid")
-        order_id = data.draw(st.sampled_from(sorted(self.model.source)), label="order_id")
-        old = self.model.source[order_id]
-        status = "paid" if old.status != "paid" else data.draw(
-            st.sampled_from(STATUSES[1:]), label="status")
-        text, instant = (old.updated_at, old.instant) if at is None else self._at(at)
-        self._set(order_id, status, old.amount, text, instant)
-
-    @precondition(lambda self: self.model.watermark is not None)
-    @rule(order_id=order_ids, status=statuses, amount=amounts, late=lateness, form=forms,
-          seconds=st.integers(1, 2 * 86_400))
-    def app_writes_late_row(self, order_id, status, amount, late, form, seconds):
-        """A row older than the watermark: inside the lookback, on its edge, or beyond."""
-        self._step("app_writes_late_row")
+    def _late_instant(self, late: str, seconds: int) -> datetime:
+        """An instant older than the watermark: inside the lookback, on its edge, beyond."""
         edge = self.model.watermark - timedelta(days=self.model.lookback_days)
-        instant = {
+        STATS[f"late row {late}"] += 1
+        return {
             "edge": edge,  # exactly W − lookback: still read (>=)
             "just_outside": edge - timedelta(microseconds=1),
             "inside": min(edge + timedelta(seconds=seconds), self.model.watermark),
             "far": edge - timedelta(seconds=seconds),
             "at_watermark": self.model.watermark,
         }[late]
-        STATS[f"late row {late}"] += 1
-        self._set(order_id, status, amount, render(instant, form, self.tz), instant)
-
-    # --- loads ------------------------------------------------------------------------
-
-    def _call_load(self, start=None, end=None, dry_run=False, allow=False):
-        return load_orders(self.source, self.warehouse, tz=self.tz,
-                           lookback_days=self.model.lookback_days, now=NOW,
-                           start=start, end=end, dry_run=dry_run,
-                           deletes=DeletePolicy(allow=allow))
 
     def _load(self, start, end, crashes, retry, allow=False):
         if start is not None and self.model.predict_load(start, end,
@@ -311,7 +344,7 @@ class PipelineHistories(RuleBasedStateMachine):
         self._check_result(result, prediction)
         self.model.commit_load(prediction)
         self.model.last_days_touched = result.days_touched
-        STATS["deleted orders"] += len(prediction.deleted)
+        STATS[f"deleted {self.rows_noun}"] += len(prediction.deleted)
 
     def _check_result(self, result, p) -> None:
         got = (result.kind, result.skipped, result.window_start, result.window_end,
@@ -357,15 +390,80 @@ class PipelineHistories(RuleBasedStateMachine):
             return
         self._load(start, end, crashes, retry, allow)
 
-    @precondition(lambda self: len(self.model.source) > 1)
-    @rule(data=st.data())
-    def app_deletes_order(self, data):
-        """The app deletes an order (a test order purged, an erasure request)."""
-        self._step("app_deletes_order")
-        order_id = data.draw(st.sampled_from(sorted(self.model.source)), label="order_id")
-        with self.source.begin() as conn:
-            conn.execute(sa.text("DELETE FROM orders WHERE order_id = :id"), {"id": order_id})
-        self.model.delete_order(order_id)
+    # --- invariants -------------------------------------------------------------------
+
+    def _has_tables(self) -> bool:
+        with self.warehouse.connect() as conn:
+            return sa.inspect(conn).has_table(warehouse_table(self.spec).name)
+
+    def _warehouse_rows(self) -> dict:
+        """key → the stored row, as the model's ``stored`` gives it; the table exists."""
+        raise NotImplementedError
+
+    def _check_warehouse(self) -> None:
+        rows = self._warehouse_rows() if self._has_tables() else {}
+        want = {oid: v.stored(oid) for oid, v in self.model.warehouse.items()}
+        assert rows == want
+        source = {oid: v.stored(oid) for oid, v in self.model.source.items()}
+        differs = {oid for oid in set(source) | set(rows) if rows.get(oid) != source.get(oid)}
+        assert differs == self.model.stale(), "rows differ from the source unexpectedly"
+
+    def check_all(self) -> None:
+        """Every ``@invariant`` below, for the fixed history (Hypothesis calls them itself).
+
+        Found by the mark ``@invariant`` leaves, so a new invariant is never left out; if a
+        Hypothesis release renames the mark, nothing is found and this fails loudly."""
+        checks = [name for name, f in inspect.getmembers(type(self))
+                  if hasattr(f, "hypothesis_stateful_invariant")]
+        assert len(checks) >= self.min_invariants, f"invariants not found: {checks}"
+        for name in checks:
+            getattr(self, name)()
+
+    @invariant()
+    def warehouse_equals_source_except_predicted_late_rows(self):
+        self._check_warehouse()
+
+    @invariant()
+    def each_batch_once_in_the_ledger(self):
+        if not self._has_tables():
+            assert not self.model.ledger
+            return
+        b = batches.c
+        with self.warehouse.connect() as conn:
+            count, distinct = conn.execute(
+                sa.select(sa.func.count(), sa.func.count(sa.distinct(b.batch_id)))).one()
+            rows = conn.execute(sa.select(
+                b.batch_id, b.kind, b.window_start, b.window_end, b.rows_read, b.inserted,
+                b.updated, b.unchanged, b.watermark_before, b.watermark_after,
+                b.rows_deleted).where(of_table(b.table_name, self.spec.name))).all()
+        assert count == distinct
+        # the table's own rows, and no other table's batch came or went
+        assert count == len(rows) + self.other_batches
+        columns = ("kind", "window_start", "window_end", "rows_read", "inserted", "updated",
+                   "unchanged", "watermark_before", "watermark_after", "rows_deleted")
+        got = Counter(tuple(r[1:]) for r in rows)
+        want = Counter(tuple(e[c] for c in columns) for e in self.model.ledger.values())
+        assert got == want
+        by_id = {r[0]: tuple(r[1:]) for r in rows}
+        for key, batch_id in self.model.batch_ids.items():
+            entry = self.model.ledger[key]
+            assert by_id.get(batch_id) == tuple(entry[c] for c in columns)
+
+    @invariant()
+    def watermark_is_newest_incremental_row_and_never_moved_back(self):
+        assert wm.current(self.warehouse, table=self.spec.name) == self.model.watermark
+        history = wm.history(self.warehouse, table=self.spec.name)
+        assert [(h.kind, h.old_value, h.new_value) for h in history] == [
+            ("load", old and canonical(old), canonical(new))
+            for old, new in self.model.watermark_changes]
+        for old, new in self.model.watermark_changes:
+            assert old is None or new > old
+
+    def _days(self, choice) -> list[str]:
+        kind, first, count = choice
+        if kind == "touched":
+            return list(self.model.last_days_touched) or WINDOW_DAYS[:1]
+        return WINDOW_DAYS[first:first + count]
 
     @precondition(lambda self: not self.repaired
                   and set(self.model.warehouse) - set(self.model.source))
@@ -383,24 +481,25 @@ class PipelineHistories(RuleBasedStateMachine):
         assert self.model.warehouse == self.model.source
         assert not self.model.stale()
         for day in days:
-            assert self.model.day_state(day) == ("committed",
-                                                 self.model.paid_by_day([day])[day])
+            assert self.model.day_state(day) == ("committed", self._expected([day])[day])
         STATS["repairs of everything"] += 1
 
     # --- day files --------------------------------------------------------------------
 
-    def _days(self, choice) -> list[str]:
-        kind, first, count = choice
-        if kind == "touched":
-            return list(self.model.last_days_touched) or WINDOW_DAYS[:1]
-        return WINDOW_DAYS[first:first + count]
+    def _view(self, days: list[str]) -> dict[str, list[dict]]:
+        """The rows of the table's daily file on ``days``, as its asset builds them."""
+        raise NotImplementedError
+
+    def _expected(self, days: list[str]) -> dict[str, list[dict]]:
+        """The same, by the model."""
+        raise NotImplementedError
 
     def _write(self, days: list[str], run_id: str, point: str | None) -> bool:
         """Build and write ``days`` as the asset + IO manager do; True when it completed."""
-        by_day = paid_orders_by_day(self.warehouse, days, self.tz)
-        expected = self.model.paid_by_day(days)
+        by_day = self._view(days)
+        expected = self._expected(days)
         assert by_day == expected
-        watermark = wm.current(self.warehouse)
+        watermark = wm.current(self.warehouse, table=self.spec.name)
         assert watermark == self.model.watermark
         watermark_text = watermark.isoformat() if watermark else None
         landed, manifest = FILES_LANDED.get(point, ("all", True))
@@ -410,7 +509,7 @@ class PipelineHistories(RuleBasedStateMachine):
             with crashing_at(point) if point else nullcontext():
                 written = write_day_files(
                     self.folder, by_day, run_id=run_id, written_at=NOW,
-                    watermark=watermark_text)
+                    watermark=watermark_text, spec=self.spec)
         except SimulatedCrash:
             assert point is not None, "crashed with no crash point set"
             STATS[f"crash {point}"] += 1
@@ -441,7 +540,8 @@ class PipelineHistories(RuleBasedStateMachine):
     @rule(choice=day_choices, crashes=file_crashes, retry=st.booleans(),
           same_run_id=st.booleans())
     def rebuild_days(self, choice, crashes, retry, same_run_id):
-        """paid_orders for some days; crashes, then a retry (a step retry keeps the run id)."""
+        """The table's daily files (paid_orders) for some days; crashes, then a retry (a
+        step retry keeps the run id)."""
         self._step("rebuild_days")
         days = self._days(choice)
         run = f"h{self.history}-s{self.steps}"
@@ -462,85 +562,7 @@ class PipelineHistories(RuleBasedStateMachine):
         temp.write_bytes(b'[{"amount":"1')
         self.planted.add(temp)
 
-    # --- invariants -------------------------------------------------------------------
-
-    def _has_tables(self) -> bool:
-        with self.warehouse.connect() as conn:
-            return sa.inspect(conn).has_table(orders.name)
-
-    def _check_warehouse(self) -> None:
-        rows: dict[int, tuple] = {}
-        if self._has_tables():
-            with self.warehouse.connect() as conn:
-                count, distinct = conn.execute(sa.select(
-                    sa.func.count(), sa.func.count(sa.distinct(orders.c.order_id)))).one()
-                assert count == distinct, "an order is stored twice"
-                for row in conn.execute(sa.select(orders)):
-                    rows[int(row.order_id)] = (int(row.order_id), row.status, row.amount,
-                                               row.updated_at)
-        want = {oid: v.stored(oid) for oid, v in self.model.warehouse.items()}
-        assert rows == want
-        source = {oid: v.stored(oid) for oid, v in self.model.source.items()}
-        differs = {oid for oid in set(source) | set(rows) if rows.get(oid) != source.get(oid)}
-        assert differs == self.model.stale(), "rows differ from the source unexpectedly"
-
-    def check_all(self) -> None:
-        """Every ``@invariant`` below, for the fixed history (Hypothesis calls them itself).
-
-        Found by the mark ``@invariant`` leaves, so a new invariant is never left out; if a
-        Hypothesis release renames the mark, nothing is found and this fails loudly."""
-        checks = [name for name, f in inspect.getmembers(type(self))
-                  if hasattr(f, "hypothesis_stateful_invariant")]
-        assert len(checks) >= 6, f"invariants not found: {checks}"
-        for name in checks:
-            getattr(self, name)()
-
-    @invariant()
-    def source_only_changes_through_the_app(self):
-        t = demo.source_orders
-        with self.source.connect() as conn:
-            rows = {r[0]: tuple(r[1:]) for r in conn.execute(
-                sa.select(t.c.order_id, t.c.status, t.c.amount, t.c.updated_at))}
-        assert rows == {oid: (v.status, v.amount, v.updated_at)
-                        for oid, v in self.model.source.items()}
-
-    @invariant()
-    def warehouse_equals_source_except_predicted_late_rows(self):
-        self._check_warehouse()
-
-    @invariant()
-    def each_batch_once_in_the_ledger(self):
-        if not self._has_tables():
-            assert not self.model.ledger
-            return
-        b = batches.c
-        with self.warehouse.connect() as conn:
-            count, distinct = conn.execute(
-                sa.select(sa.func.count(), sa.func.count(sa.distinct(b.batch_id)))).one()
-            rows = conn.execute(sa.select(
-                b.batch_id, b.kind, b.window_start, b.window_end, b.rows_read, b.inserted,
-                b.updated, b.unchanged, b.watermark_before, b.watermark_after,
-                b.rows_deleted)).all()
-        assert count == distinct
-        columns = ("kind", "window_start", "window_end", "rows_read", "inserted", "updated",
-                   "unchanged", "watermark_before", "watermark_after", "rows_deleted")
-        got = Counter(tuple(r[1:]) for r in rows)
-        want = Counter(tuple(e[c] for c in columns) for e in self.model.ledger.values())
-        assert got == want
-        by_id = {r[0]: tuple(r[1:]) for r in rows}
-        for key, batch_id in self.model.batch_ids.items():
-            entry = self.model.ledger[key]
-            assert by_id.get(batch_id) == tuple(entry[c] for c in columns)
-
-    @invariant()
-    def watermark_is_newest_incremental_row_and_never_moved_back(self):
-        assert wm.current(self.warehouse) == self.model.watermark
-        history = wm.history(self.warehouse)
-        assert [(h.kind, h.old_value, h.new_value) for h in history] == [
-            ("load", old and canonical(old), canonical(new))
-            for old, new in self.model.watermark_changes]
-        for old, new in self.model.watermark_changes:
-            assert old is None or new > old
+    # --- invariants of the daily files --------------------------------------------
 
     def _check_days(self) -> None:
         for day in sorted(set(WINDOW_DAYS) | set(self.model.vouched) | set(self.model.on_disk)):
@@ -568,6 +590,267 @@ class PipelineHistories(RuleBasedStateMachine):
                 assert (DAY_FILE_RE.fullmatch(entry.name) or MANIFEST_RE.fullmatch(entry.name)
                         or entry.name in (".lock", "_committed") or entry in self.planted), \
                     f"unexpected file {entry.name}"
+
+
+class PipelineHistories(LoadHistories):
+    """The orders machine: the chapter's app writing orders, and paid_orders' day files."""
+
+    load = staticmethod(load_orders)
+
+    def _view(self, days):
+        return paid_orders_by_day(self.warehouse, days, self.tz)
+
+    def _expected(self, days):
+        return self.model.paid_by_day(days)
+
+    # --- the app ----------------------------------------------------------------------
+
+    @initialize(zone=st.sampled_from(ZONES), lookback=st.sampled_from([2, 1, 0]))
+    def start(self, zone, lookback):
+        self.model = Model(tz=ZoneInfo(zone), lookback_days=lookback)
+        demo.init(self.source)
+        for order_id, status, amount, updated_at in demo.CHAPTER_ORDERS:
+            instant = datetime.combine(date.fromisoformat(updated_at), time(0), tzinfo=self.tz)
+            self.model.set_order(order_id, Version(status, amount, updated_at,
+                                                   instant.astimezone(UTC)))
+
+    def _set(self, order_id: int, status: str, amount: str, text: str, instant: datetime):
+        demo.set_order(self.source, order_id, status=status, amount=amount, updated_at=text,
+                       tz=self.tz)
+        self.model.set_order(order_id, Version(status, amount, text, instant))
+
+    @rule(order_id=order_ids, status=statuses, amount=amounts, at=when)
+    def app_writes_order(self, order_id, status, amount, at):
+        self._step("app_writes_order")
+        self._set(order_id, status, amount, *self._at(at))
+
+    @precondition(lambda self: self.model.source)
+    @rule(data=st.data(), at=st.one_of(st.none(), when))
+    def app_flips_paid(self, data, at):
+        """A status change to or from paid, with a new timestamp or (a sloppy app) none."""
+        self._step("app_flips_paid")
+        order_id = data.draw(st.sampled_from(sorted(self.model.source)), label="order_id")
+        old = self.model.source[order_id]
+        status = "paid" if old.status != "paid" else data.draw(
+            st.sampled_from(STATUSES[1:]), label="status")
+        text, instant = (old.updated_at, old.instant) if at is None else self._at(at)
+        self._set(order_id, status, old.amount, text, instant)
+
+    @precondition(lambda self: self.model.watermark is not None)
+    @rule(order_id=order_ids, status=statuses, amount=amounts, late=lateness, form=forms,
+          seconds=st.integers(1, 2 * 86_400))
+    def app_writes_late_row(self, order_id, status, amount, late, form, seconds):
+        """A row older than the watermark: inside the lookback, on its edge, or beyond."""
+        self._step("app_writes_late_row")
+        instant = self._late_instant(late, seconds)
+        self._set(order_id, status, amount, render(instant, form, self.tz), instant)
+
+    @precondition(lambda self: len(self.model.source) > 1)
+    @rule(data=st.data())
+    def app_deletes_order(self, data):
+        """The app deletes an order (a test order purged, an erasure request)."""
+        self._step("app_deletes_order")
+        order_id = data.draw(st.sampled_from(sorted(self.model.source)), label="order_id")
+        with self.source.begin() as conn:
+            conn.execute(sa.text("DELETE FROM orders WHERE order_id = :id"), {"id": order_id})
+        self.model.delete_order(order_id)
+
+    # --- invariants of orders and its files ------------------------------------------
+
+    def _warehouse_rows(self) -> dict[int, tuple]:
+        rows: dict[int, tuple] = {}
+        with self.warehouse.connect() as conn:
+            count, distinct = conn.execute(sa.select(
+                sa.func.count(), sa.func.count(sa.distinct(orders.c.order_id)))).one()
+            assert count == distinct, "an order is stored twice"
+            for row in conn.execute(sa.select(orders)):
+                rows[int(row.order_id)] = (int(row.order_id), row.status, row.amount,
+                                           row.updated_at)
+        return rows
+
+    @invariant()
+    def source_only_changes_through_the_app(self):
+        t = demo.source_orders
+        with self.source.connect() as conn:
+            rows = {r[0]: tuple(r[1:]) for r in conn.execute(
+                sa.select(t.c.order_id, t.c.status, t.c.amount, t.c.updated_at))}
+        assert rows == {oid: (v.status, v.amount, v.updated_at)
+                        for oid, v in self.model.source.items()}
+
+# --- the second declared table: payments -------------------------------------------------
+
+# A key of two columns, every type, NULLs in the nullable columns, Unicode text: what the
+# app writes into tables.PAYMENTS' source table (tables.make_payments' DDL, one per dialect).
+PAYMENT_STATUSES = ["captured", "failed", "pending", "refunded"]
+payment_keys = st.tuples(st.integers(1, 6), st.integers(1, 3))  # several attempts an id
+cents = st.one_of(st.integers(-10**6, 10**9), st.sampled_from([0, -(2**63), 2**63 - 1]))
+fees = st.builds(lambda n: Decimal(n).scaleb(-2),  # decimal(10,2): every digit, both signs
+                 st.one_of(st.integers(-10**4, 10**6), st.sampled_from([10**10 - 1,
+                                                                          1 - 10**10])))
+payment_values = st.tuples(
+    st.sampled_from(PAYMENT_STATUSES), cents, fees,
+    st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),  # rate
+    st.one_of(st.none(), st.text(st.characters(codec="utf-8"), max_size=8)),  # note
+    st.booleans(),  # refundable
+    st.one_of(st.none(), st.dates(date(1000, 1, 1), date(9999, 12, 31))),  # settle_on
+)
+
+
+class PaymentHistories(LoadHistories):
+    """The same histories on ``payments``: the app writes attempts of every type (a fee
+    spelled with its two places or without), flips them to and from captured, writes
+    them late, deletes single attempts. Loads, range loads under the delete guard, dry
+    runs, rebuilds of ``captured_payments`` (``views.day_rows`` and ``write_day_files``
+    with the spec), crashes at every crash point, the repair, and the invariants of
+    warehouse (by the composite key), ledger, watermark and day files are the shared
+    ones; its own are the source's rows and ``orders`` (loaded once beside it) left
+    alone."""
+
+    spec = PAYMENTS
+    rows_noun = "payments"
+    min_invariants = 7
+    other_batches = 1  # the one load of orders at the start
+    load = staticmethod(partial(load_table, spec=PAYMENTS))
+
+    @initialize(zone=st.sampled_from(ZONES), lookback=st.sampled_from([2, 1, 0]))
+    def start(self, zone, lookback):
+        self.model = Model(tz=ZoneInfo(zone), lookback_days=lookback)
+        make_payments(self.source)
+        demo.init(self.source)  # the chapter's orders beside it, loaded once
+        load_orders(self.source, self.warehouse, tz=self.tz, lookback_days=lookback, now=NOW)
+        self.neighbour = self._orders_state()
+
+    def _put(self, key: tuple[int, int], values, text: str, instant: datetime,
+             trim: bool = False) -> None:
+        """Insert or replace one attempt as the app does (one transaction)."""
+        status, amount_cents, fee, rate, note, refundable, settle_on = values
+        if self.backend != "sqlite" and note is not None:
+            note = note.replace("\x00", "\ufffd")  # a server's text holds no NUL
+        payment = Payment(status, amount_cents, fee, rate, note, refundable, settle_on,
+                          text if self.backend == "sqlite" else instant.isoformat(), instant)
+        with self.source.begin() as conn:
+            conn.execute(sa.text("DELETE FROM payments WHERE payment_id = :p AND attempt = :a"),
+                         {"p": key[0], "a": key[1]})
+            conn.execute(sa.text(
+                "INSERT INTO payments (payment_id, attempt, status, amount_cents, fee, rate, "
+                "note, refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, "
+                ":c, :f, :r, :n, :b, :d, :m, 'x')"), {
+                    "p": key[0], "a": key[1], "s": status, "c": amount_cents,
+                    "f": format(fee.normalize() if trim else fee, "f"), "r": rate, "n": note,
+                    "b": refundable, "d": settle_on and settle_on.isoformat(),
+                    # SQLite keeps the text as written; a server's timestamptz the instant
+                    "m": text if self.backend == "sqlite" else instant})
+        self.model.set_row(key, payment)
+
+    @rule(key=payment_keys, values=payment_values, at=when, trim=st.booleans())
+    def app_writes_payment(self, key, values, at, trim):
+        self._step("app_writes_payment")
+        self._put(key, values, *self._at(at), trim=trim)
+
+    @precondition(lambda self: self.model.source)
+    @rule(data=st.data(), at=st.one_of(st.none(), when))
+    def app_flips_captured(self, data, at):
+        """A status change to or from captured, with a new stamp or (a sloppy app) none."""
+        self._step("app_flips_captured")
+        key = data.draw(st.sampled_from(sorted(self.model.source)), label="key")
+        old = self.model.source[key]
+        status = "captured" if old.status != "captured" else data.draw(
+            st.sampled_from(PAYMENT_STATUSES[1:]), label="status")
+        text, instant = (old.modified_at, old.instant) if at is None else self._at(at)
+        self._put(key, (status, old.amount_cents, old.fee, old.rate, old.note,
+                        old.refundable, old.settle_on), text, instant)
+
+    @precondition(lambda self: self.model.watermark is not None)
+    @rule(key=payment_keys, values=payment_values, late=lateness, form=forms,
+          seconds=st.integers(1, 2 * 86_400))
+    def app_writes_late_payment(self, key, values, late, form, seconds):
+        """An attempt older than the watermark: inside the lookback, on its edge, beyond."""
+        self._step("app_writes_late_payment")
+        instant = self._late_instant(late, seconds)
+        self._put(key, values, render(instant, form, self.tz), instant)
+
+    @precondition(lambda self: len(self.model.source) > 1)
+    @rule(data=st.data())
+    def app_deletes_payment(self, data):
+        """The app deletes one attempt of a payment; its other attempts stay."""
+        self._step("app_deletes_payment")
+        key = data.draw(st.sampled_from(sorted(self.model.source)), label="key")
+        delete_payment(self.source, *key)
+        self.model.delete_row(key)
+
+    def _view(self, days):
+        return day_rows(self.warehouse, days, self.tz, PAYMENTS)
+
+    def _expected(self, days):
+        return self.model.view_by_day(days)
+
+    def _write(self, days: list[str], run_id: str, point: str | None) -> bool:
+        """As for any table; then each day file written holds the bytes of the model's
+        captured attempts (sorted by the whole key, compact, key-sorted ASCII JSON)."""
+        completed = super()._write(days, run_id, point)
+        if completed:
+            for day, rows in self._expected(days).items():
+                data = (self.folder / f"{day}.json").read_bytes()
+                assert data == day_file_bytes(rows, PAYMENTS.primary_key), day
+                STATS["day bytes checks"] += 1
+        return completed
+
+    # --- invariants of payments -----------------------------------------------------
+
+    def _warehouse_rows(self) -> dict[tuple, tuple]:
+        rows: dict[tuple, tuple] = {}
+        with self.warehouse.connect() as conn:
+            for r in conn.execute(sa.select(warehouse_table(PAYMENTS))):
+                key = (int(r.payment_id), int(r.attempt))
+                assert key not in rows, f"payment {key} is stored twice"
+                rows[key] = tuple(r)
+        for key, row in rows.items():  # every value in its stored type (a fee as text)
+            if key in self.model.warehouse:
+                want = self.model.warehouse[key].stored(key)
+                assert [type(v) for v in row] == [type(v) for v in want], (row, want)
+        return rows
+
+    def _source_value(self, name: str, value):
+        if value is None:
+            return None
+        if name == "fee":  # SQLite's NUMERIC affinity keeps a number; a server a Decimal
+            return Decimal(str(value))
+        if name == "refundable":
+            return bool(value)
+        if name == "settle_on":
+            return value if isinstance(value, str) else value.isoformat()
+        if name == "modified_at" and self.backend != "sqlite":
+            return value.astimezone(UTC)  # the instant a timestamptz holds
+        return value
+
+    @invariant()
+    def source_only_changes_through_the_app(self):
+        names = PAYMENTS.column_names
+        with self.source.connect() as conn:
+            rows = {tuple(r[:2]): tuple(self._source_value(n, v) for n, v in zip(
+                names[2:], r[2:], strict=True)) for r in conn.execute(sa.text(
+                    f"SELECT {', '.join(names)} FROM payments"))}
+        assert rows == {key: (p.status, p.amount_cents, p.fee, p.rate, p.note, p.refundable,
+                              p.settle_on and p.settle_on.isoformat(),
+                              p.modified_at if self.backend == "sqlite" else p.instant)
+                        for key, p in self.model.source.items()}
+
+    def _orders_state(self) -> tuple:
+        """orders' rows, watermark, history and ledger, as they are (one connection)."""
+        w, h, b = watermark_state.c, watermark_history.c, batches.c
+        with self.warehouse.connect() as conn:
+            return (
+                sorted(tuple(r) for r in conn.execute(sa.select(orders))),
+                conn.execute(sa.select(w.name, w.value).where(w.name == ORDERS.name)).all(),
+                conn.execute(sa.select(h.kind, h.new_value, h.batch_id).where(
+                    of_table(h.table_name, ORDERS.name)).order_by(h.id)).all(),
+                conn.execute(sa.select(b.batch_id).where(
+                    of_table(b.table_name, ORDERS.name))).scalars().all())
+
+    @invariant()
+    def orders_beside_it_left_alone(self):
+        """Each table's state is its own: payments' loads never touch orders'."""
+        assert self._orders_state() == self.neighbour
 
 
 # --- the tests -------------------------------------------------------------------------
@@ -742,3 +1025,102 @@ def test_step_retry_dying_twice_after_its_manifest_keeps_days_committed(tmp_path
             write_day_files(folder, {"2026-03-02": rows}, run_id="run-1", written_at=NOW)
     assert day_status(folder, "2026-03-02").state == "committed"
     assert read_committed_day(folder, "2026-03-02") == rows
+
+
+# --- payments: the same histories on the second declared table -----------------------------
+
+
+def _fixed_payments_history(machine_class: type[PaymentHistories]) -> Counter:
+    """One payments history that crashes at every crash point, checked after every step:
+    incremental loads, a late row, a flip, day files rebuilt (a killed writer's temp files
+    left), a range load dying at its delete step, a refused mass delete, the repair."""
+    STATS.clear()
+    STATS["seed"] = "fixed"
+    machine = machine_class()
+
+    def step(rule: str, **arguments) -> None:
+        getattr(machine, rule)(**arguments)
+        machine.check_all()
+
+    values = ("captured", 1999, Decimal("1.10"), -0.0, "Grüße ☕ 𝄞", True, date(2026, 3, 20))
+    try:
+        with no_crash_settings_from_outside():
+            step("start", zone="America/New_York", lookback=2)
+            for n, point in enumerate(INCREMENTAL_POINTS):  # each load has new rows to write
+                step("app_writes_payment", key=(n + 1, 1), values=values,
+                     at=(4 + n, time(23, 59, 59, 999_999),
+                         ("utc", "naive", "date", "z", "local", "minus5")[n]), trim=n % 2 == 0)
+                step("app_writes_payment", key=(n + 1, 2),
+                     values=("failed", -(2**63), Decimal("-99999999.99"), None, None, False,
+                             None), at=(4 + n, time(0), "date"), trim=True)
+                step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
+            step("app_writes_late_payment", key=(1, 3), values=("pending", *values[1:]),
+                 late="edge", form="plus0530", seconds=1)
+            step("app_flips_captured", data=_Fixed((1, 3)), at=None)  # to captured, same stamp
+            step("incremental_load", plan_first=False, crashes=[], retry=True)
+            for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
+                step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
+                step("app_writes_payment", key=(n + 1, 3), values=values,  # day n + 1
+                     at=(n + 1, time(2, 30), "space"), trim=False)
+                step("incremental_load", plan_first=False, crashes=[], retry=True)
+                step("rebuild_days", choice=("range", n, 3), crashes=[point], retry=True,
+                     same_run_id=n % 2 == 0)
+            step("rebuild_days", choice=("touched", 0, 0), crashes=FILE_POINTS[:2],
+                 retry=False, same_run_id=True)
+            # the app deletes one attempt; a range load dies at its delete step, then repairs
+            step("app_deletes_payment", data=_Fixed((1, 2)))
+            step("range_load", start=("midnight", 0), end=("midnight", N_DAYS),
+                 crashes=sorted(RANGE_ONLY), retry=True, allow=False)
+            for key in ((2, 1), (2, 2), (3, 1), (3, 2)):  # four of the six of days 5–6
+                step("app_deletes_payment", data=_Fixed(key))
+            step("range_load", start=("midnight", 5), end=("midnight", 7), crashes=[],
+                 retry=True, allow=False)
+            step("repair_everything")
+    finally:
+        machine.teardown()
+    return Counter({k: v for k, v in STATS.items() if k != "seed"})
+
+
+def _assert_every_payments_point_crashed(counts: Counter) -> None:
+    missed = [point for point in POINTS if not counts[f"crash {point}"]]
+    assert not missed, f"the fixed payments history never crashed at {missed}"
+    assert counts["committed day checks"] and counts["uncommitted day checks"]
+    assert counts["refused deletes"] == 1 and counts["repairs of everything"] == 1
+    assert counts["deleted payments"] == 5  # (1, 2) at the delete step; four repaired
+    assert counts["day bytes checks"] and counts["late row edge"] == 1
+
+
+def test_every_crash_point_in_a_fixed_payments_history_sqlite():
+    """payments: every crash point, of the load and of the files, deterministically."""
+    _assert_every_payments_point_crashed(_fixed_payments_history(PaymentHistories))
+
+
+@pytest.mark.postgres
+def test_every_crash_point_in_a_fixed_payments_history_postgresql(postgres_admin):
+    class OnPostgres(PaymentHistories):
+        backend = "postgresql"
+        admin = postgres_admin
+
+    _assert_every_payments_point_crashed(_fixed_payments_history(OnPostgres))
+
+
+def test_random_payments_histories_sqlite():
+    """Random histories of payments on SQLite files: every type, composite keys, late
+    rows, single attempts deleted, loads and range loads crashed and retried."""
+    _run(PaymentHistories, default_examples=PAYMENT_EXAMPLES["sqlite"])
+
+
+@pytest.mark.postgres
+def test_random_payments_histories_postgresql(postgres_admin):
+    """The same payments histories on real PostgreSQL databases (a timestamptz stamp,
+    numeric fee, double rate, date and boolean columns in the source)."""
+
+    class OnPostgres(PaymentHistories):
+        backend = "postgresql"
+        admin = postgres_admin
+        emptied = EmptiedDatabases(postgres_admin)
+
+    try:
+        _run(OnPostgres, default_examples=PAYMENT_EXAMPLES["postgresql"])
+    finally:
+        OnPostgres.emptied.drop_all()
