@@ -230,8 +230,7 @@ def build_refresh_sensor(settings: Settings, files_job,
                                                    now=now.timestamp())
                     for r in state.pending}
         tick = sensing.refresh_tick(state, touched, outcomes, now.timestamp(),
-                                    seed=state.epoch or _seed(context.instance, name),
-                                    files=files.name)
+                                    seed=state.epoch or _seed(context.instance, name))
         for note in notes + tick.notes:
             context.log.info(note)
         cursor = tick.cursor.to_cursor()
