@@ -230,7 +230,8 @@ def build_refresh_sensor(settings: Settings, files_job,
                                                    now=now.timestamp())
                     for r in state.pending}
         tick = sensing.refresh_tick(state, touched, outcomes, now.timestamp(),
-                                    seed=state.epoch or _seed(context.instance, name))
+                                    seed=state.epoch or _seed(context.instance, name),
+                                    files=files.name)
         for note in notes + tick.notes:
             context.log.info(note)
         cursor = tick.cursor.to_cursor()

@@ -148,6 +148,21 @@ def test_refresh_run_keys_name_the_request_and_the_block():
     assert sensing.refresh_run_key("12", 42, block) != sensing.refresh_run_key("0", 42, block)
 
 
+def test_each_tables_run_keys_carry_its_name():
+    """In the UI a run key says which table's sensor asked: ``new-payments-…``,
+    ``captured-payments-refresh-…``; orders' keep the prefixes they always had."""
+    from pipeline_assets.core.sensing.load_cursor import run_key_prefix
+
+    from .tables import PAYMENTS
+
+    block = DayBlock("2026-01-24", "2026-01-24")
+    assert sensing.load_run_key(SEEN, None).startswith("new-orders-")
+    assert sensing.load_run_key(SEEN, None, prefix=run_key_prefix(PAYMENTS)) == \
+        "new-payments-" + sensing.load_run_key(SEEN, None).removeprefix("new-orders-")
+    assert sensing.refresh_run_key("0", 1, block, "captured_payments") == \
+        "captured-payments-refresh-0.1-2026-01-24-2026-01-24"
+
+
 @pytest.mark.parametrize(
     "now, tz, last",
     [

@@ -23,7 +23,13 @@ from ..spec import ORDERS, TableSpec
 from .observation import CURSOR_VERSION, Decision, Observation, check, observe
 from .outcomes import Outcome, RunView, request_outcome, retry_delay
 
-RUN_KEY_PREFIX = "new-orders-"
+RUN_KEY_PREFIX = "new-orders-"  # orders'; any table's: run_key_prefix(spec)
+
+
+def run_key_prefix(spec: TableSpec = ORDERS) -> str:
+    """``new-<name>-`` (``_`` as ``-``): the run keys of ``new_<name>_sensor``."""
+    return f"new-{spec.name.replace('_', '-')}-"
+
 LOAD_CURSOR_VERSION = 2
 
 
@@ -77,7 +83,8 @@ class LoadCursor:
             return cls()
 
 
-def load_run_key(seen: Observation, previous_key: str | None, seed: str = "") -> str:
+def load_run_key(seen: Observation, previous_key: str | None, seed: str = "",
+                 prefix: str = RUN_KEY_PREFIX) -> str:
     """The run key of a new request: never one an earlier request used.
 
     Each key chains the observation to the previous key, so the same observation requested
@@ -89,7 +96,7 @@ def load_run_key(seen: Observation, previous_key: str | None, seed: str = "") ->
     """
     previous = previous_key if previous_key is not None else f"start-{seed}"
     chained = f"{seen.to_cursor()}|{previous}".encode()
-    return RUN_KEY_PREFIX + hashlib.sha256(chained).hexdigest()[:20]
+    return prefix + hashlib.sha256(chained).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,7 @@ def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision 
                 f"{outcome.detail} ({pending.attempt} attempts in a row): backing off, "
                 f"the load is requested again in {resume - now:.0f} s"))
     if decision.run or again:
-        key = load_run_key(decision.cursor, cursor.last_key, seed)
+        key = load_run_key(decision.cursor, cursor.last_key, seed, run_key_prefix(spec))
         attempt = cursor.pending.attempt + 1 if again and cursor.pending else 1
         reason = decision.reason
         if again:

@@ -55,12 +55,14 @@ def day_blocks(days: Iterable[str]) -> list[DayBlock]:
     return [DayBlock(first, last) for first, last in runs(days)]
 
 
-def refresh_run_key(epoch: str, number: int, block: DayBlock) -> str:
+def refresh_run_key(epoch: str, number: int, block: DayBlock, files: str = "paid_orders"
+                    ) -> str:
     """The key of the ``number``-th request of a cursor started at ``epoch`` (the number of
     runs the sensor had launched then): a tick repeated from the same cursor asks for the
     same keys; a block requested again (its run failed, or a later load touched it again)
-    gets a new one, and so does every request of a cursor that was reset."""
-    return f"paid-orders-refresh-{epoch}.{number}-{block.first}-{block.last}"
+    gets a new one, and so does every request of a cursor that was reset. ``files``: the
+    file set's name, ``_`` written ``-``."""
+    return f"{files.replace('_', '-')}-refresh-{epoch}.{number}-{block.first}-{block.last}"
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,8 @@ class RefreshTick:
 
 
 def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
-                 outcomes: Mapping[str, Outcome], now: float, seed: str = "0") -> RefreshTick:
+                 outcomes: Mapping[str, Outcome], now: float, seed: str = "0", *,
+                 files: str = "paid_orders") -> RefreshTick:
     """Owe the days of new materializations, settle requests, ask for free owed days. Pure.
 
     ``outcomes`` holds what became of each pending request (by run key). A request whose
@@ -202,7 +205,7 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
         count += 1
         batch = max(owed[d] for d in days_between(parse_day(block.first),
                                                   parse_day(block.last)))[1]
-        new.append(RefreshRequest(refresh_run_key(epoch, count, block), block.first,
+        new.append(RefreshRequest(refresh_run_key(epoch, count, block, files), block.first,
                                   block.last,
                                   covers=after if after is not None else 0,
                                   requested_at=now, batch=batch))
