@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from ..commands import rebuild_command
 from ..errors import UncommittedDayError
 from .layout import (
     COMMITTED,
@@ -54,6 +55,10 @@ class DayStatus:
     @property
     def committed(self) -> bool:
         return self.state == COMMITTED
+
+    @property
+    def repair_command(self) -> str:
+        return rebuild_command(self.day)
 
 
 # --- the small JSON files -----------------------------------------------------------------
