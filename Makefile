@@ -60,6 +60,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_committed_lookup.py
 	$(BIN)/python benchmarks/bench_deletes.py
 	$(BIN)/python benchmarks/bench_deletes.py --postgres-if-reachable '$(BENCH_POSTGRES)'
+	$(BIN)/python benchmarks/bench_tables.py
+	$(BIN)/python benchmarks/bench_tables.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

@@ -1,0 +1,90 @@
+"""One load in a fresh process, for ``bench_tables.py``: prints one JSON line.
+
+    BENCH_SOURCE_URL=… BENCH_WAREHOUSE_URL=… python benchmarks/load_child.py orders|payments
+
+``orders`` calls ``load_orders`` of whichever ``pipeline_assets`` this interpreter
+imports (``PYTHONPATH`` pointing at the previous release's tree makes it that release's);
+``payments`` calls ``load_table(spec=PAYMENTS)`` (``pipeline_assets_tests/tables.py``, this
+checkout). The JSON holds the seconds inside the call, the rows read, the resident memory
+just before the call (``base_rss_kib``) and the peak of the process after it
+(``peak_kib``, ``VmHWM``), and the file ``pipeline_assets`` was imported from.
+
+Nothing here puts this checkout on ``sys.path`` for ``orders``: which release runs is the
+caller's ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+NOW = datetime(2027, 2, 1, tzinfo=timezone.utc)  # after every generated row
+LOOKBACK_DAYS = 2
+
+
+def memory_kib() -> dict[str, int]:
+    """``VmRSS`` (now) and ``VmHWM`` (peak so far) of this process, in KiB."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    if "VmHWM" not in out:  # not Linux: only the peak is known (bytes on macOS)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out["VmHWM"] = peak // 1024 if sys.platform == "darwin" else peak
+        out.setdefault("VmRSS", out["VmHWM"])
+    return out
+
+
+def main(table: str) -> int:
+    import pipeline_assets
+    from pipeline_assets.core.db import make_engine
+
+    if table == "payments":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from pipeline_assets.core.load import load_table
+        from pipeline_assets_tests.tables import PAYMENTS
+
+        def load(source, warehouse):
+            return load_table(source, warehouse, spec=PAYMENTS, tz=timezone.utc,
+                              lookback_days=LOOKBACK_DAYS, now=NOW)
+    elif table == "orders":
+        from pipeline_assets.core.load import load_orders
+
+        def load(source, warehouse):
+            return load_orders(source, warehouse, tz=timezone.utc,
+                               lookback_days=LOOKBACK_DAYS, now=NOW)
+    else:
+        raise SystemExit(f"load_child: unknown table {table!r} (orders or payments)")
+    source = make_engine(os.environ["BENCH_SOURCE_URL"], role="source")
+    warehouse = make_engine(os.environ["BENCH_WAREHOUSE_URL"], role="warehouse")
+    for engine in (source, warehouse):  # the driver's import and a pooled connection
+        with engine.connect():
+            pass
+    import adbc_driver_postgresql.dbapi  # noqa: F401  (imported where the scan runs)
+    import adbc_driver_sqlite.dbapi  # noqa: F401
+    gc.collect()
+    before = memory_kib()
+    started = time.perf_counter()
+    result = load(source, warehouse)
+    seconds = time.perf_counter() - started
+    after = memory_kib()
+    print(json.dumps({
+        "seconds": seconds, "rows_read": result.rows_read, "inserted": result.inserted,
+        "updated": result.updated, "base_rss_kib": before["VmRSS"],
+        "peak_kib": after["VmHWM"], "package": pipeline_assets.__file__,
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else ""))
