@@ -179,9 +179,15 @@ def materialize(env: dict, cwd: Path, *target: str) -> tuple[float, int]:
             tree_peaks(proc.pid, peaks)
             time.sleep(0.1)
     seconds = time.perf_counter() - started
+    text = log.read_text()
     if proc.returncode != 0:
         raise SystemExit(f"dagster asset materialize {' '.join(target)} failed:\n"
-                         f"{log.read_text()[-3000:]}")
+                         f"{text[-3000:]}")
+    failed = [line for line in text.splitlines()
+              if "ASSET_CHECK_EVALUATION" in line and "passed." not in line]
+    if failed:  # a run whose check failed did not do what is being measured
+        raise SystemExit(f"dagster asset materialize {' '.join(target)}: a check "
+                         f"failed:\n{failed[0][-500:]}")
     return seconds, max(peaks.values(), default=0)
 
 
