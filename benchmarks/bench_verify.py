@@ -82,6 +82,7 @@ from pipeline_assets.core.horizon import reconcile_horizon  # noqa: E402
 from pipeline_assets.core.load import load_orders  # noqa: E402
 from pipeline_assets.core.paid import paid_orders_by_day  # noqa: E402
 from pipeline_assets.core.source import inspect_source, scan_keys  # noqa: E402
+from pipeline_assets.core.spec import ORDERS  # noqa: E402
 from pipeline_assets.core.times import UTC  # noqa: E402
 from pipeline_assets.core.verify import check_files, compare_orders, verify  # noqa: E402
 from pipeline_assets.core.verify.compare import (  # noqa: E402
@@ -237,10 +238,11 @@ def verify_part(args) -> None:
 RECONCILE_DAYS = 7
 
 
-def add_deleted_before(source, warehouse, tz, days) -> None:
+def add_deleted_before(source, warehouse, tz, days, *, spec=ORDERS) -> None:
     """``add_deleted`` as it was before the keyed lookup (before commit f33be05): the
     warehouse rows of the days, one scan of every key of the source, then the warehouse
-    rows of the days again for those it lost."""
+    rows of the days again for those it lost (``orders`` only, as it was then)."""
+    assert spec == ORDERS, "the old add_deleted knew orders only"
     if not days:
         return
     spans = _spans([date.fromisoformat(d) for d in days], tz)
