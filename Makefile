@@ -9,7 +9,7 @@ PORT   ?= 3000
 DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export DAGSTER_HOME
 
-.PHONY: install dev test check lint bench screenshots clean
+.PHONY: install dev test check lint format bench screenshots clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,14 @@ test: install
 check: lint
 	$(BIN)/python -m pytest -q -m "not postgres and not mysql and not e2e and not browser and not s3 and not celery"
 
+# `ruff format` writes the layout (`make format`); the check refuses code not in it.
 lint: install
 	$(BIN)/ruff check pipeline_assets pipeline_assets_tests benchmarks
+	$(BIN)/ruff format --check pipeline_assets pipeline_assets_tests benchmarks
+
+format: install
+	$(BIN)/ruff format pipeline_assets pipeline_assets_tests benchmarks
+	$(BIN)/ruff check --fix pipeline_assets pipeline_assets_tests benchmarks
 
 # Every benchmark at full size (about half an hour on 2 cores), PostgreSQL too when
 # BENCH_POSTGRES is reachable, and the peer benchmark with the `bench` extra (dlt).

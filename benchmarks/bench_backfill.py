@@ -78,8 +78,14 @@ WRITTEN_AT = "2026-02-01T00:00:00+00:00"
 PAID_SHARE = 0.70  # demo.STATUSES: 70 of 100 orders are paid
 
 # Milestones of a step in the event log, in the order they happen, and what lies between.
-MILESTONES = ("STEP_START", "LOADED_INPUT", "STEP_OUTPUT", "ASSET_MATERIALIZATION",
-              "HANDLED_OUTPUT", "STEP_SUCCESS")
+MILESTONES = (
+    "STEP_START",
+    "LOADED_INPUT",
+    "STEP_OUTPUT",
+    "ASSET_MATERIALIZATION",
+    "HANDLED_OUTPUT",
+    "STEP_SUCCESS",
+)
 SPANS = {
     ("paid_orders", "STEP_START", "STEP_OUTPUT"): "the asset: query + per-day metadata",
     ("paid_orders", "STEP_OUTPUT", "ASSET_MATERIALIZATION"): "IO manager: files + manifest",
@@ -89,6 +95,7 @@ SPANS = {
     ("daily_revenue", "ASSET_MATERIALIZATION", "STEP_SUCCESS"): "materialization events",
 }
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
 
 def plain_atomic_write(final: Path, data: bytes, *, fsync_folder: bool = False) -> None:
     """Temp file beside ``final``, write, fsync, rename: nothing else."""
@@ -142,20 +149,29 @@ def dagster_breakdown(instance, run_id: str) -> list[tuple[str, float]]:
         event = entry.dagster_event
         if event is not None and entry.step_key and event.event_type_value in MILESTONES:
             first.setdefault((entry.step_key, event.event_type_value), entry.timestamp)
-    out = [("run: first event -> first step (plan, resources)",
-            first[("paid_orders", "STEP_START")] - min(stamps))]
+    out = [
+        (
+            "run: first event -> first step (plan, resources)",
+            first[("paid_orders", "STEP_START")] - min(stamps),
+        )
+    ]
     for step in ("paid_orders", "daily_revenue"):
         marks = [(kind, first[(step, kind)]) for kind in MILESTONES if (step, kind) in first]
         for (a, t_a), (b, t_b) in zip(marks, marks[1:], strict=False):
             what = SPANS.get((step, a, b), f"{a.lower()} -> {b.lower()}")
             out.append((f"{step}: {what}", t_b - t_a))
-    out.append(("run: last step -> last event",
-                max(stamps) - first[("daily_revenue", "STEP_SUCCESS")]))
+    out.append(
+        ("run: last step -> last event", max(stamps) - first[("daily_revenue", "STEP_SUCCESS")])
+    )
     return out
 
 
-def run_dagster(data_dir: Path, first: str, last: str, url: str | None = None,
-                ) -> tuple[float, float, list]:
+def run_dagster(
+    data_dir: Path,
+    first: str,
+    last: str,
+    url: str | None = None,
+) -> tuple[float, float, list]:
     """(definitions seconds, run seconds, breakdown) of one in-process range backfill."""
     from pipeline_assets.definitions import build_definitions
     from pipeline_assets.settings import from_env
@@ -176,10 +192,14 @@ def range_run(job, first: str, last: str, what: str):
 
     with DagsterInstance.ephemeral() as instance:
         started = time.perf_counter()
-        result = job.execute_in_process(instance=instance, run_config=QUIET, tags={
-            "dagster/asset_partition_range_start": first,
-            "dagster/asset_partition_range_end": last,
-        })
+        result = job.execute_in_process(
+            instance=instance,
+            run_config=QUIET,
+            tags={
+                "dagster/asset_partition_range_start": first,
+                "dagster/asset_partition_range_end": last,
+            },
+        )
         ran = time.perf_counter() - started
         if not result.success:
             raise SystemExit(f"{what} failed")
@@ -194,22 +214,33 @@ def run_trivial(first: str, last: str) -> float:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import trivial_backfill_location as trivial
 
-    job = Definitions(assets=trivial.defs.assets, jobs=[define_asset_job(
-        "trivial_days_job", selection=AssetSelection.all())]).resolve_job_def("trivial_days_job")
+    job = Definitions(
+        assets=trivial.defs.assets,
+        jobs=[define_asset_job("trivial_days_job", selection=AssetSelection.all())],
+    ).resolve_job_def("trivial_days_job")
     with range_run(job, first, last, "the trivial in-process backfill") as (_, _, ran):
         return ran
 
 
 def _pipeline_env(data_dir: Path, url: str | None = None) -> dict[str, str]:
-    env = {"PIPELINE_DATA_DIR": str(data_dir), "PARTITIONS_START_DATE": FIRST_DAY.isoformat(),
-           "PIPELINE_TIMEZONE": "UTC", "PIPELINE_AUTOMATION": "off"}
+    env = {
+        "PIPELINE_DATA_DIR": str(data_dir),
+        "PARTITIONS_START_DATE": FIRST_DAY.isoformat(),
+        "PIPELINE_TIMEZONE": "UTC",
+        "PIPELINE_AUTOMATION": "off",
+    }
     if url:
         env["PAID_ORDERS_URL"] = url
     return env
 
 
-def run_cli(workdir: Path, data_dir: Path, first: str, last: str, url: str | None = None,
-            ) -> tuple[float, float, float]:
+def run_cli(
+    workdir: Path,
+    data_dir: Path,
+    first: str,
+    last: str,
+    url: str | None = None,
+) -> tuple[float, float, float]:
     """(materialize seconds, import-only seconds, Dagster's own seconds) of the real CLI in
     a subprocess: the pipeline's range, then the trivial location's same range."""
     home = workdir / "dagster_home"
@@ -219,19 +250,35 @@ def run_cli(workdir: Path, data_dir: Path, first: str, last: str, url: str | Non
     dagster = Path(sys.executable).with_name("dagster")
     dagster = str(dagster if dagster.exists() else shutil.which("dagster") or "dagster")
     seconds = []
-    for target, select in ((["-m", "pipeline_assets.definitions"], "paid_orders,daily_revenue"),
-                           (["-f", str(Path(__file__).with_name("trivial_backfill_location.py"))],
-                            "trivial_days,trivial_days_total")):
-        command = [dagster, "asset", "materialize", *target, "--select", select,
-                   "--partition-range", f"{first}...{last}"]
+    for target, select in (
+        (["-m", "pipeline_assets.definitions"], "paid_orders,daily_revenue"),
+        (
+            ["-f", str(Path(__file__).with_name("trivial_backfill_location.py"))],
+            "trivial_days,trivial_days_total",
+        ),
+    ):
+        command = [
+            dagster,
+            "asset",
+            "materialize",
+            *target,
+            "--select",
+            select,
+            "--partition-range",
+            f"{first}...{last}",
+        ]
         started = time.perf_counter()
         proc = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
         seconds.append(time.perf_counter() - started)
         if proc.returncode != 0:
             raise SystemExit(f"the CLI backfill ({select}) failed:\n{proc.stderr[-3000:]}")
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"], cwd=workdir,
-                   env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", "import pipeline_assets.definitions"],
+        cwd=workdir,
+        env=env,
+        check=True,
+    )
     imported = time.perf_counter() - started
     return seconds[0], imported, seconds[1]
 
@@ -249,20 +296,36 @@ def start_s3_server(workdir: Path):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=365, help="days in the range (%(default)s)")
-    parser.add_argument("--paid-per-day", type=int, default=1000,
-                        help="paid orders per day, on average (%(default)s)")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="best of this many runs of each in-process measurement")
+    parser.add_argument(
+        "--paid-per-day",
+        type=int,
+        default=1000,
+        help="paid orders per day, on average (%(default)s)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="best of this many runs of each in-process measurement",
+    )
     parser.add_argument("--no-cli", action="store_true", help="skip the dagster CLI run")
-    parser.add_argument("--quick", action="store_true",
-                        help="10 days of 50 paid orders, no CLI: a smoke run")
-    parser.add_argument("--workdir", type=Path,
-                        help="write here and keep it (default: a temporary folder, removed)")
-    parser.add_argument("--store", choices=("local", "s3"), default="local",
-                        help="where the day files go (%(default)s)")
-    parser.add_argument("--paid-orders-url",
-                        help="with --store s3: an existing s3://bucket/prefix (default: a "
-                             "bucket on a moto server started here)")
+    parser.add_argument(
+        "--quick", action="store_true", help="10 days of 50 paid orders, no CLI: a smoke run"
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="write here and keep it (default: a temporary folder, removed)"
+    )
+    parser.add_argument(
+        "--store",
+        choices=("local", "s3"),
+        default="local",
+        help="where the day files go (%(default)s)",
+    )
+    parser.add_argument(
+        "--paid-orders-url",
+        help="with --store s3: an existing s3://bucket/prefix (default: a "
+        "bucket on a moto server started here)",
+    )
     args = parser.parse_args(argv)
     days, per_day, with_cli = args.days, args.paid_per_day, not args.no_cli
     if args.quick:
@@ -275,15 +338,21 @@ def main(argv=None) -> int:
         url = (args.paid_orders_url or "").rstrip("/")
         if not url:
             server, url = start_s3_server(workdir)
-    print(f"bench_backfill: {days} days, ~{per_day:,} paid orders a day, workdir {workdir}, "
-          f"store {url or 'local folder'}, python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} cpu", flush=True)
+    print(
+        f"bench_backfill: {days} days, ~{per_day:,} paid orders a day, workdir {workdir}, "
+        f"store {url or 'local folder'}, python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cpu",
+        flush=True,
+    )
     total = time.perf_counter()
     try:
         started = time.perf_counter()
         built = build_warehouse(data_dir, days, per_day)
-        print(f"generated {built['orders']:,} orders and loaded {built['loaded']:,} in "
-              f"{time.perf_counter() - started:.1f}s", flush=True)
+        print(
+            f"generated {built['orders']:,} orders and loaded {built['loaded']:,} in "
+            f"{time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
         day_list = days_between(FIRST_DAY, FIRST_DAY + timedelta(days=days - 1))
         first, last = day_list[0], day_list[-1]
         warehouse = make_engine(f"sqlite:///{data_dir / 'warehouse.db'}", role="warehouse")
@@ -296,8 +365,9 @@ def main(argv=None) -> int:
         rows: dict[str, float] = {}
         rows["query: paid_orders_by_day (one query)"] = timed(query, args.repeat)
         paid = sum(map(len, by_day.values()))
-        plain_dir, folder_dir, core_dir = (workdir / name for name in
-                                           ("plain", "plain_fsync_folder", "core"))
+        plain_dir, folder_dir, core_dir = (
+            workdir / name for name in ("plain", "plain_fsync_folder", "core")
+        )
         plain_dir.mkdir()
         folder_dir.mkdir()
         if url:  # every run writes to its own prefix of the bucket
@@ -306,17 +376,19 @@ def main(argv=None) -> int:
         def plain(folder: Path, fsync_folder: bool):
             def write():
                 for day in day_list:
-                    plain_atomic_write(folder / f"{day}.json",
-                                       json.dumps(by_day[day]).encode(),
-                                       fsync_folder=fsync_folder)
+                    plain_atomic_write(
+                        folder / f"{day}.json",
+                        json.dumps(by_day[day]).encode(),
+                        fsync_folder=fsync_folder,
+                    )
+
             return write
 
         serial = [0]
 
         def core_write():
             serial[0] += 1
-            write_day_files(core_dir, by_day, run_id=f"bench-{serial[0]}",
-                            written_at=WRITTEN_AT)
+            write_day_files(core_dir, by_day, run_id=f"bench-{serial[0]}", written_at=WRITTEN_AT)
 
         def revenue():
             read = read_committed_days(core_dir, day_list)
@@ -334,16 +406,17 @@ def main(argv=None) -> int:
         else:
             baseline = "plain atomic writes (baseline)"
             rows[baseline] = timed(plain(plain_dir, False), args.repeat)
-            rows["plain atomic writes + folder fsync"] = timed(plain(folder_dir, True),
-                                                               args.repeat)
+            rows["plain atomic writes + folder fsync"] = timed(plain(folder_dir, True), args.repeat)
         rows["serialize_day only (no I/O)"] = timed(
-            lambda: [serialize_day(day, by_day[day]) for day in day_list], args.repeat)
+            lambda: [serialize_day(day, by_day[day]) for day in day_list], args.repeat
+        )
         rows["write_day_files (files, manifest, pointers)"] = timed(core_write, args.repeat)
         rows["daily_revenue's work (read committed, store)"] = timed(revenue, args.repeat)
         rows["query + write_day_files + daily_revenue's work"] = (
             rows["query: paid_orders_by_day (one query)"]
             + rows["write_day_files (files, manifest, pointers)"]
-            + rows["daily_revenue's work (read committed, store)"])
+            + rows["daily_revenue's work (read committed, store)"]
+        )
         warehouse.dispose()
         print("core measured; running the backfill through Dagster", flush=True)
 
@@ -358,7 +431,8 @@ def main(argv=None) -> int:
         for name, seconds in breakdown:
             rows[f"  {name}"] = seconds
         rows["  outside the event log (job plan, instance)"] = run_seconds - sum(
-            s for _, s in breakdown)
+            s for _, s in breakdown
+        )
         rows["Dagster's own: the same range, trivial assets, in process"] = trivial
         dagster_files = open_store(f"{url}/dagster" if url else data_dir / "paid_orders")
         core_files = open_store(core_dir)
@@ -367,21 +441,26 @@ def main(argv=None) -> int:
                 raise SystemExit(f"{day}: Dagster's file differs from write_day_files'")
         if with_cli:
             print("running the backfill through the dagster CLI", flush=True)
-            cli, imported, trivial_cli = run_cli(workdir, data_dir, first, last,
-                                                 url and f"{url}/cli")
+            cli, imported, trivial_cli = run_cli(
+                workdir, data_dir, first, last, url and f"{url}/cli"
+            )
             rows["CLI: dagster asset materialize --partition-range"] = cli
             rows["CLI: python -c 'import pipeline_assets.definitions'"] = imported
             rows["CLI: Dagster's own, the same range, trivial assets"] = trivial_cli
 
         floor = rows[baseline]
-        print(f"\n{days} days {first}...{last}, {paid:,} paid orders "
-              f"({paid / days:,.0f} a day); ratio: seconds / {baseline}")
+        print(
+            f"\n{days} days {first}...{last}, {paid:,} paid orders "
+            f"({paid / days:,.0f} a day); ratio: seconds / {baseline}"
+        )
         header = f"{'case':<54} | {'seconds':>8} | {'ratio':>7} | {'ms/day':>7}"
         print(header)
         print("-" * len(header))
         for name, seconds in rows.items():
-            print(f"{name:<54} | {seconds:>8.2f} | {seconds / floor:>6.1f}x | "
-                  f"{seconds / days * 1000:>7.1f}")
+            print(
+                f"{name:<54} | {seconds:>8.2f} | {seconds / floor:>6.1f}x | "
+                f"{seconds / days * 1000:>7.1f}"
+            )
         # The target: one run, within 1.2x of Dagster's own cost for the same range plus
         # the plain writes of the same files.
         print("\ntargets; ratio: measured / wanted")
@@ -393,9 +472,11 @@ def main(argv=None) -> int:
             own.append(("through the CLI", cli, trivial_cli))
         for how, ours, theirs in own:
             ratio = ours / (theirs + floor)
-            print(f"{'365-day range ' if days == 365 else f'{days}-day range '}"
-                  f"{how}: ours / (Dagster's own + plain writes)".ljust(62)
-                  + f" | {'<= 1.2x':>7} | {ratio:>7.2f}x | {'yes' if ratio <= 1.2 else 'NO'}")
+            print(
+                f"{'365-day range ' if days == 365 else f'{days}-day range '}"
+                f"{how}: ours / (Dagster's own + plain writes)".ljust(62)
+                + f" | {'<= 1.2x':>7} | {ratio:>7.2f}x | {'yes' if ratio <= 1.2 else 'NO'}"
+            )
     finally:
         if server is not None:
             server.stop()

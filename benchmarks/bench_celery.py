@@ -67,11 +67,20 @@ class Workers:
         for n in range(count):
             log = folder / f"worker{n + 1}.log"
             with open(log, "wb") as out:
-                self.procs.append((log, subprocess.Popen(
-                    [str(ROOT / "deploy" / "celery-worker.sh")],
-                    env=env | {"CELERY_WORKER_NAME": f"bench{n + 1}@%h",
-                               "PYTHON": sys.executable},
-                    cwd=folder, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)))
+                self.procs.append(
+                    (
+                        log,
+                        subprocess.Popen(
+                            [str(ROOT / "deploy" / "celery-worker.sh")],
+                            env=env
+                            | {"CELERY_WORKER_NAME": f"bench{n + 1}@%h", "PYTHON": sys.executable},
+                            cwd=folder,
+                            stdout=out,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                        ),
+                    )
+                )
         deadline = time.monotonic() + 120
         for log, proc in self.procs:
             while " ready." not in log.read_text(errors="replace"):
@@ -82,8 +91,7 @@ class Workers:
         self.start_seconds = time.perf_counter() - started
 
     def steps(self) -> int:
-        return sum(log.read_text(errors="replace").count("succeeded in")
-                   for log, _ in self.procs)
+        return sum(log.read_text(errors="replace").count("succeeded in") for log, _ in self.procs)
 
     def stop(self) -> None:
         for _, proc in self.procs:
@@ -107,8 +115,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="10 days × 50 orders, one run")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
-    days, per_day, runs = (10, 50, 1) if args.quick else (args.days, args.paid_per_day,
-                                                           args.runs)
+    days, per_day, runs = (10, 50, 1) if args.quick else (args.days, args.paid_per_day, args.runs)
     folder = workdir_for(args, "bench_celery_")
     started = time.perf_counter()
     vhost = None
@@ -124,58 +131,90 @@ def main(argv=None) -> int:
         data.mkdir()
         built = build_warehouse(data, days, per_day)
         last = FIRST_DAY.fromordinal(FIRST_DAY.toordinal() + days - 1).isoformat()
-        backfill = ("-m", "pipeline_assets.definitions", "--select",
-                    "paid_orders,daily_revenue", "--partition-range",
-                    f"{FIRST_DAY.isoformat()}...{last}")
+        backfill = (
+            "-m",
+            "pipeline_assets.definitions",
+            "--select",
+            "paid_orders,daily_revenue",
+            "--partition-range",
+            f"{FIRST_DAY.isoformat()}...{last}",
+        )
         home = dagster_home(folder)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                    "PAID_ORDERS", "CELERY_"))}
-        env |= _pipeline_env(data) | {"DAGSTER_HOME": str(home),
-                                      "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(
+                ("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE", "PAID_ORDERS", "CELERY_")
+            )
+        }
+        env |= _pipeline_env(data) | {
+            "DAGSTER_HOME": str(home),
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        }
         celery = env | {"PIPELINE_EXECUTOR": "celery", "CELERY_BROKER_URL": broker}
-        print(f"bench_celery: {built['orders']:,} orders over {days} days, {runs} run(s) "
-              f"per case, {args.workers} worker(s) on {where(broker)}, workdir {folder}",
-              flush=True)
+        print(
+            f"bench_celery: {built['orders']:,} orders over {days} days, {runs} run(s) "
+            f"per case, {args.workers} worker(s) on {where(broker)}, workdir {folder}",
+            flush=True,
+        )
         workers = Workers(args.workers, celery, folder)
         print(f"{args.workers} worker(s) ready in {workers.start_seconds:.1f} s", flush=True)
         materialize(env, folder, *TRIVIAL)  # the instance's storage, made once
 
-        cases = [(f"orders, {CHANGED:,} rows changed", ORDERS, True),
-                 (f"range backfill, {days} days", backfill, False)]
+        cases = [
+            (f"orders, {CHANGED:,} rows changed", ORDERS, True),
+            (f"range backfill, {days} days", backfill, False),
+        ]
         times: dict[tuple[str, str], list[float]] = {}
         for round_ in range(runs):
             for name, target, change in cases:
                 for executor, run_env in (("default", env), ("celery", celery)):
                     if change:
-                        change_some(f"sqlite:///{data / 'app.db'}", CHANGED,
-                                    seed=100 * round_ + len(times),
-                                    status="paid", amount=f"{round_ + 1}.23")
+                        change_some(
+                            f"sqlite:///{data / 'app.db'}",
+                            CHANGED,
+                            seed=100 * round_ + len(times),
+                            status="paid",
+                            amount=f"{round_ + 1}.23",
+                        )
                     times.setdefault((name, executor), []).append(
-                        materialize(run_env, folder, *target))
+                        materialize(run_env, folder, *target)
+                    )
             times.setdefault(("trivial asset + check", "default"), []).append(
-                materialize(env, folder, *TRIVIAL))
+                materialize(env, folder, *TRIVIAL)
+            )
         steps = workers.steps()
 
-        print(f"\nwhole `dagster asset materialize` (median of {runs}); ratio: Celery / "
-              "default executor of the same case")
-        header = (f"{'case':<40} | {'default seconds':>15} | {'celery seconds':>14} | "
-                  f"{'ratio':>6} | runs: default / celery")
+        print(
+            f"\nwhole `dagster asset materialize` (median of {runs}); ratio: Celery / "
+            "default executor of the same case"
+        )
+        header = (
+            f"{'case':<40} | {'default seconds':>15} | {'celery seconds':>14} | "
+            f"{'ratio':>6} | runs: default / celery"
+        )
         print(header)
         print("-" * len(header))
         for name, _target, _change in cases:
             base = statistics.median(times[(name, "default")])
             over = statistics.median(times[(name, "celery")])
-            runs_text = " / ".join(" ".join(f"{t:.1f}" for t in times[(name, executor)])
-                                   for executor in ("default", "celery"))
-            print(f"{name:<40} | {base:>15.2f} | {over:>14.2f} | {over / base:>5.2f}x | "
-                  f"{runs_text}")
+            runs_text = " / ".join(
+                " ".join(f"{t:.1f}" for t in times[(name, executor)])
+                for executor in ("default", "celery")
+            )
+            print(
+                f"{name:<40} | {base:>15.2f} | {over:>14.2f} | {over / base:>5.2f}x | {runs_text}"
+            )
         floor = times[("trivial asset + check", "default")]
-        print(f"{'trivial asset + check (Dagster floor)':<40} | "
-              f"{statistics.median(floor):>15.2f} | {'':>14} | {1:>5.2f}x | "
-              f"{' '.join(f'{t:.1f}' for t in floor)}")
-        print(f"\n{steps} step(s) ran on the workers; the default executor ran each step "
-              "in a subprocess of its run")
+        print(
+            f"{'trivial asset + check (Dagster floor)':<40} | "
+            f"{statistics.median(floor):>15.2f} | {'':>14} | {1:>5.2f}x | "
+            f"{' '.join(f'{t:.1f}' for t in floor)}"
+        )
+        print(
+            f"\n{steps} step(s) ran on the workers; the default executor ran each step "
+            "in a subprocess of its run"
+        )
     finally:
         if workers is not None:
             workers.stop()

@@ -55,8 +55,9 @@ def timed(source, warehouse, start, end, repeat: int, *, prepare=None) -> tuple[
         if prepare is not None:
             prepare()
         started = time.perf_counter()
-        result = load_module.load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                                         start=start, end=end)
+        result = load_module.load_orders(
+            source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=start, end=end
+        )
         best = min(best, time.perf_counter() - started)
         deleted = result.rows_deleted or 0
     return best, deleted
@@ -83,23 +84,32 @@ def main(argv=None) -> int:
         warehouse = make_engine(backend.new_url("warehouse"), role="warehouse")
         load_module.load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
         with source.connect() as conn:
-            newest = to_instant(conn.exec_driver_sql(
-                "SELECT max(updated_at) FROM orders").scalar(), UTC)
+            newest = to_instant(
+                conn.exec_driver_sql("SELECT max(updated_at) FROM orders").scalar(), UTC
+            )
         end = datetime.combine(newest.date(), datetime.min.time(), tzinfo=UTC)
         month, week = (end - timedelta(days=30), end), (end - timedelta(days=7), end)
-        print(f"bench_deletes: {n:,} orders over {DAYS} days on {backend.name}, loaded in "
-              f"{time.perf_counter() - started:.0f}s; ranges end {end.date()}", flush=True)
+        print(
+            f"bench_deletes: {n:,} orders over {DAYS} days on {backend.name}, loaded in "
+            f"{time.perf_counter() - started:.0f}s; ranges end {end.date()}",
+            flush=True,
+        )
 
         marker = "?" if source.dialect.name == "sqlite" else "%s"
 
         def delete_some():
             with source.begin() as conn:
-                ids = [r[0] for r in conn.exec_driver_sql(
-                    f"SELECT order_id FROM orders WHERE updated_at >= {marker} "
-                    f"AND updated_at < {marker} ORDER BY order_id LIMIT {DELETED}",
-                    (month[0].date().isoformat(), month[1].date().isoformat()))]
-                conn.exec_driver_sql(f"DELETE FROM orders WHERE order_id = {marker}",
-                                     [(i,) for i in ids])
+                ids = [
+                    r[0]
+                    for r in conn.exec_driver_sql(
+                        f"SELECT order_id FROM orders WHERE updated_at >= {marker} "
+                        f"AND updated_at < {marker} ORDER BY order_id LIMIT {DELETED}",
+                        (month[0].date().isoformat(), month[1].date().isoformat()),
+                    )
+                ]
+                conn.exec_driver_sql(
+                    f"DELETE FROM orders WHERE order_id = {marker}", [(i,) for i in ids]
+                )
 
         real_delete = load_module.delete_lost
         load_module.delete_lost = lambda *a, **k: None  # the range load before this step
@@ -108,20 +118,29 @@ def main(argv=None) -> int:
         finally:
             load_module.delete_lost = real_delete
         cases = [("30-day range, nothing deleted, without the delete step", base, 0)]
-        cases.append(("30-day range, nothing deleted",
-                      *timed(source, warehouse, *month, repeat)))
-        cases.append((f"30-day range, {DELETED:,} deleted",
-                      *timed(source, warehouse, *month, repeat, prepare=delete_some)))
-        cases.append(("7-day range (RECONCILE_DAYS), nothing deleted",
-                      *timed(source, warehouse, *week, repeat)))
+        cases.append(("30-day range, nothing deleted", *timed(source, warehouse, *month, repeat)))
+        cases.append(
+            (
+                f"30-day range, {DELETED:,} deleted",
+                *timed(source, warehouse, *month, repeat, prepare=delete_some),
+            )
+        )
+        cases.append(
+            (
+                "7-day range (RECONCILE_DAYS), nothing deleted",
+                *timed(source, warehouse, *week, repeat),
+            )
+        )
         source.dispose()
         warehouse.dispose()
     finally:
         backend.close()
         if not args.workdir:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f"\nrange loads of orders, {n:,} orders, {backend.name}, best of {repeat}; "
-          "ratio: / the range load without the delete step")
+    print(
+        f"\nrange loads of orders, {n:,} orders, {backend.name}, best of {repeat}; "
+        "ratio: / the range load without the delete step"
+    )
     header = f"{'case':<56} | {'deleted':>7} | {'seconds':>8} | {'ratio':>6}"
     print(header)
     print("-" * len(header))

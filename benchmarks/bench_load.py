@@ -99,29 +99,40 @@ def child_main(kind: str) -> int:
             pass
     import adbc_driver_postgresql.dbapi  # noqa: F401  (imported where the scan runs)
     import adbc_driver_sqlite.dbapi  # noqa: F401
+
     gc.collect()
     before = memory_kib()
     started = time.perf_counter()
-    result = load_orders(source, warehouse, tz=UTC, lookback_days=LOOKBACK_DAYS, now=NOW,
-                         dry_run=(kind == "dry"))
+    result = load_orders(
+        source, warehouse, tz=UTC, lookback_days=LOOKBACK_DAYS, now=NOW, dry_run=(kind == "dry")
+    )
     seconds = time.perf_counter() - started
     after = memory_kib()
-    print(json.dumps({
-        "seconds": seconds, "rows_read": result.rows_read, "inserted": result.inserted,
-        "updated": result.updated, "unchanged": result.unchanged,
-        "days_touched": len(result.days_touched),
-        "base_rss_kib": before["VmRSS"], "base_peak_kib": before["VmHWM"],
-        "peak_kib": after["VmHWM"],
-        "ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    }))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "rows_read": result.rows_read,
+                "inserted": result.inserted,
+                "updated": result.updated,
+                "unchanged": result.unchanged,
+                "days_touched": len(result.days_touched),
+                "base_rss_kib": before["VmRSS"],
+                "base_peak_kib": before["VmHWM"],
+                "peak_kib": after["VmHWM"],
+                "ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            }
+        )
+    )
     return 0
 
 
 def run_child(kind: str, source_url: str, warehouse_url: str) -> dict:
     # URLs go through the environment, so a password never shows in a process list.
     env = dict(os.environ, BENCH_SOURCE_URL=source_url, BENCH_WAREHOUSE_URL=warehouse_url)
-    proc = subprocess.run([sys.executable, __file__, "--child", kind], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", kind], env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise SystemExit(f"the {kind} load failed in its subprocess:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -136,13 +147,19 @@ def recent_copy(url: str, backend, days: int) -> tuple[str, int]:
     engine = make_engine(url, role="source")
     try:
         with engine.connect() as conn:
-            newest = to_instant(conn.exec_driver_sql(
-                "SELECT max(updated_at) FROM orders").scalar(), UTC)
+            newest = to_instant(
+                conn.exec_driver_sql("SELECT max(updated_at) FROM orders").scalar(), UTC
+            )
             since = (newest - timedelta(days=days)).date().isoformat()
             m = backend.marker
-            rows = [tuple(r) for r in conn.exec_driver_sql(
-                "SELECT order_id, status, amount, updated_at FROM orders "
-                f"WHERE updated_at >= {m} ORDER BY order_id", (since,))]
+            rows = [
+                tuple(r)
+                for r in conn.exec_driver_sql(
+                    "SELECT order_id, status, amount, updated_at FROM orders "
+                    f"WHERE updated_at >= {m} ORDER BY order_id",
+                    (since,),
+                )
+            ]
     finally:
         engine.dispose()
     copy_url = backend.new_url("source_recent")
@@ -153,7 +170,9 @@ def recent_copy(url: str, backend, days: int) -> tuple[str, int]:
             conn.exec_driver_sql("DELETE FROM orders")
             conn.exec_driver_sql(
                 f"INSERT INTO orders (order_id, status, amount, updated_at) "
-                f"VALUES ({m}, {m}, {m}, {m})", rows)
+                f"VALUES ({m}, {m}, {m}, {m})",
+                rows,
+            )
     finally:
         copy.dispose()
     return copy_url, len(rows)
@@ -164,9 +183,14 @@ def stored_rows(url: str) -> list[tuple]:
     engine = make_engine(url, role="warehouse")
     try:
         with engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(
-                sa.select(orders.c.order_id, orders.c.status, orders.c.amount,
-                          orders.c.updated_at).order_by(orders.c.order_id))]
+            return [
+                tuple(r)
+                for r in conn.execute(
+                    sa.select(
+                        orders.c.order_id, orders.c.status, orders.c.amount, orders.c.updated_at
+                    ).order_by(orders.c.order_id)
+                )
+            ]
     finally:
         engine.dispose()
 
@@ -184,11 +208,12 @@ _INSERT = "INSERT INTO orders (order_id, status, amount, updated_at) VALUES ({p}
 
 def chunks(rows: list, size: int = CHUNK):
     for i in range(0, len(rows), size):
-        yield rows[i:i + size]
+        yield rows[i : i + size]
 
 
-def fresh_table(backend, label: str, prefill: list[tuple] | None = None, *,
-                index: bool = True) -> str:
+def fresh_table(
+    backend, label: str, prefill: list[tuple] | None = None, *, index: bool = True
+) -> str:
     """An empty database holding the warehouse's ``orders`` table (same columns, index)."""
     url = backend.new_url(label)
     engine = make_engine(url, role="warehouse")
@@ -205,8 +230,15 @@ def fresh_table(backend, label: str, prefill: list[tuple] | None = None, *,
     return url
 
 
-def raw_executemany(backend, url: str, sql: str, rows: list[tuple], *,
-                    setup: str | None = None, finish: str | None = None) -> None:
+def raw_executemany(
+    backend,
+    url: str,
+    sql: str,
+    rows: list[tuple],
+    *,
+    setup: str | None = None,
+    finish: str | None = None,
+) -> None:
     conn = backend.raw_connect(url)
     try:
         cur = conn.cursor()
@@ -227,8 +259,10 @@ def raw_copy(backend, url: str, rows: list[tuple]) -> float:
     conn = backend.raw_connect(url)
     try:
         started = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(
-                "COPY orders (order_id, status, amount, updated_at) FROM STDIN") as copy:
+        with (
+            conn.cursor() as cur,
+            cur.copy("COPY orders (order_id, status, amount, updated_at) FROM STDIN") as copy,
+        ):
             copy.write(text)
         conn.commit()
         return time.perf_counter() - started
@@ -246,19 +280,27 @@ def floors(backend, rows: list[tuple], repeat: int) -> dict[str, float]:
             started = time.perf_counter()
             run(url)
             return time.perf_counter() - started
+
         return step
 
     cases = {
         "raw upsert (executemany)": timed(
-            lambda url: raw_executemany(backend, url, _UPSERT.format(p=p), rows)),
+            lambda url: raw_executemany(backend, url, _UPSERT.format(p=p), rows)
+        ),
         "raw INSERT (executemany)": timed(
-            lambda url: raw_executemany(backend, url, _INSERT.format(p=p), rows)),
+            lambda url: raw_executemany(backend, url, _INSERT.format(p=p), rows)
+        ),
         # what a first load writes: the rows, then the updated_at index built once
         "raw INSERT, index built after": timed(
             lambda url: raw_executemany(
-                backend, url, _INSERT.format(p=p), rows,
+                backend,
+                url,
+                _INSERT.format(p=p),
+                rows,
                 setup="DROP INDEX orders_updated_at_idx",
-                finish="CREATE INDEX orders_updated_at_idx ON orders (updated_at)")),
+                finish="CREATE INDEX orders_updated_at_idx ON orders (updated_at)",
+            )
+        ),
     }
     if backend.name == "postgresql":
         cases["raw COPY"] = lambda: raw_copy(backend, fresh_table(backend, "floor"), rows)
@@ -278,24 +320,31 @@ def mib(kib: int) -> str:
     return f"{kib / 1024:,.0f} MiB"
 
 
-def print_loads(title: str, loads: list[tuple[str, dict]], floor_name: str,
-                floor_per_row: float) -> None:
+def print_loads(
+    title: str, loads: list[tuple[str, dict]], floor_name: str, floor_per_row: float
+) -> None:
     print(f"\n{title}")
-    header = (f"{'case':<40} | {'rows read':>9} | {'ins/upd/unch':>22} | {'seconds':>8} | "
-              f"{'rows/s':>9} | {'ratio':>6} | {'base RSS':>9} | {'peak RSS':>9} | "
-              f"{'growth':>8}")
+    header = (
+        f"{'case':<40} | {'rows read':>9} | {'ins/upd/unch':>22} | {'seconds':>8} | "
+        f"{'rows/s':>9} | {'ratio':>6} | {'base RSS':>9} | {'peak RSS':>9} | "
+        f"{'growth':>8}"
+    )
     print(header)
     print("-" * len(header))
     for name, r in loads:
         per_row = r["seconds"] / max(r["rows_read"], 1)
         counts = f"{r['inserted']:,}/{r['updated']:,}/{r['unchanged']:,}"
-        print(f"{name:<40} | {r['rows_read']:>9,} | {counts:>22} | {r['seconds']:>8.2f} | "
-              f"{r['rows_read'] / r['seconds']:>9,.0f} | {per_row / floor_per_row:>5.2f}x | "
-              f"{mib(r['base_rss_kib']):>9} | {mib(r['peak_kib']):>9} | "
-              f"{mib(r['peak_kib'] - r['base_rss_kib']):>8}")
-    print(f"seconds: inside load_orders. ratio: seconds per row read / seconds per row of "
-          f"the {floor_name} below. base RSS: the subprocess before the load; peak RSS: its "
-          "VmHWM after it; growth: peak - base.")
+        print(
+            f"{name:<40} | {r['rows_read']:>9,} | {counts:>22} | {r['seconds']:>8.2f} | "
+            f"{r['rows_read'] / r['seconds']:>9,.0f} | {per_row / floor_per_row:>5.2f}x | "
+            f"{mib(r['base_rss_kib']):>9} | {mib(r['peak_kib']):>9} | "
+            f"{mib(r['peak_kib'] - r['base_rss_kib']):>8}"
+        )
+    print(
+        f"seconds: inside load_orders. ratio: seconds per row read / seconds per row of "
+        f"the {floor_name} below. base RSS: the subprocess before the load; peak RSS: its "
+        "VmHWM after it; growth: peak - base."
+    )
 
 
 def print_floors(title: str, results: dict[str, float], n: int, floor_name: str) -> None:
@@ -304,8 +353,10 @@ def print_floors(title: str, results: dict[str, float], n: int, floor_name: str)
     print(header)
     print("-" * len(header))
     for name, seconds in results.items():
-        print(f"{name:<40} | {seconds:>8.2f} | {n / seconds:>10,.0f} | "
-              f"{seconds / results[floor_name]:>5.2f}x")
+        print(
+            f"{name:<40} | {seconds:>8.2f} | {n / seconds:>10,.0f} | "
+            f"{seconds / results[floor_name]:>5.2f}x"
+        )
 
 
 def print_targets(targets: list[tuple[str, str, str, float, bool]]) -> None:
@@ -314,14 +365,18 @@ def print_targets(targets: list[tuple[str, str, str, float, bool]]) -> None:
     print(header)
     print("-" * len(header))
     for text, wanted, measured, ratio, met in targets:
-        print(f"{text:<58} | {wanted:>12} | {measured:>14} | {ratio:>6.2f}x | "
-              f"{'yes' if met else 'NO'}")
+        print(
+            f"{text:<58} | {wanted:>12} | {measured:>14} | {ratio:>6.2f}x | "
+            f"{'yes' if met else 'NO'}"
+        )
 
 
 def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
     tenth = max(n // 10, 1)
-    print(f"\n== {backend.name}: building the sources ({n:,}, {tenth:,} and {small_n:,} "
-          "orders) ==", flush=True)
+    print(
+        f"\n== {backend.name}: building the sources ({n:,}, {tenth:,} and {small_n:,} orders) ==",
+        flush=True,
+    )
     started = time.perf_counter()
     source = backend.new_url("source")
     build_source(source, n)
@@ -342,92 +397,169 @@ def bench_backend(backend, n: int, small_n: int, repeat: int) -> None:
     changed = change_some(source, few, seed=2)
     loads.append((f"after {changed:,} rows changed", run_child("changed", source, warehouse)))
     changed = change_some(source, max(n // 100, 1), seed=3)
-    loads.append((f"after {changed:,} rows changed (1%)",
-                  run_child("changed", source, warehouse)))
-    loads.append((f"dry run into empty, {n:,}",
-                  run_child("dry", source, backend.new_url("warehouse_dry"))))
-    loads.append((f"first load, {tenth:,} (N/10)",
-                  run_child("first", source_tenth, backend.new_url("warehouse_tenth"))))
+    loads.append((f"after {changed:,} rows changed (1%)", run_child("changed", source, warehouse)))
+    loads.append(
+        (f"dry run into empty, {n:,}", run_child("dry", source, backend.new_url("warehouse_dry")))
+    )
+    loads.append(
+        (
+            f"first load, {tenth:,} (N/10)",
+            run_child("first", source_tenth, backend.new_url("warehouse_tenth")),
+        )
+    )
     small_wh = backend.new_url("warehouse_small")
     run_child("first", source_small, small_wh)
     changed_small = change_some(source_small, few, seed=2)
-    loads.append((f"{small_n:,}-row table: after {changed_small:,} changed",
-                  run_child("changed", source_small, small_wh)))
+    loads.append(
+        (
+            f"{small_n:,}-row table: after {changed_small:,} changed",
+            run_child("changed", source_small, small_wh),
+        )
+    )
     recent_wh = backend.new_url("warehouse_recent")
     run_child("first", source_recent, recent_wh)
     changed_recent = change_some(source_recent, few, seed=2)
-    loads.append((f"{recent_n:,} recent rows only: after {changed_recent:,} changed",
-                  run_child("changed", source_recent, recent_wh)))
+    loads.append(
+        (
+            f"{recent_n:,} recent rows only: after {changed_recent:,} changed",
+            run_child("changed", source_recent, recent_wh),
+        )
+    )
     print("load_orders done; measuring the floors", flush=True)
     results = floors(backend, rows, repeat)
     floor_name = "raw COPY" if backend.name == "postgresql" else "raw upsert (executemany)"
     floor_per_row = results[floor_name] / len(rows)
-    print_loads(f"{backend.name}: load_orders, each in a fresh subprocess (tz UTC, lookback "
-                f"{LOOKBACK_DAYS})", loads, floor_name, floor_per_row)
-    print_floors(f"{backend.name}: floors over the {len(rows):,} stored rows (one "
-                 f"transaction, best of {repeat}); ratio: / {floor_name}", results, len(rows),
-                 floor_name)
+    print_loads(
+        f"{backend.name}: load_orders, each in a fresh subprocess (tz UTC, lookback "
+        f"{LOOKBACK_DAYS})",
+        loads,
+        floor_name,
+        floor_per_row,
+    )
+    print_floors(
+        f"{backend.name}: floors over the {len(rows):,} stored rows (one "
+        f"transaction, best of {repeat}); ratio: / {floor_name}",
+        results,
+        len(rows),
+        floor_name,
+    )
     by = dict(loads)
     first = by[f"first load, {n:,}"]
     rate = first["rows_read"] / first["seconds"]
     incr = by[loads[2][0]]["seconds"]
     incr_small = by[loads[6][0]]["seconds"]
     growth = (first["peak_kib"] - first["base_rss_kib"]) / max(
-        by[loads[5][0]]["peak_kib"] - by[loads[5][0]]["base_rss_kib"], 1)
+        by[loads[5][0]]["peak_kib"] - by[loads[5][0]]["base_rss_kib"], 1
+    )
     incr_recent = by[loads[7][0]]["seconds"]
     wanted_rate = 200_000 if backend.name == "postgresql" else 400_000
     cost = incr / incr_small
     history = incr / incr_recent
     targets = [
-        (f"first load, {n:,} rows: rows/s inside the step", f">= {wanted_rate:,}",
-         f"{rate:,.0f}", rate / wanted_rate, rate >= wanted_rate),
-        ("first load: peak RSS", "<= 300 MiB", mib(first["peak_kib"]),
-         first["peak_kib"] / (300 * 1024), first["peak_kib"] <= 300 * 1024),
-        ("first load: memory growth at N / at N/10 (flat in N)", "<= 1.3x",
-         f"{growth:.2f}x", growth / 1.3, growth <= 1.3),
-        (f"incremental, {few:,} rows changed on {n:,}: seconds", "<= 0.3 s", f"{incr:.2f} s",
-         incr / 0.3, incr <= 0.3),
-        (f"incremental cost, {n:,}-row table / {small_n:,}-row table", "<= 1.3x",
-         f"{cost:.2f}x", cost / 1.3, cost <= 1.3),
-        (f"... {n:,}-row table / its last {RECENT_DAYS} days alone (same window)", "<= 1.3x",
-         f"{history:.2f}x", history / 1.3, history <= 1.3),
+        (
+            f"first load, {n:,} rows: rows/s inside the step",
+            f">= {wanted_rate:,}",
+            f"{rate:,.0f}",
+            rate / wanted_rate,
+            rate >= wanted_rate,
+        ),
+        (
+            "first load: peak RSS",
+            "<= 300 MiB",
+            mib(first["peak_kib"]),
+            first["peak_kib"] / (300 * 1024),
+            first["peak_kib"] <= 300 * 1024,
+        ),
+        (
+            "first load: memory growth at N / at N/10 (flat in N)",
+            "<= 1.3x",
+            f"{growth:.2f}x",
+            growth / 1.3,
+            growth <= 1.3,
+        ),
+        (
+            f"incremental, {few:,} rows changed on {n:,}: seconds",
+            "<= 0.3 s",
+            f"{incr:.2f} s",
+            incr / 0.3,
+            incr <= 0.3,
+        ),
+        (
+            f"incremental cost, {n:,}-row table / {small_n:,}-row table",
+            "<= 1.3x",
+            f"{cost:.2f}x",
+            cost / 1.3,
+            cost <= 1.3,
+        ),
+        (
+            f"... {n:,}-row table / its last {RECENT_DAYS} days alone (same window)",
+            "<= 1.3x",
+            f"{history:.2f}x",
+            history / 1.3,
+            history <= 1.3,
+        ),
     ]
     if backend.name == "postgresql":
         ratio = first["seconds"] / results["raw COPY"]
-        targets.append(("first load / raw COPY of the same rows", "<= 1.5x", f"{ratio:.2f}x",
-                        ratio / 1.5, ratio <= 1.5))
+        targets.append(
+            (
+                "first load / raw COPY of the same rows",
+                "<= 1.5x",
+                f"{ratio:.2f}x",
+                ratio / 1.5,
+                ratio <= 1.5,
+            )
+        )
     print_targets(targets)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--orders", type=int, default=1_000_000,
-                        help="orders in the source (default: %(default)s)")
-    parser.add_argument("--small", type=int, default=20_000,
-                        help="orders in the small table of the incremental comparison "
-                        "(default: %(default)s)")
-    parser.add_argument("--repeat", type=int, default=2,
-                        help="best of this many runs per floor (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true",
-                        help="2,000 orders (small table 500), one repeat: a smoke run")
-    parser.add_argument("--workdir", type=Path,
-                        help="write here and keep it (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--orders", type=int, default=1_000_000, help="orders in the source (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--small",
+        type=int,
+        default=20_000,
+        help="orders in the small table of the incremental comparison (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=2,
+        help="best of this many runs per floor (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2,000 orders (small table 500), one repeat: a smoke run",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="write here and keep it (default: a temporary folder, removed)"
+    )
     add_postgres_options(parser, "also run")
-    parser.add_argument("--pg-repeat", type=int, default=1,
-                        help="best of this many runs per floor on PostgreSQL "
-                        "(default: %(default)s)")
-    parser.add_argument("--child", choices=["first", "noop", "changed", "dry"],
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--pg-repeat",
+        type=int,
+        default=1,
+        help="best of this many runs per floor on PostgreSQL (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--child", choices=["first", "noop", "changed", "dry"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.child:
         return child_main(args.child)
     args.postgres = postgres_url(args)
-    n, small, repeat = (2_000, 500, 1) if args.quick else (args.orders, args.small,
-                                                           args.repeat)
+    n, small, repeat = (2_000, 500, 1) if args.quick else (args.orders, args.small, args.repeat)
     workdir = workdir_for(args, "bench_load_")
-    print(f"bench_load: {n:,} orders, workdir {workdir}, python {sys.version.split()[0]}, "
-          f"sqlite {sqlite3.sqlite_version}, sqlalchemy {sa.__version__}, "
-          f"{os.cpu_count()} cpu", flush=True)
+    print(
+        f"bench_load: {n:,} orders, workdir {workdir}, python {sys.version.split()[0]}, "
+        f"sqlite {sqlite3.sqlite_version}, sqlalchemy {sa.__version__}, "
+        f"{os.cpu_count()} cpu",
+        flush=True,
+    )
     started = time.perf_counter()
     try:
         bench_backend(SqliteBackend(workdir), n, small, repeat)

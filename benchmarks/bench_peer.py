@@ -79,9 +79,12 @@ class OursWholeRun:
         self.name = "pipeline_assets whole run (CLI) - trivial run"
         self.folder = folder
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_")}
-        self.env.update(DAGSTER_HOME=str(dagster_home(folder)),
-                        SOURCE_DATABASE_URL=source_url, WAREHOUSE_DATABASE_URL=warehouse_url,
-                        PIPELINE_DATA_DIR=str(folder / "data"))
+        self.env.update(
+            DAGSTER_HOME=str(dagster_home(folder)),
+            SOURCE_DATABASE_URL=source_url,
+            WAREHOUSE_DATABASE_URL=warehouse_url,
+            PIPELINE_DATA_DIR=str(folder / "data"),
+        )
         materialize(self.env, folder, *TRIVIAL)  # the instance's storage, made once
         self.trivial: list[float] = []
         self.whole: list[float] = []
@@ -93,7 +96,8 @@ class OursWholeRun:
         try:
             with engine.connect() as conn:
                 read = conn.exec_driver_sql(
-                    "SELECT rows_read FROM pipeline_batches ORDER BY id DESC").scalar()
+                    "SELECT rows_read FROM pipeline_batches ORDER BY id DESC"
+                ).scalar()
         finally:
             engine.dispose()
         return self.whole[-1] - self.trivial[-1], int(read)
@@ -110,15 +114,21 @@ class Dlt:
         self._dlt = dlt
         self.credentials = credentials
         self.pipeline = dlt.pipeline(
-            pipeline_name=f"peer_{backend}", pipelines_dir=str(folder / "pipelines"),
+            pipeline_name=f"peer_{backend}",
+            pipelines_dir=str(folder / "pipelines"),
             destination=dlt.destinations.duckdb(str(folder / f"peer_{backend}.duckdb")),
-            dataset_name="peer")
+            dataset_name="peer",
+        )
 
     def run(self) -> tuple[float, int]:
         table = self._sql_table(
-            credentials=self.credentials, table="orders", backend=self.backend,
+            credentials=self.credentials,
+            table="orders",
+            backend=self.backend,
             incremental=self._dlt.sources.incremental("updated_at"),
-            primary_key="order_id", write_disposition="merge")
+            primary_key="order_id",
+            write_disposition="merge",
+        )
         started = time.perf_counter()
         info = self.pipeline.run(table)
         seconds = time.perf_counter() - started
@@ -127,38 +137,43 @@ class Dlt:
 
     def _rows(self) -> int:
         trace = self.pipeline.last_trace
-        counts = trace.last_normalize_info.row_counts if trace and trace.last_normalize_info \
-            else {}
+        counts = trace.last_normalize_info.row_counts if trace and trace.last_normalize_info else {}
         return int(counts.get("orders", 0))
 
 
 def table(rows: list[tuple[str, float, int, float]]) -> None:
-    header = (f"{'case':<52} | {'rows read':>9} | {'seconds':>8} | {'rows/s':>9} | "
-              f"{'ratio':>6}")
+    header = f"{'case':<52} | {'rows read':>9} | {'seconds':>8} | {'rows/s':>9} | {'ratio':>6}"
     print(header)
     print("-" * len(header))
     for case, seconds, read, ratio in rows:
-        print(f"{case:<52} | {read:>9,} | {seconds:>8.2f} | {read / seconds:>9,.0f} | "
-              f"{ratio:>5.2f}x")
+        print(
+            f"{case:<52} | {read:>9,} | {seconds:>8.2f} | {read / seconds:>9,.0f} | {ratio:>5.2f}x"
+        )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=1_000_000)
     add_postgres_options(parser, "source and warehouse")
-    parser.add_argument("--changed", type=int, help="orders changed before the incremental "
-                        "run (default: 1 %%)")
-    parser.add_argument("--mysql", metavar="ADMIN_URL",
-                        help="the source on this MySQL or MariaDB server instead "
-                        "(mysql+pymysql://root@127.0.0.1:3306/test), the warehouses SQLite")
+    parser.add_argument(
+        "--changed", type=int, help="orders changed before the incremental run (default: 1 %%)"
+    )
+    parser.add_argument(
+        "--mysql",
+        metavar="ADMIN_URL",
+        help="the source on this MySQL or MariaDB server instead "
+        "(mysql+pymysql://root@127.0.0.1:3306/test), the warehouses SQLite",
+    )
     parser.add_argument("--quick", action="store_true", help="5,000 orders: a smoke run")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
     try:
         import dlt  # noqa: F401
     except ImportError:
-        print("bench_peer: dlt is not installed; install the bench extra "
-              "(pip install -e '.[bench]') to compare with it")
+        print(
+            "bench_peer: dlt is not installed; install the bench extra "
+            "(pip install -e '.[bench]') to compare with it"
+        )
         return 0
     os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
     n = 5_000 if args.quick else args.orders
@@ -171,12 +186,17 @@ def main(argv=None) -> int:
     try:
         source_url = sources.new_url("source")
         build_source(source_url, n)
-        print(f"bench_peer: {n:,} orders on {sources.name}, warehouse on {backend.name}, "
-              f"source built in "
-              f"{time.perf_counter() - started:.1f}s, workdir {folder}", flush=True)
+        print(
+            f"bench_peer: {n:,} orders on {sources.name}, warehouse on {backend.name}, "
+            f"source built in "
+            f"{time.perf_counter() - started:.1f}s, workdir {folder}",
+            flush=True,
+        )
         credentials = source_url.replace("postgresql+psycopg://", "postgresql://")
-        contenders = [Ours(source_url, backend.new_url("warehouse"), backend.name),
-                      OursWholeRun(source_url, backend.new_url("warehouse_cli"), folder)]
+        contenders = [
+            Ours(source_url, backend.new_url("warehouse"), backend.name),
+            OursWholeRun(source_url, backend.new_url("warehouse_cli"), folder),
+        ]
         for name in ("connectorx", "pyarrow"):
             contenders.append(Dlt(credentials, folder, name))
         first = {c.name: c.run() for c in contenders}
@@ -184,17 +204,22 @@ def main(argv=None) -> int:
         second = {c.name: c.run() for c in contenders}
         ours = contenders[0].name
         whole = contenders[1]
-        for title, results in ((f"first load, {n:,} orders", first),
-                               (f"incremental after {changed:,} orders changed", second)):
+        for title, results in (
+            (f"first load, {n:,} orders", first),
+            (f"incremental after {changed:,} orders changed", second),
+        ):
             print(f"\n{title}; ratio: our load_orders seconds / this contender's seconds")
-            table([(name, s, read, results[ours][0] / s)
-                   for name, (s, read) in results.items()])
-        print(f"\nthe whole runs through the CLI: {', '.join(f'{t:.2f}' for t in whole.whole)}"
-              f" s; the trivial runs before them: "
-              f"{', '.join(f'{t:.2f}' for t in whole.trivial)} s")
+            table([(name, s, read, results[ours][0] / s) for name, (s, read) in results.items()])
+        print(
+            f"\nthe whole runs through the CLI: {', '.join(f'{t:.2f}' for t in whole.whole)}"
+            f" s; the trivial runs before them: "
+            f"{', '.join(f'{t:.2f}' for t in whole.trivial)} s"
+        )
         dlt_first = first[contenders[2].name][0]
-        print(f"whole first run - trivial run = {first[whole.name][0]:.2f} s, "
-              f"{first[whole.name][0] / dlt_first:.2f}x dlt + connectorx ({dlt_first:.2f} s)")
+        print(
+            f"whole first run - trivial run = {first[whole.name][0]:.2f} s, "
+            f"{first[whole.name][0] / dlt_first:.2f}x dlt + connectorx ({dlt_first:.2f} s)"
+        )
     finally:
         backend.close()
         if sources is not backend:

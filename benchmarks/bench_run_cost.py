@@ -81,8 +81,9 @@ def in_process(source_url: str, warehouse_url: str, round_seed: int) -> list[tup
     try:
         for name, change in (("first load", False), (f"{CHANGED:,} rows changed", True)):
             if change:
-                change_some(source_url, CHANGED, seed=round_seed, status="paid",
-                            amount=f"{round_seed}.23")
+                change_some(
+                    source_url, CHANGED, seed=round_seed, status="paid", amount=f"{round_seed}.23"
+                )
             started = time.perf_counter()
             result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
             load = time.perf_counter() - started
@@ -90,12 +91,16 @@ def in_process(source_url: str, warehouse_url: str, round_seed: int) -> list[tup
             for read_whole in (result.read_whole, None):
                 started = time.perf_counter()
                 _, days, verdict = reconcile_horizon(
-                    source, warehouse, UTC, reconcile_days=RECONCILE_DAYS,
-                    days_touched=result.days_touched, read_whole=read_whole)
+                    source,
+                    warehouse,
+                    UTC,
+                    reconcile_days=RECONCILE_DAYS,
+                    days_touched=result.days_touched,
+                    read_whole=read_whole,
+                )
                 checks.append(time.perf_counter() - started)
                 if not verdict.passed:
-                    raise SystemExit(f"the check failed after the {name}: "
-                                     f"{verdict.description}")
+                    raise SystemExit(f"the check failed after the {name}: {verdict.description}")
             out.append((f"{name}: load_orders ({result.rows_read:,} rows read)", load))
             out.append((f"{name}: the check ({len(days)} days compared)", checks[0]))
             out.append((f"{name}: the check, reading the source again", checks[1]))
@@ -109,24 +114,34 @@ def bench_size(backend, folder: Path, home: Path, n: int, runs: int) -> None:
     started = time.perf_counter()
     source_url = backend.new_url("source")
     build_source(source_url, n)
-    print(f"\n{n:,} orders on {backend.name}: source built in "
-          f"{time.perf_counter() - started:.0f}s ({redact(source_url)})", flush=True)
+    print(
+        f"\n{n:,} orders on {backend.name}: source built in "
+        f"{time.perf_counter() - started:.0f}s ({redact(source_url)})",
+        flush=True,
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_CRASH")}
-    env.update(DAGSTER_HOME=str(home), SOURCE_DATABASE_URL=source_url,
-               PIPELINE_DATA_DIR=str(folder / "data"), RECONCILE_DAYS=str(RECONCILE_DAYS))
+    env.update(
+        DAGSTER_HOME=str(home),
+        SOURCE_DATABASE_URL=source_url,
+        PIPELINE_DATA_DIR=str(folder / "data"),
+        RECONCILE_DAYS=str(RECONCILE_DAYS),
+    )
     times: dict[str, list[float]] = {}
     for round_ in range(runs):
         for name, target, before in cases():
             if before == "fresh warehouse":
                 env["WAREHOUSE_DATABASE_URL"] = backend.new_url("warehouse")
             elif before == "change":
-                change_some(source_url, CHANGED, seed=round_ + 10, status="paid",
-                            amount=f"{round_ + 10}.23")
+                change_some(
+                    source_url, CHANGED, seed=round_ + 10, status="paid", amount=f"{round_ + 10}.23"
+                )
             times.setdefault(name, []).append(materialize(env, folder, *target))
     split = in_process(source_url, backend.new_url("warehouse"), round_seed=99)
     base = statistics.median(times[cases()[3][0]])
-    print(f"\nwhole `dagster asset materialize`, {n:,} orders, {backend.name} "
-          "(median of the runs); ratio: / the baseline")
+    print(
+        f"\nwhole `dagster asset materialize`, {n:,} orders, {backend.name} "
+        "(median of the runs); ratio: / the baseline"
+    )
     header = f"{'case':<46} | {'seconds':>8} | {'ratio':>6} | {'runs':>20}"
     print(header)
     print("-" * len(header))
@@ -141,8 +156,11 @@ def bench_size(backend, folder: Path, home: Path, n: int, runs: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--orders", default="100000,1000000",
-                        help="sizes, comma-separated (default: 100000,1000000)")
+    parser.add_argument(
+        "--orders",
+        default="100000,1000000",
+        help="sizes, comma-separated (default: 100000,1000000)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     add_postgres_options(parser, "source and warehouse")
     parser.add_argument("--quick", action="store_true", help="2,000 orders, one run each")
@@ -155,8 +173,9 @@ def main(argv=None) -> int:
     backend = backend_for(folder, postgres_url(args))
     try:
         home = dagster_home(folder)
-        print(f"bench_run_cost: sizes {sizes}, {runs} run(s) per case, workdir {folder}",
-              flush=True)
+        print(
+            f"bench_run_cost: sizes {sizes}, {runs} run(s) per case, workdir {folder}", flush=True
+        )
         materialize({**os.environ, "DAGSTER_HOME": str(home)}, folder, *TRIVIAL)  # storage
         for n in sizes:
             bench_size(backend, folder, home, n, runs)

@@ -51,10 +51,10 @@ def build(folder: Path, size: int):
     source = make_engine(f"sqlite:///{folder / 'app.db'}", role="source")
     warehouse = make_engine(f"sqlite:///{folder / 'warehouse.db'}", role="warehouse")
     demo.init(source)
-    demo.generate(source, orders=size - RECENT, days=730, start=date(2024, 1, 1),
-                  late_fraction=0.0, seed=size)
-    demo.generate(source, orders=RECENT, days=3, start=date(2026, 2, 1), late_fraction=0.05,
-                  seed=1)
+    demo.generate(
+        source, orders=size - RECENT, days=730, start=date(2024, 1, 1), late_fraction=0.0, seed=size
+    )
+    demo.generate(source, orders=RECENT, days=3, start=date(2026, 2, 1), late_fraction=0.05, seed=1)
     newest = to_instant(sensing.observe(source, UTC, None).newest, UTC)
     prepare_warehouse(warehouse)
     with warehouse.begin() as conn:
@@ -65,8 +65,9 @@ def build(folder: Path, size: int):
 def naive(source, src):
     t = src.table
     with source.connect() as conn:
-        return conn.execute(sa.select(sa.func.count(), sa.func.sum(t.c.order_id),
-                                      sa.func.max(t.c.updated_at))).one()
+        return conn.execute(
+            sa.select(sa.func.count(), sa.func.sum(t.c.order_id), sa.func.max(t.c.updated_at))
+        ).one()
 
 
 def per_call(fn, repeat: int) -> float:
@@ -87,36 +88,56 @@ def measure(folder: Path, size: int, repeat: int) -> tuple:
     try:
         src = inspect_source(source)
         seen = sensing.observe(source, UTC, start, src)
-        tick = partial(sensing.check_source, source, warehouse, tz=UTC,
-                       lookback_days=LOOKBACK_DAYS, cursor=seen.to_cursor())
+        tick = partial(
+            sensing.check_source,
+            source,
+            warehouse,
+            tz=UTC,
+            lookback_days=LOOKBACK_DAYS,
+            cursor=seen.to_cursor(),
+        )
         decision = tick()
         assert not decision.run, decision.reason  # a steady tick: nothing changed
-        return (size, seen.rows,
-                per_call(partial(sensing.observe, source, UTC, start, src), repeat),
-                per_call(tick, repeat),
-                per_call(partial(naive, source, src), max(3, repeat // 20)),
-                built)
+        return (
+            size,
+            seen.rows,
+            per_call(partial(sensing.observe, source, UTC, start, src), repeat),
+            per_call(tick, repeat),
+            per_call(partial(naive, source, src), max(3, repeat // 20)),
+            built,
+        )
     finally:
         source.dispose()
         warehouse.dispose()
 
 
-CASES = (("observe", "the observation query"), ("tick", "a whole tick"),
-         ("naive", "the aggregate over the whole table"))
+CASES = (
+    ("observe", "the observation query"),
+    ("tick", "a whole tick"),
+    ("naive", "the aggregate over the whole table"),
+)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", help="comma-separated table sizes "
-                        "(default: 10000,1000000; with --quick 10000,100000)")
-    parser.add_argument("--repeat", type=int, help="timed calls per size (default 200; "
-                        "with --quick 20)")
+    parser.add_argument(
+        "--sizes",
+        help="comma-separated table sizes (default: 10000,1000000; with --quick 10000,100000)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, help="timed calls per size (default 200; with --quick 20)"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    parser.add_argument("--workdir", type=Path, help="keep the databases here (default: a "
-                        "temporary folder, removed at the end)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the databases here (default: a temporary folder, removed at the end)",
+    )
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in (args.sizes or ("10000,100000" if args.quick
-                                             else "10000,1000000")).split(",")]
+    sizes = [
+        int(s)
+        for s in (args.sizes or ("10000,100000" if args.quick else "10000,1000000")).split(",")
+    ]
     repeat = args.repeat or (20 if args.quick else 200)
 
     root = args.workdir or Path(tempfile.mkdtemp(prefix="bench_sensor_tick_"))
@@ -128,28 +149,32 @@ def main(argv=None) -> int:
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
             results[size] = measure(folder, size, repeat)
-            print(f"built and measured {size:,} rows ({results[size][-1]:.1f} s to build)",
-                  flush=True)
+            print(
+                f"built and measured {size:,} rows ({results[size][-1]:.1f} s to build)", flush=True
+            )
     finally:
         if args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
 
     base = sizes[0]
-    header = (f"{'case':<8} | {'rows':>10} | {'in window':>9} | {'seconds':>9} | "
-              f"{'ratio':>7}")
+    header = f"{'case':<8} | {'rows':>10} | {'in window':>9} | {'seconds':>9} | {'ratio':>7}"
     print()
     print(header)
     print("-" * len(header))
     for column, (case, _) in enumerate(CASES, start=2):
         for size in sizes:
             seconds = results[size][column]
-            print(f"{case:<8} | {size:>10,} | {results[size][1]:>9,} | {seconds:>9.5f} | "
-                  f"{seconds / results[base][column]:>6.2f}x")
-    print(f"\nratio: seconds / seconds at {base:,} rows, measured in this run. "
-          + "; ".join(f"{case}: {what}" for case, what in CASES)
-          + f". Medians of {repeat} calls (naive: {max(3, repeat // 20)}); SQLite; window "
-          f"updated_at >= watermark - {LOOKBACK_DAYS} days (the text bound a day wider). "
-          "observe and tick should stay near 1x; naive grows with the table.")
+            print(
+                f"{case:<8} | {size:>10,} | {results[size][1]:>9,} | {seconds:>9.5f} | "
+                f"{seconds / results[base][column]:>6.2f}x"
+            )
+    print(
+        f"\nratio: seconds / seconds at {base:,} rows, measured in this run. "
+        + "; ".join(f"{case}: {what}" for case, what in CASES)
+        + f". Medians of {repeat} calls (naive: {max(3, repeat // 20)}); SQLite; window "
+        f"updated_at >= watermark - {LOOKBACK_DAYS} days (the text bound a day wider). "
+        "observe and tick should stay near 1x; naive grows with the table."
+    )
     return 0
 
 

@@ -86,10 +86,10 @@ PREVIOUS = "abcf903"  # the release before the declared tables (issue 23)
 CHANGED = 1_000
 RECONCILE_DAYS = 7
 PAYMENTS_LOCATION = ("-f", str(HERE / "payments_location.py"), "--select", "payments")
-PAYMENT_STATUSES = (("captured", 0.70), ("failed", 0.15), ("refunded", 0.08),
-                    ("pending", 0.07))
-NOTES = np.array(["card 4242", "Grüße ☕", "retry after 3-D Secure", "naïve 'quoted'",
-                  "𝄞 refund asked", ""])
+PAYMENT_STATUSES = (("captured", 0.70), ("failed", 0.15), ("refunded", 0.08), ("pending", 0.07))
+NOTES = np.array(
+    ["card 4242", "Grüße ☕", "retry after 3-D Secure", "naïve 'quoted'", "𝄞 refund asked", ""]
+)
 PART_NAMES = ("release", "rate", "peer")
 
 
@@ -99,48 +99,63 @@ PART_NAMES = ("release", "rate", "peer")
 def previous_release(folder: Path, commit: str) -> Path:
     """``pipeline_assets/`` of ``commit``, extracted with ``git archive`` under ``folder``;
     a clear stop outside a git checkout or when the commit is not in it."""
+
     def git(*args: str, **kw) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, **kw)
 
     try:
         inside = git("rev-parse", "--is-inside-work-tree", text=True)
     except FileNotFoundError:
-        raise SystemExit("bench_tables: git is not installed; the previous release is "
-                         "taken from this repository's history (git archive)") from None
+        raise SystemExit(
+            "bench_tables: git is not installed; the previous release is "
+            "taken from this repository's history (git archive)"
+        ) from None
     if inside.returncode != 0 or inside.stdout.strip() != "true":
-        raise SystemExit(f"bench_tables: {REPO} is not a git checkout, so the previous "
-                         f"release ({commit}) cannot be extracted; run it from a clone "
-                         "of the repository, or pass --only rate,peer")
+        raise SystemExit(
+            f"bench_tables: {REPO} is not a git checkout, so the previous "
+            f"release ({commit}) cannot be extracted; run it from a clone "
+            "of the repository, or pass --only rate,peer"
+        )
     found = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", text=True)
     if found.returncode != 0:
-        raise SystemExit(f"bench_tables: commit {commit} is not in this checkout (a "
-                         "shallow clone?): `git fetch --unshallow`, or pass --previous")
+        raise SystemExit(
+            f"bench_tables: commit {commit} is not in this checkout (a "
+            "shallow clone?): `git fetch --unshallow`, or pass --previous"
+        )
     tree = folder / f"previous_{commit}"
     tree.mkdir()
     archive = git("archive", "--format=tar", commit, "pipeline_assets")
     if archive.returncode != 0:
-        raise SystemExit(f"bench_tables: git archive {commit} failed: "
-                         f"{archive.stderr.decode(errors='replace')}")
+        raise SystemExit(
+            f"bench_tables: git archive {commit} failed: {archive.stderr.decode(errors='replace')}"
+        )
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
     return tree
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PIPELINE_") and k != "PYTHONPATH"}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_") and k != "PYTHONPATH"
+    }
     env.update(extra)
     return env
 
 
 def check_imports(env: dict, cwd: Path, expected: Path) -> None:
     """The ``pipeline_assets`` this environment imports lives under ``expected``."""
-    proc = subprocess.run([sys.executable, "-c",
-                           "import pipeline_assets; print(pipeline_assets.__file__)"],
-                          env=env, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import pipeline_assets; print(pipeline_assets.__file__)"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     got = Path(proc.stdout.strip() or "?").resolve()
     if proc.returncode != 0 or not got.is_relative_to(expected.resolve()):
-        raise SystemExit(f"bench_tables: expected pipeline_assets from {expected}, the "
-                         f"environment imports {got}:\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"bench_tables: expected pipeline_assets from {expected}, the "
+            f"environment imports {got}:\n{proc.stderr[-2000:]}"
+        )
 
 
 # --- runs ------------------------------------------------------------------------------
@@ -173,32 +188,45 @@ def materialize(env: dict, cwd: Path, *target: str) -> tuple[float, int]:
     peaks: dict[int, int] = {}
     started = time.perf_counter()
     with log.open("w") as out:
-        proc = subprocess.Popen([str(BIN / "dagster"), "asset", "materialize", *target],
-                                cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(BIN / "dagster"), "asset", "materialize", *target],
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         while proc.poll() is None:
             tree_peaks(proc.pid, peaks)
             time.sleep(0.1)
     seconds = time.perf_counter() - started
     text = log.read_text()
     if proc.returncode != 0:
-        raise SystemExit(f"dagster asset materialize {' '.join(target)} failed:\n"
-                         f"{text[-3000:]}")
-    failed = [line for line in text.splitlines()
-              if "ASSET_CHECK_EVALUATION" in line and "passed." not in line]
+        raise SystemExit(f"dagster asset materialize {' '.join(target)} failed:\n{text[-3000:]}")
+    failed = [
+        line
+        for line in text.splitlines()
+        if "ASSET_CHECK_EVALUATION" in line and "passed." not in line
+    ]
     if failed:  # a run whose check failed did not do what is being measured
-        raise SystemExit(f"dagster asset materialize {' '.join(target)}: a check "
-                         f"failed:\n{failed[0][-500:]}")
+        raise SystemExit(
+            f"dagster asset materialize {' '.join(target)}: a check failed:\n{failed[0][-500:]}"
+        )
     return seconds, max(peaks.values(), default=0)
 
 
-def load_child(table: str, source_url: str, warehouse_url: str,
-               pythonpath: Path | None = None) -> dict:
+def load_child(
+    table: str, source_url: str, warehouse_url: str, pythonpath: Path | None = None
+) -> dict:
     """One load in a fresh process (``load_child.py``): seconds, rows, memory."""
     env = clean_env(BENCH_SOURCE_URL=source_url, BENCH_WAREHOUSE_URL=warehouse_url)
     if pythonpath:
         env["PYTHONPATH"] = str(pythonpath)
-    proc = subprocess.run([sys.executable, str(HERE / "load_child.py"), table], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "load_child.py"), table],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"the {table} load failed in its subprocess:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -208,8 +236,11 @@ def last_rows_read(warehouse_url: str) -> int:
     engine = make_engine(warehouse_url, role="warehouse")
     try:
         with engine.connect() as conn:
-            return int(conn.exec_driver_sql(
-                "SELECT rows_read FROM pipeline_batches ORDER BY id DESC").scalar())
+            return int(
+                conn.exec_driver_sql(
+                    "SELECT rows_read FROM pipeline_batches ORDER BY id DESC"
+                ).scalar()
+            )
     finally:
         engine.dispose()
 
@@ -226,8 +257,7 @@ def rule(header: str) -> None:
 # --- the payments source ---------------------------------------------------------------
 
 
-def payment_rows(n: int, *, postgres: bool, seed: int = 1, days: int = 60,
-                 chunk: int = 100_000):
+def payment_rows(n: int, *, postgres: bool, seed: int = 1, days: int = 60, chunk: int = 100_000):
     """``n`` payments in ``PAYMENTS_DDL``'s column order (with ``legacy_code``), in chunks
     of tuples: ids in order, one to a few attempts each (80 % one), stamps over ``days``
     days from 2026-01-01 (UTC, with an offset on SQLite as the app writes them), fee
@@ -248,13 +278,17 @@ def payment_rows(n: int, *, postgres: bool, seed: int = 1, days: int = 60,
         attempts = np.arange(size) - starts + 1
         moments = origin + rng.integers(0, days * 86_400, size).astype("timedelta64[s]")
         stamps = moments.astype(str)
-        stamps = np.char.add(stamps, "+00:00") if not postgres else \
-            np.char.add(np.char.replace(stamps, "T", " "), "+00")
+        stamps = (
+            np.char.add(stamps, "+00:00")
+            if not postgres
+            else np.char.add(np.char.replace(stamps, "T", " "), "+00")
+        )
         status = names[rng.choice(len(names), size, p=weights)]
         cents = rng.integers(100, 250_000, size)
         fee = cents * 29 // 1000 + 30
-        fees = np.char.add(np.char.add((fee // 100).astype(str), "."),
-                           np.char.zfill((fee % 100).astype(str), 2))
+        fees = np.char.add(
+            np.char.add((fee // 100).astype(str), "."), np.char.zfill((fee % 100).astype(str), 2)
+        )
         rate = np.round(rng.random(size), 6)
         rate_null = rng.random(size) < 0.3
         note = NOTES[rng.integers(0, len(NOTES), size)]
@@ -262,13 +296,22 @@ def payment_rows(n: int, *, postgres: bool, seed: int = 1, days: int = 60,
         refundable = rng.random(size) < 0.6
         settle = (moments.astype("datetime64[D]") + 2).astype(str)
         captured = status == "captured"
-        yield list(zip(
-            ids.tolist(), attempts.tolist(), status.tolist(), cents.tolist(), fees.tolist(),
-            [None if m else v for m, v in zip(rate_null.tolist(), rate.tolist(), strict=True)],
-            [None if m else v for m, v in zip(note_null.tolist(), note.tolist(), strict=True)],
-            refundable.tolist(),
-            [v if c else None for c, v in zip(captured.tolist(), settle.tolist(), strict=True)],
-            stamps.tolist(), ["x"] * size, strict=True))
+        yield list(
+            zip(
+                ids.tolist(),
+                attempts.tolist(),
+                status.tolist(),
+                cents.tolist(),
+                fees.tolist(),
+                [None if m else v for m, v in zip(rate_null.tolist(), rate.tolist(), strict=True)],
+                [None if m else v for m, v in zip(note_null.tolist(), note.tolist(), strict=True)],
+                refundable.tolist(),
+                [v if c else None for c, v in zip(captured.tolist(), settle.tolist(), strict=True)],
+                stamps.tolist(),
+                ["x"] * size,
+                strict=True,
+            )
+        )
 
 
 def build_payments(backend, url: str, n: int, *, seed: int = 1) -> None:
@@ -277,18 +320,20 @@ def build_payments(backend, url: str, n: int, *, seed: int = 1) -> None:
     postgres = backend.name == "postgresql"
     conn = backend.raw_connect(url)
     try:
-        conn.execute(PAYMENTS_DDL["postgresql" if postgres else "sqlite"]
-                     .format(t="payments"))
-        columns = ("payment_id, attempt, status, amount_cents, fee, rate, note, refundable, "
-                   "settle_on, modified_at, legacy_code")
+        conn.execute(PAYMENTS_DDL["postgresql" if postgres else "sqlite"].format(t="payments"))
+        columns = (
+            "payment_id, attempt, status, amount_cents, fee, rate, note, refundable, "
+            "settle_on, modified_at, legacy_code"
+        )
         for rows in payment_rows(n, postgres=postgres, seed=seed):
             if postgres:
                 with conn.cursor().copy(f"COPY payments ({columns}) FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)
             else:
-                conn.executemany(f"INSERT INTO payments ({columns}) VALUES "
-                                 f"({', '.join('?' * 11)})", rows)
+                conn.executemany(
+                    f"INSERT INTO payments ({columns}) VALUES ({', '.join('?' * 11)})", rows
+                )
         conn.execute("CREATE INDEX payments_modified_at_idx ON payments (modified_at)")
         conn.commit()
     finally:
@@ -304,9 +349,11 @@ def sources(backend, args, n: int, cache: dict) -> tuple[str, str]:
         built_orders = time.perf_counter() - started
         payments_url = backend.new_url(f"payments_{n}")
         build_payments(backend, payments_url, n)
-        print(f"sources of {n:,} rows on {backend.name}: orders in {built_orders:.0f}s, "
-              f"payments in {time.perf_counter() - started - built_orders:.0f}s",
-              flush=True)
+        print(
+            f"sources of {n:,} rows on {backend.name}: orders in {built_orders:.0f}s, "
+            f"payments in {time.perf_counter() - started - built_orders:.0f}s",
+            flush=True,
+        )
         cache[n] = (orders_url, payments_url)
     return cache[n]
 
@@ -326,15 +373,21 @@ def part_release(args, backend, folder: Path, home: Path, n: int, cache: dict) -
     for side, tree in (("previous", previous), ("declared", REPO)):
         cwd = folder / side
         cwd.mkdir()
-        env = clean_env(DAGSTER_HOME=str(home), SOURCE_DATABASE_URL=orders_url,
-                        PIPELINE_DATA_DIR=str(cwd / "data"),
-                        RECONCILE_DAYS=str(RECONCILE_DAYS))
+        env = clean_env(
+            DAGSTER_HOME=str(home),
+            SOURCE_DATABASE_URL=orders_url,
+            PIPELINE_DATA_DIR=str(cwd / "data"),
+            RECONCILE_DAYS=str(RECONCILE_DAYS),
+        )
         if side == "previous":
             env["PYTHONPATH"] = str(previous)
         check_imports(env, cwd, tree / "pipeline_assets")
         sides[side] = (env, cwd)
-    print(f"\n1. orders through the CLI: this checkout against the previous release "
-          f"({args.previous}, git archive into {previous})", flush=True)
+    print(
+        f"\n1. orders through the CLI: this checkout against the previous release "
+        f"({args.previous}, git archive into {previous})",
+        flush=True,
+    )
     cases = ["first load", "nothing changed", f"{CHANGED:,} rows changed"]
     if args.quick:
         cases = cases[:1]
@@ -345,8 +398,9 @@ def part_release(args, backend, folder: Path, home: Path, n: int, cache: dict) -
         order = order_of(sides, round_)
         for case in cases:
             if case == cases[-1] and len(cases) == 3:
-                change_some(orders_url, CHANGED, seed=round_ + 10, status="paid",
-                            amount=f"{round_ + 10}.23")
+                change_some(
+                    orders_url, CHANGED, seed=round_ + 10, status="paid", amount=f"{round_ + 10}.23"
+                )
             for side in order:
                 env, cwd = sides[side]
                 if case == "first load":
@@ -355,21 +409,32 @@ def part_release(args, backend, folder: Path, home: Path, n: int, cache: dict) -
                 times[case, side].append(seconds)
                 peaks[case, side].append(peak)
                 read[case, side] = last_rows_read(env["WAREHOUSE_DATABASE_URL"])
-    print(f"\nwhole `dagster asset materialize --select orders`, {n:,} orders, "
-          f"{backend.name}, median of {args.runs}; ratio: declared / previous "
-          "(target <= 1.10x); peak: MiB of the run's processes")
-    rule(f"{'case':<24} | {'rows read':>9} | {'previous':>8} | {'declared':>8} | "
-         f"{'ratio':>6} | {'peak prev':>9} | {'peak decl':>9} | {'runs: previous / declared':<30}")
+    print(
+        f"\nwhole `dagster asset materialize --select orders`, {n:,} orders, "
+        f"{backend.name}, median of {args.runs}; ratio: declared / previous "
+        "(target <= 1.10x); peak: MiB of the run's processes"
+    )
+    rule(
+        f"{'case':<24} | {'rows read':>9} | {'previous':>8} | {'declared':>8} | "
+        f"{'ratio':>6} | {'peak prev':>9} | {'peak decl':>9} | {'runs: previous / declared':<30}"
+    )
     for case in cases:
         prev, decl = (statistics.median(times[case, s]) for s in sides)
-        runs = " ".join(f"{t:.1f}" for t in times[case, "previous"]) + " / " + \
-            " ".join(f"{t:.1f}" for t in times[case, "declared"])
-        print(f"{case:<24} | {read[case, 'declared']:>9,} | {prev:>8.2f} | {decl:>8.2f} | "
-              f"{decl / prev:>5.2f}x | {mib(max(peaks[case, 'previous'])):>9} | "
-              f"{mib(max(peaks[case, 'declared'])):>9} | {runs:<30}")
-        print(f"  peaks of each run, MiB: previous "
-              f"{' '.join(mib(k) for k in peaks[case, 'previous'])} / declared "
-              f"{' '.join(mib(k) for k in peaks[case, 'declared'])}")
+        runs = (
+            " ".join(f"{t:.1f}" for t in times[case, "previous"])
+            + " / "
+            + " ".join(f"{t:.1f}" for t in times[case, "declared"])
+        )
+        print(
+            f"{case:<24} | {read[case, 'declared']:>9,} | {prev:>8.2f} | {decl:>8.2f} | "
+            f"{decl / prev:>5.2f}x | {mib(max(peaks[case, 'previous'])):>9} | "
+            f"{mib(max(peaks[case, 'declared'])):>9} | {runs:<30}"
+        )
+        print(
+            f"  peaks of each run, MiB: previous "
+            f"{' '.join(mib(k) for k in peaks[case, 'previous'])} / declared "
+            f"{' '.join(mib(k) for k in peaks[case, 'declared'])}"
+        )
         if read[case, "declared"] != read[case, "previous"]:
             print(f"  (rows read differ: previous {read[case, 'previous']:,})")
     if args.quick:
@@ -381,23 +446,30 @@ def part_release(args, backend, folder: Path, home: Path, n: int, cache: dict) -
         warehouses = {side: backend.new_url(f"warehouse_inproc_{side}") for side in sides}
         for case in cases:
             if case == cases[-1]:
-                change_some(orders_url, CHANGED, seed=round_ + 90, status="paid",
-                            amount=f"{round_ + 90}.23")
+                change_some(
+                    orders_url, CHANGED, seed=round_ + 90, status="paid", amount=f"{round_ + 90}.23"
+                )
             for side in order_of(sides, round_):
-                got = load_child("orders", orders_url, warehouses[side],
-                                 previous if side == "previous" else None)
-                if (case, side) not in results or \
-                        got["seconds"] < results[case, side]["seconds"]:
+                got = load_child(
+                    "orders", orders_url, warehouses[side], previous if side == "previous" else None
+                )
+                if (case, side) not in results or got["seconds"] < results[case, side]["seconds"]:
                     results[case, side] = got
-    print(f"\nthe same loads in process (load_orders, a fresh process each, {n:,} orders, "
-          f"best of {args.runs}); ratio: declared / previous")
-    rule(f"{'case':<24} | {'rows read':>9} | {'previous':>8} | {'declared':>8} | "
-         f"{'ratio':>6} | {'peak prev':>9} | {'peak decl':>9}")
+    print(
+        f"\nthe same loads in process (load_orders, a fresh process each, {n:,} orders, "
+        f"best of {args.runs}); ratio: declared / previous"
+    )
+    rule(
+        f"{'case':<24} | {'rows read':>9} | {'previous':>8} | {'declared':>8} | "
+        f"{'ratio':>6} | {'peak prev':>9} | {'peak decl':>9}"
+    )
     for case in cases:
         p, d = results[case, "previous"], results[case, "declared"]
-        print(f"{case:<24} | {d['rows_read']:>9,} | {p['seconds']:>8.2f} | "
-              f"{d['seconds']:>8.2f} | {d['seconds'] / p['seconds']:>5.2f}x | "
-              f"{mib(p['peak_kib']):>9} | {mib(d['peak_kib']):>9}")
+        print(
+            f"{case:<24} | {d['rows_read']:>9,} | {p['seconds']:>8.2f} | "
+            f"{d['seconds']:>8.2f} | {d['seconds'] / p['seconds']:>5.2f}x | "
+            f"{mib(p['peak_kib']):>9} | {mib(d['peak_kib']):>9}"
+        )
 
 
 # --- 2. payments against orders: rows/s and memory -------------------------------------
@@ -414,21 +486,26 @@ def part_rate(args, backend, n: int, cache: dict) -> dict:
                 got = load_child(table, url, backend.new_url(f"warehouse_rate_{table}"))
                 if (table, size) not in best or got["seconds"] < best[table, size]["seconds"]:
                     best[table, size] = got
-    print(f"\n2. first load in process (a fresh process each, best of {args.runs} at "
-          f"{n:,}), {backend.name}; ratio: payments rows/s / orders rows/s at the same "
-          "size (target >= 0.75x); MiB: the process before the load and at its peak")
-    rule(f"{'case':<38} | {'rows read':>9} | {'seconds':>8} | {'rows/s':>9} | "
-         f"{'ratio':>6} | {'base MiB':>8} | {'peak MiB':>8} | {'growth':>6}")
+    print(
+        f"\n2. first load in process (a fresh process each, best of {args.runs} at "
+        f"{n:,}), {backend.name}; ratio: payments rows/s / orders rows/s at the same "
+        "size (target >= 0.75x); MiB: the process before the load and at its peak"
+    )
+    rule(
+        f"{'case':<38} | {'rows read':>9} | {'seconds':>8} | {'rows/s':>9} | "
+        f"{'ratio':>6} | {'base MiB':>8} | {'peak MiB':>8} | {'growth':>6}"
+    )
     for size in sizes:
         orders_rate = best["orders", size]["rows_read"] / best["orders", size]["seconds"]
-        for table, what in (("orders", "load_orders"),
-                            ("payments", "load_table(spec=PAYMENTS)")):
+        for table, what in (("orders", "load_orders"), ("payments", "load_table(spec=PAYMENTS)")):
             got = best[table, size]
             rate = got["rows_read"] / got["seconds"]
-            print(f"{f'{what}, {size:,}':<38} | {got['rows_read']:>9,} | "
-                  f"{got['seconds']:>8.2f} | {rate:>9,.0f} | {rate / orders_rate:>5.2f}x | "
-                  f"{mib(got['base_rss_kib']):>8} | {mib(got['peak_kib']):>8} | "
-                  f"{mib(got['peak_kib'] - got['base_rss_kib']):>6}")
+            print(
+                f"{f'{what}, {size:,}':<38} | {got['rows_read']:>9,} | "
+                f"{got['seconds']:>8.2f} | {rate:>9,.0f} | {rate / orders_rate:>5.2f}x | "
+                f"{mib(got['base_rss_kib']):>8} | {mib(got['peak_kib']):>8} | "
+                f"{mib(got['peak_kib'] - got['base_rss_kib']):>6}"
+            )
     return best
 
 
@@ -440,30 +517,38 @@ def dlt_first_load(credentials: str, folder: Path, label: str) -> tuple[float, i
     from dlt.sources.sql_database import sql_table
 
     pipeline = dlt.pipeline(
-        pipeline_name=f"payments_{label}", pipelines_dir=str(folder / "pipelines"),
+        pipeline_name=f"payments_{label}",
+        pipelines_dir=str(folder / "pipelines"),
         destination=dlt.destinations.duckdb(str(folder / f"payments_{label}.duckdb")),
-        dataset_name="peer")
-    table = sql_table(credentials=credentials, table="payments", backend="connectorx",
-                      primary_key=["payment_id", "attempt"],
-                      incremental=dlt.sources.incremental("modified_at"),
-                      write_disposition="merge")
+        dataset_name="peer",
+    )
+    table = sql_table(
+        credentials=credentials,
+        table="payments",
+        backend="connectorx",
+        primary_key=["payment_id", "attempt"],
+        incremental=dlt.sources.incremental("modified_at"),
+        write_disposition="merge",
+    )
     started = time.perf_counter()
     info = pipeline.run(table)
     seconds = time.perf_counter() - started
     info.raise_on_failed_jobs()
     trace = pipeline.last_trace
-    counts = trace.last_normalize_info.row_counts if trace and trace.last_normalize_info \
-        else {}
+    counts = trace.last_normalize_info.row_counts if trace and trace.last_normalize_info else {}
     return seconds, int(counts.get("payments", 0))
 
 
-def part_peer(args, backend, folder: Path, home: Path, n: int, cache: dict,
-              rate: dict | None) -> None:
+def part_peer(
+    args, backend, folder: Path, home: Path, n: int, cache: dict, rate: dict | None
+) -> None:
     try:
         import dlt
     except ImportError:
-        print("\n3. skipped: dlt is not installed; install the bench extra "
-              "(pip install -e '.[bench]') to compare with it")
+        print(
+            "\n3. skipped: dlt is not installed; install the bench extra "
+            "(pip install -e '.[bench]') to compare with it"
+        )
         return
     os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
     os.environ.setdefault("RUNTIME__LOG_LEVEL", "ERROR")  # its type-mapping warnings
@@ -479,12 +564,17 @@ def part_peer(args, backend, folder: Path, home: Path, n: int, cache: dict,
         conn.commit()
         conn.close()
         if not args.quick:
-            ours_on_copy = load_child("payments", dlt_url,
-                                      backend.new_url("warehouse_payments_naive"))
+            ours_on_copy = load_child(
+                "payments", dlt_url, backend.new_url("warehouse_payments_naive")
+            )
     cwd = folder / "payments_cli"
     cwd.mkdir()
-    env = clean_env(DAGSTER_HOME=str(home), SOURCE_DATABASE_URL=payments_url,
-                    PIPELINE_DATA_DIR=str(cwd / "data"), RECONCILE_DAYS=str(RECONCILE_DAYS))
+    env = clean_env(
+        DAGSTER_HOME=str(home),
+        SOURCE_DATABASE_URL=payments_url,
+        PIPELINE_DATA_DIR=str(cwd / "data"),
+        RECONCILE_DAYS=str(RECONCILE_DAYS),
+    )
     runs = 1 if args.quick else args.runs
     trivial, whole, peaks, dlt_runs = [], [], [], []
     for round_ in range(runs):
@@ -499,53 +589,88 @@ def part_peer(args, backend, folder: Path, home: Path, n: int, cache: dict,
     dlt_s = statistics.median(s for s, _ in dlt_runs)
     base = statistics.median(trivial)
     whole_s = statistics.median(whole)
-    print(f"\n3. payments, first load of {n:,} rows, {backend.name}, median of {runs}; "
-          f"ratio: / dlt {dlt.__version__} + connectorx (target for the whole run minus "
-          "the trivial run: <= 1.50x)")
-    rule(f"{'case':<52} | {'rows':>9} | {'seconds':>8} | {'ratio':>6} | "
-         f"{'runs':<20}")
+    print(
+        f"\n3. payments, first load of {n:,} rows, {backend.name}, median of {runs}; "
+        f"ratio: / dlt {dlt.__version__} + connectorx (target for the whole run minus "
+        "the trivial run: <= 1.50x)"
+    )
+    rule(f"{'case':<52} | {'rows':>9} | {'seconds':>8} | {'ratio':>6} | {'runs':<20}")
     lines = [
-        ("dlt sql_table(connectorx) -> duckdb, merge", dlt_runs[0][1], dlt_s,
-         [s for s, _ in dlt_runs]),
-        ("payments whole run (CLI) - trivial run", read, whole_s - base,
-         [w - t for w, t in zip(whole, trivial, strict=True)]),
+        (
+            "dlt sql_table(connectorx) -> duckdb, merge",
+            dlt_runs[0][1],
+            dlt_s,
+            [s for s, _ in dlt_runs],
+        ),
+        (
+            "payments whole run (CLI) - trivial run",
+            read,
+            whole_s - base,
+            [w - t for w, t in zip(whole, trivial, strict=True)],
+        ),
         ("payments whole run (CLI)", read, whole_s, whole),
         ("trivial asset + check (CLI)", 1, base, trivial),
     ]
     if rate and ("payments", n) in rate:
         got = rate["payments", n]
-        lines.insert(2, ("load_table(spec=PAYMENTS) in process (part 2)",
-                         got["rows_read"], got["seconds"], [got["seconds"]]))
+        lines.insert(
+            2,
+            (
+                "load_table(spec=PAYMENTS) in process (part 2)",
+                got["rows_read"],
+                got["seconds"],
+                [got["seconds"]],
+            ),
+        )
     if ours_on_copy:
-        lines.insert(3, ("load_table(spec=PAYMENTS), dlt's copy (no offsets)",
-                         ours_on_copy["rows_read"], ours_on_copy["seconds"],
-                         [ours_on_copy["seconds"]]))
+        lines.insert(
+            3,
+            (
+                "load_table(spec=PAYMENTS), dlt's copy (no offsets)",
+                ours_on_copy["rows_read"],
+                ours_on_copy["seconds"],
+                [ours_on_copy["seconds"]],
+            ),
+        )
     for case, rows, seconds, each in lines:
-        print(f"{case:<52} | {rows:>9,} | {seconds:>8.2f} | {seconds / dlt_s:>5.2f}x | "
-              f"{' '.join(f'{t:.1f}' for t in each):<20}")
-    print(f"peak memory of the payments whole runs (each run): "
-          f"{' '.join(mib(k) for k in peaks)} MiB")
+        print(
+            f"{case:<52} | {rows:>9,} | {seconds:>8.2f} | {seconds / dlt_s:>5.2f}x | "
+            f"{' '.join(f'{t:.1f}' for t in each):<20}"
+        )
+    print(
+        f"peak memory of the payments whole runs (each run): {' '.join(mib(k) for k in peaks)} MiB"
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000,
-                        help="orders and payments in the sources (default 1,000,000)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=1_000_000,
+        help="orders and payments in the sources (default 1,000,000)",
+    )
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--previous", default=PREVIOUS,
-                        help=f"the previous release's commit (default {PREVIOUS})")
-    parser.add_argument("--only", default=",".join(PART_NAMES),
-                        help="parts to run, comma-separated: release, rate, peer")
+    parser.add_argument(
+        "--previous", default=PREVIOUS, help=f"the previous release's commit (default {PREVIOUS})"
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(PART_NAMES),
+        help="parts to run, comma-separated: release, rate, peer",
+    )
     add_postgres_options(parser, "sources and warehouses")
-    parser.add_argument("--quick", action="store_true",
-                        help="100,000 rows, one round, the first load only")
+    parser.add_argument(
+        "--quick", action="store_true", help="100,000 rows, one round, the first load only"
+    )
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PART_NAMES))
     if unknown:
-        parser.error(f"--only: unknown part(s) {', '.join(unknown)}; "
-                     f"known: {', '.join(PART_NAMES)}")
+        parser.error(
+            f"--only: unknown part(s) {', '.join(unknown)}; known: {', '.join(PART_NAMES)}"
+        )
     if args.quick:
         args.rows, args.runs = 100_000, 1
     folder = workdir_for(args, "bench_tables_")
@@ -554,8 +679,11 @@ def main(argv=None) -> int:
     cache: dict = {}
     try:
         home = dagster_home(folder)
-        print(f"bench_tables: {args.rows:,} rows, {args.runs} run(s), parts "
-              f"{', '.join(parts)}, {backend.name}, workdir {folder}", flush=True)
+        print(
+            f"bench_tables: {args.rows:,} rows, {args.runs} run(s), parts "
+            f"{', '.join(parts)}, {backend.name}, workdir {folder}",
+            flush=True,
+        )
         # the instance's storage, made once (--quick: by its first measured run)
         if not args.quick and ("release" in parts or "peer" in parts):
             materialize(clean_env(DAGSTER_HOME=str(home)), folder, *TRIVIAL)

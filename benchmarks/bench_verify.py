@@ -108,12 +108,19 @@ def build(folder: Path, days: int, per_day: int):
     t1 = time.perf_counter()
     all_days = days_between(START - timedelta(days=6), START + timedelta(days=days - 1))
     for i in range(0, len(all_days), 31):  # a month per paid_orders run
-        batch = all_days[i:i + 31]
-        write_day_files(folder / "paid_orders", paid_orders_by_day(warehouse, batch, UTC),
-                        run_id=f"bench-{i}", written_at=NOW, watermark=NOW)
+        batch = all_days[i : i + 31]
+        write_day_files(
+            folder / "paid_orders",
+            paid_orders_by_day(warehouse, batch, UTC),
+            run_id=f"bench-{i}",
+            written_at=NOW,
+            watermark=NOW,
+        )
     t2 = time.perf_counter()
-    print(f"set-up: {days * per_day + 6:,} orders; load {t1 - t0:.1f}s, "
-          f"{len(all_days)} day files {t2 - t1:.1f}s")
+    print(
+        f"set-up: {days * per_day + 6:,} orders; load {t1 - t0:.1f}s, "
+        f"{len(all_days)} day files {t2 - t1:.1f}s"
+    )
     return source, warehouse
 
 
@@ -127,8 +134,8 @@ def fetch(source, warehouse):
     for engine in (source, warehouse):
         with engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=10_000).execute(
-                sa.text("SELECT order_id, status, amount, updated_at FROM orders "
-                        "ORDER BY order_id"))
+                sa.text("SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id")
+            )
             for _part in result.partitions(10_000):
                 pass
 
@@ -155,19 +162,29 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=60)
     parser.add_argument("--per-day", type=int, default=16_667)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--workdir", type=Path, help="keep the databases and files here "
-                        "(default: a temporary folder, removed at the end)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the databases and files here (default: a temporary folder, removed at the end)",
+    )
     parser.add_argument("--moved-orders", type=int, default=2_000_000)
     parser.add_argument("--moved-days", type=int, default=300)
-    parser.add_argument("--moved", type=int, default=2_000,
-                        help="orders of the compared days the app backdates")
-    parser.add_argument("--deleted", type=int, default=100,
-                        help="orders of the compared days the app deletes")
+    parser.add_argument(
+        "--moved", type=int, default=2_000, help="orders of the compared days the app backdates"
+    )
+    parser.add_argument(
+        "--deleted", type=int, default=100, help="orders of the compared days the app deletes"
+    )
     add_postgres_options(parser, "the moved-rows part: source and warehouse")
-    parser.add_argument("--mysql", metavar="ADMIN_URL", help="the moved-rows part: the "
-                        "source on this MySQL or MariaDB server, the warehouse SQLite")
-    parser.add_argument("--only", choices=["verify", "moved"],
-                        help="run only that part (default: both)")
+    parser.add_argument(
+        "--mysql",
+        metavar="ADMIN_URL",
+        help="the moved-rows part: the "
+        "source on this MySQL or MariaDB server, the warehouse SQLite",
+    )
+    parser.add_argument(
+        "--only", choices=["verify", "moved"], help="run only that part (default: both)"
+    )
     args = parser.parse_args()
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
@@ -189,8 +206,14 @@ def verify_part(args) -> None:
         today = NOW.date()
 
         def run_verify():
-            result = verify(source, warehouse, files, tz=UTC, today=today,
-                            partitions_start=START - timedelta(days=6))
+            result = verify(
+                source,
+                warehouse,
+                files,
+                tz=UTC,
+                today=today,
+                partitions_start=START - timedelta(days=6),
+            )
             assert result.ok, result.lines()[:5]
 
         def run_compare():
@@ -199,15 +222,22 @@ def verify_part(args) -> None:
         paid = {}
 
         def run_files():
-            check_files(files, warehouse, UTC, sorted(p.stem for p in files.glob("*.json")
-                                                      if not p.name.startswith("_")), paid)
+            check_files(
+                files,
+                warehouse,
+                UTC,
+                sorted(p.stem for p in files.glob("*.json") if not p.name.startswith("_")),
+                paid,
+            )
 
-        cases = [("count(*) both tables", lambda: count_star(source, warehouse)),
-                 ("fetch both tables", lambda: fetch(source, warehouse)),
-                 ("scan both (load's scan)", lambda: scan_both(source, warehouse)),
-                 ("verify: compare_orders", run_compare),
-                 ("verify: check_files", run_files),
-                 ("verify (total)", run_verify)]
+        cases = [
+            ("count(*) both tables", lambda: count_star(source, warehouse)),
+            ("fetch both tables", lambda: fetch(source, warehouse)),
+            ("scan both (load's scan)", lambda: scan_both(source, warehouse)),
+            ("verify: compare_orders", run_compare),
+            ("verify: check_files", run_files),
+            ("verify (total)", run_verify),
+        ]
         results = [(name, best(fn, repeat)) for name, fn in cases]
         source.dispose()
         warehouse.dispose()
@@ -219,18 +249,23 @@ def verify_part(args) -> None:
     base_fetch = results[1][1]
     base_scan = results[2][1]
     rows = days * per_day
-    print(f"\n{days} days × {per_day} orders = {rows:,} rows per table, SQLite, "
-          f"best of {repeat}")
-    header = (f"{'case':<26} | {'seconds':>9} | {'µs/row':>8} | {'ratio count(*)':>14} | "
-              f"{'ratio fetch':>11} | {'ratio scan':>10}")
+    print(f"\n{days} days × {per_day} orders = {rows:,} rows per table, SQLite, best of {repeat}")
+    header = (
+        f"{'case':<26} | {'seconds':>9} | {'µs/row':>8} | {'ratio count(*)':>14} | "
+        f"{'ratio fetch':>11} | {'ratio scan':>10}"
+    )
     print(header)
     print("-" * len(header))
     for name, seconds in results:
-        print(f"{name:<26} | {seconds:>9.3f} | {seconds / rows * 1e6:>8.2f} | "
-              f"{seconds / base_count:>13.1f}x | {seconds / base_fetch:>10.2f}x | "
-              f"{seconds / base_scan:>9.2f}x")
-    print("\nratio count(*) / fetch / scan: seconds divided by those of that case, measured "
-          "in this run; the target is verify (total) within 2x of the scan.")
+        print(
+            f"{name:<26} | {seconds:>9.3f} | {seconds / rows * 1e6:>8.2f} | "
+            f"{seconds / base_count:>13.1f}x | {seconds / base_fetch:>10.2f}x | "
+            f"{seconds / base_scan:>9.2f}x"
+        )
+    print(
+        "\nratio count(*) / fetch / scan: seconds divided by those of that case, measured "
+        "in this run; the target is verify (total) within 2x of the scan."
+    )
 
 
 # --- the check after rows left the compared days ------------------------------------------
@@ -274,8 +309,9 @@ def add_deleted_before(source, warehouse, tz, days, *, spec=ORDERS) -> None:
             counts.deleted_ids = shown[number]
 
 
-def backdate_and_delete(source, first_day: date, moved: int, deleted: int, seed: int = 3
-                        ) -> tuple[int, int]:
+def backdate_and_delete(
+    source, first_day: date, moved: int, deleted: int, seed: int = 3
+) -> tuple[int, int]:
     """As the app would: ``moved`` orders stamped from ``first_day`` on get a stamp a month
     earlier (same time of day), ``deleted`` others are deleted."""
     import random
@@ -284,15 +320,20 @@ def backdate_and_delete(source, first_day: date, moved: int, deleted: int, seed:
     with source.begin() as conn:
         rows = conn.exec_driver_sql(
             f"SELECT order_id, updated_at FROM orders WHERE updated_at >= {marker}",
-            (first_day.isoformat(),)).all()
+            (first_day.isoformat(),),
+        ).all()
         picked = random.Random(seed).sample(rows, min(len(rows), moved + deleted))
         gone, shifted = picked[:deleted], picked[deleted:]
         conn.exec_driver_sql(
             f"UPDATE orders SET updated_at = {marker} WHERE order_id = {marker}",
-            [((datetime.fromisoformat(str(u)) - timedelta(days=30)).isoformat(), k)
-             for k, u in shifted])
-        conn.exec_driver_sql(f"DELETE FROM orders WHERE order_id = {marker}",
-                             [(k,) for k, _ in gone])
+            [
+                ((datetime.fromisoformat(str(u)) - timedelta(days=30)).isoformat(), k)
+                for k, u in shifted
+            ],
+        )
+        conn.exec_driver_sql(
+            f"DELETE FROM orders WHERE order_id = {marker}", [(k,) for k, _ in gone]
+        )
     return len(shifted), len(gone)
 
 
@@ -313,13 +354,15 @@ def moved_part(args) -> None:
         demo.init(source)
         demo.generate(source, orders=n, days=days, start=START, seed=1)
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-        h, _, verdict = reconcile_horizon(source, warehouse, UTC,
-                                          reconcile_days=RECONCILE_DAYS)
+        h, _, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=RECONCILE_DAYS)
         assert verdict.passed, verdict.description
         moved, deleted = backdate_and_delete(source, h.first, moved, deleted)
-        print(f"\nset-up: {n + 6:,} orders over {days} days on {sources.name}, loaded; "
-              f"{moved:,} orders of {h.first}…{h.last} backdated, {deleted:,} deleted "
-              f"({time.perf_counter() - started:.0f}s)", flush=True)
+        print(
+            f"\nset-up: {n + 6:,} orders over {days} days on {sources.name}, loaded; "
+            f"{moved:,} orders of {h.first}…{h.last} backdated, {deleted:,} deleted "
+            f"({time.perf_counter() - started:.0f}s)",
+            flush=True,
+        )
 
         compared = compare_days(source, warehouse, UTC, h.days)
         differing = differing_days(compared)
@@ -329,15 +372,20 @@ def moved_part(args) -> None:
             def run():
                 fresh = {d: dataclasses.replace(compared[d]) for d in differing}
                 how(source, warehouse, UTC, fresh)
-                results[label] = {d: (c.only_in_warehouse, c.deleted_ids,
-                                      c.deleted_checksum) for d, c in fresh.items()}
+                results[label] = {
+                    d: (c.only_in_warehouse, c.deleted_ids, c.deleted_checksum)
+                    for d, c in fresh.items()
+                }
+
             return run
 
         def check(label):
             def run():
-                _, _, verdict = reconcile_horizon(source, warehouse, UTC,
-                                                  reconcile_days=RECONCILE_DAYS)
+                _, _, verdict = reconcile_horizon(
+                    source, warehouse, UTC, reconcile_days=RECONCILE_DAYS
+                )
                 results[label] = verdict.description
+
             return run
 
         def before(fn):
@@ -347,13 +395,15 @@ def moved_part(args) -> None:
                     fn()
                 finally:
                     horizon_module.add_deleted = add_deleted
+
             return run
 
         cases = [
-            (f"compare_days ({RECONCILE_DAYS} days)",
-             lambda: compare_days(source, warehouse, UTC, h.days)),
-            ("add_deleted, every key scanned (before)",
-             find_deleted("before", add_deleted_before)),
+            (
+                f"compare_days ({RECONCILE_DAYS} days)",
+                lambda: compare_days(source, warehouse, UTC, h.days),
+            ),
+            ("add_deleted, every key scanned (before)", find_deleted("before", add_deleted_before)),
             ("add_deleted, missing keys by key (after)", find_deleted("after", add_deleted)),
             ("the check, before", before(check("check before"))),
             ("the check, after", check("check after")),
@@ -372,16 +422,20 @@ def moved_part(args) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
     base = timings[0][1]
-    print(f"\nthe check after {moved:,} rows left its {len(h.days)} days and {deleted:,} were "
-          f"deleted: {n:,} orders over {days} days, {sources.name} source, "
-          f"{len(differing)} day(s) differ, best of {repeat}")
+    print(
+        f"\nthe check after {moved:,} rows left its {len(h.days)} days and {deleted:,} were "
+        f"deleted: {n:,} orders over {days} days, {sources.name} source, "
+        f"{len(differing)} day(s) differ, best of {repeat}"
+    )
     header = f"{'case':<42} | {'seconds':>8} | {'ratio compare_days':>18}"
     print(header)
     print("-" * len(header))
     for name, seconds in timings:
         print(f"{name:<42} | {seconds:>8.3f} | {seconds / base:>17.2f}x")
-    print("\nratio: seconds divided by those of the 7-day comparison, measured in this run; "
-          "before and after found the same deleted orders.")
+    print(
+        "\nratio: seconds divided by those of the 7-day comparison, measured in this run; "
+        "before and after found the same deleted orders."
+    )
 
 
 if __name__ == "__main__":

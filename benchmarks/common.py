@@ -79,8 +79,9 @@ class PostgresBackend:
     def raw_connect(self, url: str):
         import psycopg
 
-        return psycopg.connect(sa.make_url(url).set(drivername="postgresql")
-                               .render_as_string(hide_password=False))
+        return psycopg.connect(
+            sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        )
 
     def _drop(self, names: list[str]) -> None:
         with self.admin.connect() as conn:
@@ -120,12 +121,16 @@ def backend_for(folder: Path, postgres_url: str | None):
 
 
 def add_postgres_options(parser, what: str) -> None:
-    parser.add_argument("--postgres", metavar="ADMIN_URL",
-                        help=f"{what} on this PostgreSQL server, in throw-away databases "
-                        "made through this URL")
-    parser.add_argument("--postgres-if-reachable", metavar="ADMIN_URL",
-                        help="as --postgres, but only say so and go on (on SQLite) when no "
-                        "server answers there")
+    parser.add_argument(
+        "--postgres",
+        metavar="ADMIN_URL",
+        help=f"{what} on this PostgreSQL server, in throw-away databases made through this URL",
+    )
+    parser.add_argument(
+        "--postgres-if-reachable",
+        metavar="ADMIN_URL",
+        help="as --postgres, but only say so and go on (on SQLite) when no server answers there",
+    )
 
 
 def postgres_url(args) -> str | None:
@@ -139,8 +144,10 @@ def postgres_url(args) -> str | None:
         probe.dispose()
         return args.postgres_if_reachable
     except Exception as exc:  # no server, no driver: the SQLite part still runs
-        print(f"PostgreSQL at {redact(args.postgres_if_reachable)} not reachable "
-              f"({type(exc).__name__}): its part is skipped")
+        print(
+            f"PostgreSQL at {redact(args.postgres_if_reachable)} not reachable "
+            f"({type(exc).__name__}): its part is skipped"
+        )
         return None
 
 
@@ -154,8 +161,9 @@ def build_source(url: str, n: int, *, seed: int = 1) -> dict:
         engine.dispose()
 
 
-def change_some(url: str, count: int, *, seed: int = 2, status: str = "refunded",
-                amount: str = "1.00") -> int:
+def change_some(
+    url: str, count: int, *, seed: int = 2, status: str = "refunded", amount: str = "1.00"
+) -> int:
     """As the app would: ``count`` orders picked at random over the whole history (so
     their old days spread over every day) set to ``status``/``amount``, stamped one second
     apart just after the newest row."""
@@ -164,15 +172,23 @@ def change_some(url: str, count: int, *, seed: int = 2, status: str = "refunded"
     try:
         with engine.begin() as conn:
             ids = [r[0] for r in conn.exec_driver_sql("SELECT order_id FROM orders")]
-            newest = to_instant(conn.exec_driver_sql(
-                "SELECT max(updated_at) FROM orders").scalar(), UTC)
+            newest = to_instant(
+                conn.exec_driver_sql("SELECT max(updated_at) FROM orders").scalar(), UTC
+            )
             picked = sorted(random.Random(seed).sample(ids, max(1, min(count, len(ids)))))
             conn.exec_driver_sql(
                 f"UPDATE orders SET status = {marker}, amount = {marker}, "
                 f"updated_at = {marker} WHERE order_id = {marker}",
-                [(status, amount,
-                  (newest + timedelta(seconds=i + 1)).isoformat(timespec="seconds"), oid)
-                 for i, oid in enumerate(picked)])
+                [
+                    (
+                        status,
+                        amount,
+                        (newest + timedelta(seconds=i + 1)).isoformat(timespec="seconds"),
+                        oid,
+                    )
+                    for i, oid in enumerate(picked)
+                ],
+            )
         return len(picked)
     finally:
         engine.dispose()
@@ -181,12 +197,18 @@ def change_some(url: str, count: int, *, seed: int = 2, status: str = "refunded"
 def materialize(env: dict, cwd: Path, *target: str) -> float:
     """Seconds of one whole ``dagster asset materialize …`` (a fresh process)."""
     started = time.perf_counter()
-    proc = subprocess.run([str(BIN / "dagster"), "asset", "materialize", *target], cwd=cwd,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", *target],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
-        raise SystemExit(f"dagster asset materialize {' '.join(target)} failed:\n"
-                         f"{proc.stderr[-3000:]}")
+        raise SystemExit(
+            f"dagster asset materialize {' '.join(target)} failed:\n{proc.stderr[-3000:]}"
+        )
     return seconds
 
 

@@ -55,14 +55,21 @@ def main(table: str) -> int:
         from pipeline_assets_tests.tables import PAYMENTS
 
         def load(source, warehouse):
-            return load_table(source, warehouse, spec=PAYMENTS, tz=timezone.utc,
-                              lookback_days=LOOKBACK_DAYS, now=NOW)
+            return load_table(
+                source,
+                warehouse,
+                spec=PAYMENTS,
+                tz=timezone.utc,
+                lookback_days=LOOKBACK_DAYS,
+                now=NOW,
+            )
     elif table == "orders":
         from pipeline_assets.core.load import load_orders
 
         def load(source, warehouse):
-            return load_orders(source, warehouse, tz=timezone.utc,
-                               lookback_days=LOOKBACK_DAYS, now=NOW)
+            return load_orders(
+                source, warehouse, tz=timezone.utc, lookback_days=LOOKBACK_DAYS, now=NOW
+            )
     else:
         raise SystemExit(f"load_child: unknown table {table!r} (orders or payments)")
     source = make_engine(os.environ["BENCH_SOURCE_URL"], role="source")
@@ -72,17 +79,26 @@ def main(table: str) -> int:
             pass
     import adbc_driver_postgresql.dbapi  # noqa: F401  (imported where the scan runs)
     import adbc_driver_sqlite.dbapi  # noqa: F401
+
     gc.collect()
     before = memory_kib()
     started = time.perf_counter()
     result = load(source, warehouse)
     seconds = time.perf_counter() - started
     after = memory_kib()
-    print(json.dumps({
-        "seconds": seconds, "rows_read": result.rows_read, "inserted": result.inserted,
-        "updated": result.updated, "base_rss_kib": before["VmRSS"],
-        "peak_kib": after["VmHWM"], "package": pipeline_assets.__file__,
-    }))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "rows_read": result.rows_read,
+                "inserted": result.inserted,
+                "updated": result.updated,
+                "base_rss_kib": before["VmRSS"],
+                "peak_kib": after["VmHWM"],
+                "package": pipeline_assets.__file__,
+            }
+        )
+    )
     return 0
 
 

@@ -17,8 +17,9 @@ from dagster import (
 
 @asset(check_specs=[AssetCheckSpec("ok", asset="trivial")])
 def trivial() -> MaterializeResult:
-    return MaterializeResult(metadata={"rows": 1},
-                             check_results=[AssetCheckResult(check_name="ok", passed=True)])
+    return MaterializeResult(
+        metadata={"rows": 1}, check_results=[AssetCheckResult(check_name="ok", passed=True)]
+    )
 
 
 @asset

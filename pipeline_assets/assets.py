@@ -9,7 +9,6 @@ keeps every name and metadata key it had before declarations existed.
 No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
 """
 
-
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,9 +95,17 @@ class TableSettings:
 def is_orders(spec: TableSpec) -> bool:
     """Whether ``spec`` is the chapter's ``orders`` (its folder aside), which keeps its own
     metadata keys and its ``daily_revenue`` table."""
+
     def shape(s: TableSpec):
-        return (s.name, s.table, s.primary_key, s.cursor, s.columns,
-                [(f.name, f.where, f.columns, f.totals) for f in s.daily_files])
+        return (
+            s.name,
+            s.table,
+            s.primary_key,
+            s.cursor,
+            s.columns,
+            [(f.name, f.where, f.columns, f.totals) for f in s.daily_files],
+        )
+
     return shape(spec) == shape(ORDERS)
 
 
@@ -147,11 +154,15 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = OR
     """Materialization metadata of a table asset: the story of one batch (``orders``
     names its keys ``future_order_ids`` and ``deleted_order_ids``, any other table
     ``future_keys`` and ``deleted_keys``)."""
+
     def when(value):
         return value.isoformat() if value else "none"
 
-    future, deleted = ("future_order_ids", "deleted_order_ids") if is_orders(spec) \
+    future, deleted = (
+        ("future_order_ids", "deleted_order_ids")
+        if is_orders(spec)
         else ("future_keys", "deleted_keys")
+    )
     return {
         "kind": result.kind,
         "batch_id": result.batch_id,
@@ -169,16 +180,21 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = OR
         "days_touched_count": len(result.days_touched),
         "late_rows": result.late_rows,
         "max_lateness_hours": round(result.max_lateness.total_seconds() / 3600, 3)
-        if result.max_lateness else 0.0,
+        if result.max_lateness
+        else 0.0,
         "future_rows": result.future_rows,
         future: _keys(result.future_order_ids),
         # only a range load can see a deletion: an incremental one says nothing of them
-        **({} if result.rows_deleted is None else {
-            "rows_deleted": result.rows_deleted,
-            deleted: _keys(result.deleted_order_ids),
-            "deleted_digest": result.deleted_digest or "none",
-            "mass_delete_allowed": result.mass_delete_allowed,
-        }),
+        **(
+            {}
+            if result.rows_deleted is None
+            else {
+                "rows_deleted": result.rows_deleted,
+                deleted: _keys(result.deleted_order_ids),
+                "deleted_digest": result.deleted_digest or "none",
+                "mass_delete_allowed": result.mass_delete_allowed,
+            }
+        ),
     }
 
 
@@ -192,17 +208,22 @@ def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult
         check_name=LATENESS_CHECK,
         passed=passed,
         severity=AssetCheckSeverity.WARN,
-        description=None if passed else (
+        description=None
+        if passed
+        else (
             f"{result.late_rows} row(s) arrived up to {hours:.1f} h behind the watermark, "
             f"at least half the lookback window of {lookback_days} day(s): rows later than "
-            "the window are missed by incremental loads. Widen LOOKBACK_DAYS."),
-        metadata={"max_lateness_hours": round(hours, 3), "late_rows": result.late_rows,
-                  "lookback_days": lookback_days},
+            "the window are missed by incremental loads. Widen LOOKBACK_DAYS."
+        ),
+        metadata={
+            "max_lateness_hours": round(hours, 3),
+            "late_rows": result.late_rows,
+            "lookback_days": lookback_days,
+        },
     )
 
 
-def last_announced_batch(context: AssetExecutionContext,
-                         name: str = ORDERS.name) -> Optional[str]:  # noqa: UP045
+def last_announced_batch(context: AssetExecutionContext, name: str = ORDERS.name) -> Optional[str]:  # noqa: UP045
     """The batch id of the last recorded materialization of the table asset ``name``
     (None before any).
 
@@ -216,8 +237,9 @@ def last_announced_batch(context: AssetExecutionContext,
     return batch.value if batch is not None else None
 
 
-def build_table_asset(table: TableSettings, keys: TableResources = TableResources(),
-                      clock: Clock = utc_now):
+def build_table_asset(
+    table: TableSettings, keys: TableResources = TableResources(), clock: Clock = utc_now
+):
     """The asset ``N``: the incremental (or explicit-range) load of the declared table,
     with its lateness and match-source checks run in the load's own step."""
     settings, spec = table.settings, table.spec
@@ -240,23 +262,25 @@ def build_table_asset(table: TableSettings, keys: TableResources = TableResource
         # (docs/benchmarks.md); `pipeline-assets verify` checks without loading.
         check_specs=[
             AssetCheckSpec(
-                names.lateness_check, asset=names.asset,
-                description="Warns when rows arrive late by half the lookback window or "
-                "more."),
+                names.lateness_check,
+                asset=names.asset,
+                description="Warns when rows arrive late by half the lookback window or more.",
+            ),
             AssetCheckSpec(
-                names.match_check, asset=names.asset,
+                names.match_check,
+                asset=names.asset,
                 description=f"Source and warehouse agree, day by day (count and row "
                 f"checksum), over the {horizon_days} days (RECONCILE_DAYS) ending at the "
                 "watermark, plus the days the batch touched: catches rows that arrived "
                 "later than the lookback window. Comparing no day while the warehouse "
-                "holds rows is a failure."),
+                "holds rows is a failure.",
+            ),
         ],
         description=f"{what} upserted by key from the app database: the rows changed since "
         "the watermark plus the lookback window, committed with their batch id.",
         metadata={DECLARATION: MetadataValue.json(shown_attributes(spec))},
     )
-    def table_asset(context: AssetExecutionContext, config: OrdersLoadConfig
-                    ) -> MaterializeResult:
+    def table_asset(context: AssetExecutionContext, config: OrdersLoadConfig) -> MaterializeResult:
         """Rows upserted by key from the app database, incrementally."""
         from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_table
 
@@ -266,16 +290,22 @@ def build_table_asset(table: TableSettings, keys: TableResources = TableResource
             start = to_instant(config.start, tz) if config.start else None
             end = to_instant(config.end, tz) if config.end else None
             result = load_table(
-                source.engine(), watermark.warehouse.engine(), spec=spec, tz=tz,
-                lookback_days=watermark.lookback_days, now=clock(),
-                start=start, end=end,
+                source.engine(),
+                watermark.warehouse.engine(),
+                spec=spec,
+                tz=tz,
+                lookback_days=watermark.lookback_days,
+                now=clock(),
+                start=start,
+                end=end,
                 announced_batch=last_announced_batch(context, names.asset),
                 deletes=DeletePolicy(table.max_delete_share, config.allow_deletes),
             )
         except DeleteRefused as exc:  # the run's failure shows what it would have deleted
             context.log.error(str(exc))
-            raise Failure(description=str(exc), allow_retries=False,
-                          metadata=exc.metadata) from None
+            raise Failure(
+                description=str(exc), allow_retries=False, metadata=exc.metadata
+            ) from None
         except PipelineError as exc:
             raise _failure(exc) from None
         row = "order(s)" if orders else "row(s)"
@@ -283,7 +313,8 @@ def build_table_asset(table: TableSettings, keys: TableResources = TableResource
             context.log.warning(
                 f"allow_deletes: deleted {result.rows_deleted} {row} the source no longer "
                 f"holds, more than MAX_DELETE_SHARE={table.max_delete_share:g} of the "
-                f"range's; their keys' digest {result.deleted_digest} is in the ledger")
+                f"range's; their keys' digest {result.deleted_digest} is in the ledger"
+            )
         context.log.info(
             f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
             f"updated {result.updated}, unchanged {result.unchanged}"
@@ -303,19 +334,35 @@ def build_table_asset(table: TableSettings, keys: TableResources = TableResource
             metadata=load_metadata(result, watermark.lookback_days, spec),
             check_results=[
                 lateness_check(result, watermark.lookback_days),
-                reconcile_check(source, watermark.warehouse, tz, horizon_days,
-                                list(result.days_touched), result.read_whole,
-                                table.max_delete_share, spec=spec, module=table.module),
+                reconcile_check(
+                    source,
+                    watermark.warehouse,
+                    tz,
+                    horizon_days,
+                    list(result.days_touched),
+                    result.read_whole,
+                    table.max_delete_share,
+                    spec=spec,
+                    module=table.module,
+                ),
             ],
         )
 
     return table_asset
 
 
-def reconcile_check(source, warehouse, tz, horizon_days: int, days_touched: list[str],
-                    read_whole=None, max_delete_share: float = 0.5, *,
-                    spec: TableSpec = ORDERS, module: str = DEFINITIONS_MODULE
-                    ) -> AssetCheckResult:
+def reconcile_check(
+    source,
+    warehouse,
+    tz,
+    horizon_days: int,
+    days_touched: list[str],
+    read_whole=None,
+    max_delete_share: float = 0.5,
+    *,
+    spec: TableSpec = ORDERS,
+    module: str = DEFINITIONS_MODULE,
+) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
     clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``;
     the days the load just read whole are compared with what it read (``read_whole``)."""
@@ -325,10 +372,16 @@ def reconcile_check(source, warehouse, tz, horizon_days: int, days_touched: list
     check = spec.names.match_check
     try:
         h, days, verdict = reconcile_horizon(
-            source.engine(), warehouse.engine(), tz, reconcile_days=horizon_days,
-            days_touched=days_touched, read_whole=read_whole,
-            max_delete_share=max_delete_share, spec=spec,
-            repairs=Repairs(spec, module))
+            source.engine(),
+            warehouse.engine(),
+            tz,
+            reconcile_days=horizon_days,
+            days_touched=days_touched,
+            read_whole=read_whole,
+            max_delete_share=max_delete_share,
+            spec=spec,
+            repairs=Repairs(spec, module),
+        )
     except VerifyError as exc:
         return AssetCheckResult(check_name=check, passed=False, description=str(exc))
     return AssetCheckResult(
@@ -343,8 +396,12 @@ def reconcile_check(source, warehouse, tz, horizon_days: int, days_touched: list
             "days_compared": verdict.days_compared,
             "differing_days": MetadataValue.json(verdict.differing),
             "deleted_from_source": MetadataValue.json(
-                {d: _key_value(days[d].only_in_warehouse) for d in verdict.differing
-                 if days[d].only_in_warehouse}),
+                {
+                    d: _key_value(days[d].only_in_warehouse)
+                    for d in verdict.differing
+                    if days[d].only_in_warehouse
+                }
+            ),
             "repair": MetadataValue.json(verdict.repair),
         },
     )
@@ -353,12 +410,18 @@ def reconcile_check(source, warehouse, tz, horizon_days: int, days_touched: list
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
     """One partition per day in PIPELINE_TIMEZONE, from PARTITIONS_START_DATE; a day's
     partition exists once the day is over."""
-    return DailyPartitionsDefinition(start_date=settings.partitions_start.isoformat(),
-                                     timezone=settings.timezone)
+    return DailyPartitionsDefinition(
+        start_date=settings.partitions_start.isoformat(), timezone=settings.timezone
+    )
 
 
-def build_files_assets(table: TableSettings, files: DailyFiles, table_asset,
-                       keys: TableResources = TableResources(), clock: Clock = utc_now):
+def build_files_assets(
+    table: TableSettings,
+    files: DailyFiles,
+    table_asset,
+    keys: TableResources = TableResources(),
+    clock: Clock = utc_now,
+):
     """The daily-partitioned assets of one file set: ``F`` and, with totals, ``T``."""
     # backfill_policy is beta in Dagster 1.13: pinned to 1.13, and the single-run range
     # behaviour is covered by our tests, so its warning is silenced here only.
@@ -370,8 +433,9 @@ def build_files_assets(table: TableSettings, files: DailyFiles, table_asset,
         return built
 
 
-def _build_files_asset(table: TableSettings, files: DailyFiles, table_asset,
-                       keys: TableResources, clock: Clock):
+def _build_files_asset(
+    table: TableSettings, files: DailyFiles, table_asset, keys: TableResources, clock: Clock
+):
     settings, spec = table.settings, table.spec
     tz = settings.tz
     location = files_location(settings, spec, files)
@@ -392,11 +456,15 @@ def _build_files_asset(table: TableSettings, files: DailyFiles, table_asset,
         retry_policy=RetryPolicy(max_retries=2, delay=5),
         required_resource_keys={keys.watermark},
         # what the IO manager names when a reader finds a day not committed
-        metadata={REBUILD_METADATA: MetadataValue.json(
-            {"select": daily_assets(spec, files.name), "module": table.module})},
+        metadata={
+            REBUILD_METADATA: MetadataValue.json(
+                {"select": daily_assets(spec, files.name), "module": table.module}
+            )
+        },
         description="The paid orders of each day, one JSON file per day, replaced "
-        "atomically; a manifest per run says which files are committed." if orders else
-        f"The rows of {spec.name} in {files.name} of each day, one JSON file per day, "
+        "atomically; a manifest per run says which files are committed."
+        if orders
+        else f"The rows of {spec.name} in {files.name} of each day, one JSON file per day, "
         "replaced atomically; a manifest per run says which files are committed.",
     )
     def files_asset(context: AssetExecutionContext) -> DayFilesBatch:
@@ -414,11 +482,17 @@ def _build_files_asset(table: TableSettings, files: DailyFiles, table_asset,
                 {"rows": len(by_day[day]), "manifest": MetadataValue.path(str(manifest))},
                 partition_key=day,
             )
-        context.log.info(f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
-                         f"{sum(map(len, by_day.values()))} {rows_word}")
-        return DayFilesBatch(days=by_day, watermark=current.isoformat() if current else None,
-                             written_at=clock().isoformat(timespec="seconds"),
-                             spec=spec, files=files)
+        context.log.info(
+            f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
+            f"{sum(map(len, by_day.values()))} {rows_word}"
+        )
+        return DayFilesBatch(
+            days=by_day,
+            watermark=current.isoformat() if current else None,
+            written_at=clock().isoformat(timespec="seconds"),
+            spec=spec,
+            files=files,
+        )
 
     return files_asset
 
@@ -439,8 +513,9 @@ def _build_totals_asset(table: TableSettings, files: DailyFiles, keys: TableReso
         kinds={"sql"},
         required_resource_keys={keys.warehouse},
         description="Per day: the number of paid orders and their exact total, computed "
-        "from the committed paid_orders files." if orders else
-        f"Per day: the number of rows of {files.name} and the exact sum of "
+        "from the committed paid_orders files."
+        if orders
+        else f"Per day: the number of rows of {files.name} and the exact sum of "
         f"{', '.join(totals.sum) or 'no column'}, computed from its committed files.",
     )
     def totals_asset(context: AssetExecutionContext, day_files: dict) -> MaterializeResult:
@@ -451,14 +526,16 @@ def _build_totals_asset(table: TableSettings, files: DailyFiles, keys: TableReso
                 per_day = {day: day_totals(rows) for day, rows in day_files.items()}
                 store_daily_revenue(warehouse.engine(), per_day)
             else:
-                per_day = {day: day_totals(rows, totals, spec=spec)
-                           for day, rows in day_files.items()}
+                per_day = {
+                    day: day_totals(rows, totals, spec=spec) for day, rows in day_files.items()
+                }
                 store_totals(warehouse.engine(), spec=spec, totals=totals, per_day=per_day)
         except PipelineError as exc:
             raise _failure(exc) from None
         for day, (count, sums) in sorted(per_day.items()):
-            context.add_asset_metadata(_totals_metadata(orders, totals.sum, count, sums),
-                                       partition_key=day)
+            context.add_asset_metadata(
+                _totals_metadata(orders, totals.sum, count, sums), partition_key=day
+            )
         return MaterializeResult()
 
     return totals_asset

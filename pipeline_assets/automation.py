@@ -61,8 +61,9 @@ def _default_status(settings: Settings, kind):
 def build_daily_schedule(settings: Settings, daily_job, spec: TableSpec = ORDERS_SPEC):
     tz = settings.tz
     name = spec.names.schedule
-    built = ", ".join(n for f in spec.daily_files
-                      for n in (f.name, f.totals.name if f.totals else None) if n)
+    built = ", ".join(
+        n for f in spec.daily_files for n in (f.name, f.totals.name if f.totals else None) if n
+    )
 
     @schedule(
         name=name,
@@ -76,10 +77,10 @@ def build_daily_schedule(settings: Settings, daily_job, spec: TableSpec = ORDERS
     def daily_schedule(context: ScheduleEvaluationContext):
         day = yesterday(context.scheduled_execution_time, tz).isoformat()
         if day < settings.partitions_start.isoformat():
-            return SkipReason(f"{day} is before PARTITIONS_START_DATE "
-                              f"{settings.partitions_start.isoformat()}")
-        return RunRequest(run_key=f"daily-{day}", partition_key=day,
-                          tags={REASON_TAG: name})
+            return SkipReason(
+                f"{day} is before PARTITIONS_START_DATE {settings.partitions_start.isoformat()}"
+            )
+        return RunRequest(run_key=f"daily-{day}", partition_key=day, tags={REASON_TAG: name})
 
     return daily_schedule
 
@@ -93,11 +94,15 @@ def _run_views(records) -> dict[str, list[sensing.RunView]]:
     found: dict[str, list[sensing.RunView]] = {}
     for record in records:
         run = record.dagster_run
-        found.setdefault(run.tags.get(RUN_KEY_TAG, ""), []).append(sensing.RunView(
-            run_id=run.run_id, status=run.status.value,
-            created_at=record.create_timestamp.timestamp(), ended_at=record.end_time,
-            will_retry=run.tags.get(WILL_RETRY_TAG) == "true",
-        ))
+        found.setdefault(run.tags.get(RUN_KEY_TAG, ""), []).append(
+            sensing.RunView(
+                run_id=run.run_id,
+                status=run.status.value,
+                created_at=record.create_timestamp.timestamp(),
+                ended_at=record.end_time,
+                will_retry=run.tags.get(WILL_RETRY_TAG) == "true",
+            )
+        )
     return found
 
 
@@ -106,8 +111,11 @@ def _runs_with_keys(instance, sensor_name: str, keys) -> dict[str, list[sensing.
     keys = sorted(set(keys))
     if not keys:
         return {}
-    return _run_views(instance.get_run_records(filters=RunsFilter(
-        tags={SENSOR_TAG: sensor_name, RUN_KEY_TAG: keys})))
+    return _run_views(
+        instance.get_run_records(
+            filters=RunsFilter(tags={SENSOR_TAG: sensor_name, RUN_KEY_TAG: keys})
+        )
+    )
 
 
 def _seed(instance, sensor_name: str) -> str:
@@ -116,10 +124,15 @@ def _seed(instance, sensor_name: str) -> str:
     return str(instance.get_runs_count(filters=RunsFilter(tags={SENSOR_TAG: sensor_name})))
 
 
-def build_new_rows_sensor(settings: Settings, load_job,
-                          clock: Callable[[], datetime] = utc_now, *,
-                          spec: TableSpec = ORDERS_SPEC, source_key: str = "source",
-                          watermark_key: str = "watermark"):
+def build_new_rows_sensor(
+    settings: Settings,
+    load_job,
+    clock: Callable[[], datetime] = utc_now,
+    *,
+    spec: TableSpec = ORDERS_SPEC,
+    source_key: str = "source",
+    watermark_key: str = "watermark",
+):
     """``new_N_sensor``: loads ``N`` when the source's answer about the lookback window
     changed."""
     tz = settings.tz
@@ -149,10 +162,15 @@ def build_new_rows_sensor(settings: Settings, load_job,
 
         try:
             tick = sensing.check_source(
-                source.engine(), watermark.warehouse.engine(), tz=tz,
-                lookback_days=watermark.lookback_days, cursor=context.cursor,
-                runs_for=runs_for, now=now,
-                seed=_seed(context.instance, name) if fresh else "", spec=spec,
+                source.engine(),
+                watermark.warehouse.engine(),
+                tz=tz,
+                lookback_days=watermark.lookback_days,
+                cursor=context.cursor,
+                runs_for=runs_for,
+                now=now,
+                seed=_seed(context.instance, name) if fresh else "",
+                spec=spec,
             )
         except PipelineError as exc:
             # The cursor stays: the next tick asks again once the database is back.
@@ -162,35 +180,47 @@ def build_new_rows_sensor(settings: Settings, load_job,
         seen = tick.observation
         context.log.info(tick.reason)
         return SensorResult(
-            run_requests=[RunRequest(run_key=tick.run_key, tags={
-                REASON_TAG: name,
-                ATTEMPT_TAG: str(tick.cursor.pending.attempt),
-                "pipeline_assets/window_start": seen.window_start or "everything",
-                "pipeline_assets/window_rows": "n/a" if seen.rows is None else str(seen.rows),
-            })],
+            run_requests=[
+                RunRequest(
+                    run_key=tick.run_key,
+                    tags={
+                        REASON_TAG: name,
+                        ATTEMPT_TAG: str(tick.cursor.pending.attempt),
+                        "pipeline_assets/window_start": seen.window_start or "everything",
+                        "pipeline_assets/window_rows": "n/a"
+                        if seen.rows is None
+                        else str(seen.rows),
+                    },
+                )
+            ],
             cursor=tick.cursor.to_cursor(),
         )
 
     return new_rows_sensor
 
 
-def build_new_orders_sensor(settings: Settings, orders_job,
-                            clock: Callable[[], datetime] = utc_now):
+def build_new_orders_sensor(
+    settings: Settings, orders_job, clock: Callable[[], datetime] = utc_now
+):
     """``new_orders_sensor``: :func:`build_new_rows_sensor` of ``orders``."""
     return build_new_rows_sensor(settings, orders_job, clock)
 
 
-def build_refresh_sensor(settings: Settings, files_job,
-                         clock: Callable[[], datetime] = utc_now, *,
-                         spec: TableSpec = ORDERS_SPEC, files: DailyFiles | None = None):
+def build_refresh_sensor(
+    settings: Settings,
+    files_job,
+    clock: Callable[[], datetime] = utc_now,
+    *,
+    spec: TableSpec = ORDERS_SPEC,
+    files: DailyFiles | None = None,
+):
     """``F_refresh_sensor``: after each materialization of ``N``, rebuilds ``F`` (and its
     totals) for exactly the days it touched."""
     tz = settings.tz
     files = files or spec.daily_files[0]
     name = spec.names.files[files.name].refresh_sensor
     table_key = AssetKey(spec.names.asset)
-    built = " and ".join(n for n in (files.name, files.totals.name if files.totals else None)
-                         if n)
+    built = " and ".join(n for n in (files.name, files.totals.name if files.totals else None) if n)
     tag = batch_tag(spec)
 
     @sensor(
@@ -207,7 +237,8 @@ def build_refresh_sensor(settings: Settings, files_job,
         state = sensing.RefreshCursor.from_cursor(context.cursor)
         found = context.instance.fetch_materializations(
             AssetRecordsFilter(asset_key=table_key, after_storage_id=state.after),
-            limit=REFRESH_BATCH, ascending=True,
+            limit=REFRESH_BATCH,
+            ascending=True,
         )
         last_day = yesterday(now, tz)
         touched, notes = [], []
@@ -215,35 +246,52 @@ def build_refresh_sensor(settings: Settings, files_job,
             meta = record.asset_materialization.metadata
             days, left_out = sensing.partition_days(
                 meta["days_touched"].value if "days_touched" in meta else [],
-                first_day=settings.partitions_start, last_day=last_day)
+                first_day=settings.partitions_start,
+                last_day=last_day,
+            )
             batch = meta["batch_id"].value if "batch_id" in meta else "unknown"
             if left_out:
-                notes.append(f"batch {batch}: left out {left_out} (before "
-                             f"PARTITIONS_START_DATE or not over yet: the daily schedule "
-                             f"builds a day once it is)")
+                notes.append(
+                    f"batch {batch}: left out {left_out} (before "
+                    f"PARTITIONS_START_DATE or not over yet: the daily schedule "
+                    f"builds a day once it is)"
+                )
             if not days:
                 notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
             touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
         runs = _runs_with_keys(context.instance, name, [r.key for r in state.pending])
-        outcomes = {r.key: sensing.request_outcome(runs.get(r.key, []),
-                                                   requested_at=r.requested_at,
-                                                   now=now.timestamp())
-                    for r in state.pending}
-        tick = sensing.refresh_tick(state, touched, outcomes, now.timestamp(),
-                                    seed=state.epoch or _seed(context.instance, name),
-                                    files=files.name)
+        outcomes = {
+            r.key: sensing.request_outcome(
+                runs.get(r.key, []), requested_at=r.requested_at, now=now.timestamp()
+            )
+            for r in state.pending
+        }
+        tick = sensing.refresh_tick(
+            state,
+            touched,
+            outcomes,
+            now.timestamp(),
+            seed=state.epoch or _seed(context.instance, name),
+            files=files.name,
+        )
         for note in notes + tick.notes:
             context.log.info(note)
         cursor = tick.cursor.to_cursor()
         if tick.requests:
             return SensorResult(
-                run_requests=[_refresh_request(r, name, tag) for r in tick.requests],
-                cursor=cursor)
+                run_requests=[_refresh_request(r, name, tag) for r in tick.requests], cursor=cursor
+            )
         if tick.cursor.pending:
-            waiting = ", ".join(f"{r.key} ({outcomes[r.key].detail})"
-                                for r in tick.cursor.pending if r.key in outcomes)
-            notes.append(f"waiting for {waiting}" if waiting else
-                         f"waiting for {len(tick.cursor.pending)} requested rebuild(s)")
+            waiting = ", ".join(
+                f"{r.key} ({outcomes[r.key].detail})"
+                for r in tick.cursor.pending
+                if r.key in outcomes
+            )
+            notes.append(
+                f"waiting for {waiting}"
+                if waiting
+                else f"waiting for {len(tick.cursor.pending)} requested rebuild(s)"
+            )
         if not notes:
             notes.append(f"no new materialization of {spec.name}")
         return SensorResult(skip_reason="; ".join(notes + tick.notes), cursor=cursor)
@@ -251,8 +299,9 @@ def build_refresh_sensor(settings: Settings, files_job,
     return refresh_sensor
 
 
-def build_paid_orders_refresh_sensor(settings: Settings, daily_files_job,
-                                     clock: Callable[[], datetime] = utc_now):
+def build_paid_orders_refresh_sensor(
+    settings: Settings, daily_files_job, clock: Callable[[], datetime] = utc_now
+):
     """``paid_orders_refresh_sensor``: :func:`build_refresh_sensor` of ``orders``."""
     return build_refresh_sensor(settings, daily_files_job, clock)
 
@@ -261,8 +310,11 @@ def _refresh_request(request: sensing.RefreshRequest, reason: str, tag: str) -> 
     tags = {REASON_TAG: reason, tag: request.batch}
     if request.first == request.last:
         return RunRequest(run_key=request.key, partition_key=request.first, tags=tags)
-    return RunRequest(run_key=request.key, tags={
-        **tags,
-        "dagster/asset_partition_range_start": request.first,
-        "dagster/asset_partition_range_end": request.last,
-    })
+    return RunRequest(
+        run_key=request.key,
+        tags={
+            **tags,
+            "dagster/asset_partition_range_start": request.first,
+            "dagster/asset_partition_range_end": request.last,
+        },
+    )

@@ -67,8 +67,9 @@ class PipelineCeleryExecutor(CeleryExecutor):
         try:
             yield from super().execute(plan_context, execution_plan)
         except lost as exc:  # the broker went away while the run waited for its steps
-            raise Failure(description=str(broker.unreachable(self.broker, exc)),
-                          allow_retries=True) from None
+            raise Failure(
+                description=str(broker.unreachable(self.broker, exc)), allow_retries=True
+            ) from None
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -82,17 +83,27 @@ def build_celery_executor(settings: Settings):
     in the settings (read from the environment in each process), never in run config,
     so its password is in no run's configuration or event."""
 
-    @executor(name="celery", config_schema={"retries": CELERY_CONFIG["retries"]},
-              requirements=multiple_process_executor_requirements())
+    @executor(
+        name="celery",
+        config_schema={"retries": CELERY_CONFIG["retries"]},
+        requirements=multiple_process_executor_requirements(),
+    )
     def pipeline_celery_executor(init_context: InitExecutorContext) -> Executor:
         # dagster-celery's own executor reads the run's retry setting; ours takes it over
-        retries = celery_executor.executor_creation_fn(InitExecutorContext(
-            job=init_context.job, executor_def=celery_executor,
-            executor_config={"retries": init_context.executor_config["retries"]},
-            instance=init_context.instance)).retries
+        retries = celery_executor.executor_creation_fn(
+            InitExecutorContext(
+                job=init_context.job,
+                executor_def=celery_executor,
+                executor_config={"retries": init_context.executor_config["retries"]},
+                instance=init_context.instance,
+            )
+        ).retries
         return PipelineCeleryExecutor(
-            retries=retries, broker=settings.celery_broker_url,
-            backend=settings.celery_backend_url, config_source=celery_config(settings))
+            retries=retries,
+            broker=settings.celery_broker_url,
+            backend=settings.celery_backend_url,
+            config_source=celery_config(settings),
+        )
 
     return pipeline_celery_executor
 
@@ -109,8 +120,10 @@ class StepTask(Task):
                 steps = ", ".join(args.step_keys_to_execute or [])
                 status = run.status.value if run else "unknown"
                 worker = f" on {self.request.hostname}" if self.request.hostname else ""
-                message = (f"step {steps} of run {args.run_id} not run{worker}: the run "
-                           f"has ended ({status})")
+                message = (
+                    f"step {steps} of run {args.run_id} not run{worker}: the run "
+                    f"has ended ({status})"
+                )
                 log.warning(message)
                 if run is not None:
                     instance.report_engine_event(message, run, cls=CeleryExecutor)
@@ -122,8 +135,13 @@ class StepTask(Task):
 
 def make_worker_app(settings: Settings) -> Celery:
     """The Celery app of a worker: dagster-celery's queues and its step task."""
-    app = make_app({"broker": settings.celery_broker_url,
-                    "backend": settings.celery_backend_url, "include": [],
-                    "config_source": celery_config(settings)})
+    app = make_app(
+        {
+            "broker": settings.celery_broker_url,
+            "backend": settings.celery_backend_url,
+            "include": [],
+            "config_source": celery_config(settings),
+        }
+    )
     create_task(app, base=StepTask)
     return app

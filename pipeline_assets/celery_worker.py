@@ -31,6 +31,8 @@ except ModuleNotFoundError as exc:
     raise ModuleNotFoundError(
         f"the code location {MODULE} (CELERY_WORKER_MODULE, or the worker script's -m) "
         f"does not import: {exc}; start the worker in the project's root folder, or "
-        "install the project in the worker's environment", name=exc.name) from None
+        "install the project in the worker's environment",
+        name=exc.name,
+    ) from None
 
 app = make_worker_app(from_env())

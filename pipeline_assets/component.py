@@ -33,24 +33,29 @@ class IncrementalScaffolder(dg.Scaffolder):
     def scaffold(self, request: dg.ScaffoldRequest) -> None:
         from .core.scaffold import suggest_declaration
 
-        params = request.params if isinstance(request.params, ScaffoldParams) \
-            else ScaffoldParams()
+        params = request.params if isinstance(request.params, ScaffoldParams) else ScaffoldParams()
         table = params.table or Path(request.target_path).name
         url = params.source_url or settings_module.from_env().source_url
         attributes = suggest_declaration(url, table)
         if params.source_url:
             attributes["source_url"] = params.source_url
         request.target_path.mkdir(parents=True, exist_ok=True)
-        body = yaml.safe_dump({"type": TYPE_NAME, "attributes": attributes},
-                              sort_keys=False, default_flow_style=False, allow_unicode=True)
+        body = yaml.safe_dump(
+            {"type": TYPE_NAME, "attributes": attributes},
+            sort_keys=False,
+            default_flow_style=False,
+            allow_unicode=True,
+        )
         (request.target_path / "defs.yaml").write_text(body, encoding="utf-8")
 
 
 class ScaffoldParams(dg.Model):
     table: Optional[str] = Field(  # noqa: UP045 - pydantic reads it at runtime
-        default=None, description="the source table (default: the folder's name)")
+        default=None, description="the source table (default: the folder's name)"
+    )
     source_url: Optional[str] = Field(  # noqa: UP045
-        default=None, description="SQLAlchemy URL of the source (default SOURCE_DATABASE_URL)")
+        default=None, description="SQLAlchemy URL of the source (default SOURCE_DATABASE_URL)"
+    )
 
 
 @dg.scaffold_with(IncrementalScaffolder)
@@ -61,24 +66,29 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
 
     table: str = Field(description="the source table (schema-qualified allowed)")
     name: Optional[str] = Field(  # noqa: UP045
-        default=None, description="asset and warehouse table name (default: table, "
-        "unqualified)")
+        default=None, description="asset and warehouse table name (default: table, unqualified)"
+    )
     source_url: Optional[str] = Field(  # noqa: UP045
-        default=None, description="SQLAlchemy URL of the source (default "
-        "SOURCE_DATABASE_URL)")
+        default=None, description="SQLAlchemy URL of the source (default SOURCE_DATABASE_URL)"
+    )
     primary_key: Union[str, list[str]] = Field(  # noqa: UP007
-        description="the key: one column or a list of columns")
-    cursor: str = Field(description="the change stamp (timestamp or date): the watermark, "
-                        "and the day a row belongs to")
+        description="the key: one column or a list of columns"
+    )
+    cursor: str = Field(
+        description="the change stamp (timestamp or date): the watermark, "
+        "and the day a row belongs to"
+    )
     columns: dict[str, Any] = Field(
         description="column: type (integer, text, decimal, decimal(P,S), float, boolean, "
-        "date, timestamp), or {type: …, nullable: true}")
+        "date, timestamp), or {type: …, nullable: true}"
+    )
     lookback_days: Optional[int] = Field(default=None)  # noqa: UP045
     reconcile_days: Optional[int] = Field(default=None)  # noqa: UP045
     max_delete_share: Optional[float] = Field(default=None)  # noqa: UP045
     daily_files: Optional[list[dict[str, Any]]] = Field(  # noqa: UP045
-        default=None, description="daily files of a filtered view: name, where, columns, "
-        "url, totals")
+        default=None,
+        description="daily files of a filtered view: name, where, columns, url, totals",
+    )
 
     def spec(self, where: str = "") -> TableSpec:
         """The declaration, checked; a mistake names ``where`` (the file), the attribute
@@ -95,8 +105,9 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
         check_apart(_siblings(context, where, spec))
         from .definitions import build_definitions
 
-        return build_definitions(settings_module.from_env(), spec=spec,
-                                 module=_location_module(context))
+        return build_definitions(
+            settings_module.from_env(), spec=spec, module=_location_module(context)
+        )
 
 
 def _declaration_file(context: dg.ComponentLoadContext) -> Path:
@@ -108,8 +119,9 @@ def _declaration_file(context: dg.ComponentLoadContext) -> Path:
         return found
 
 
-def _siblings(context: dg.ComponentLoadContext, where: Path, spec: TableSpec
-              ) -> list[tuple[str, TableSpec]]:
+def _siblings(
+    context: dg.ComponentLoadContext, where: Path, spec: TableSpec
+) -> list[tuple[str, TableSpec]]:
     """This declaration and the names every other IncrementalTable of the project takes,
     read from their files (so two of them fail on the first to load, naming both)."""
     out: list[tuple[str, Any]] = [(str(where), spec)]

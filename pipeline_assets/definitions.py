@@ -35,9 +35,13 @@ from .resources import SourceDatabase, Warehouse, WatermarkStore
 from .settings import Settings, SettingsError, files_location
 
 
-def build_definitions(settings: Settings, clock: Clock = utc_now, *,
-                      spec: TableSpec = ORDERS, module: str = DEFINITIONS_MODULE
-                      ) -> Definitions:
+def build_definitions(
+    settings: Settings,
+    clock: Clock = utc_now,
+    *,
+    spec: TableSpec = ORDERS,
+    module: str = DEFINITIONS_MODULE,
+) -> Definitions:
     """Everything Dagster needs for one declared table, from plain settings (tests build
     their own) and the one clock every asset, check and sensor reads (tests pass a fixed
     one). ``module`` is the code location the printed repair commands name."""
@@ -45,20 +49,22 @@ def build_definitions(settings: Settings, clock: Clock = utc_now, *,
     table = TableSettings(settings, spec, module)
     resources, keys = _resources(settings, spec)
     table_asset = build_table_asset(table, keys, clock)
-    files_assets = {f.name: build_files_assets(table, f, table_asset, keys, clock)
-                    for f in spec.daily_files}
+    files_assets = {
+        f.name: build_files_assets(table, f, table_asset, keys, clock) for f in spec.daily_files
+    }
 
     load_job = define_asset_job(
-        names.load_job, selection=AssetSelection.assets(names.asset),
-        description=f"The incremental load of {spec.name} (give start/end config for a "
-        "range).",
+        names.load_job,
+        selection=AssetSelection.assets(names.asset),
+        description=f"The incremental load of {spec.name} (give start/end config for a range).",
     )
     files_jobs = {
         f.name: define_asset_job(
             names.files[f.name].job,
             selection=AssetSelection.assets(*(a.key for a in files_assets[f.name])),
             description="Rebuild the day files and totals of a day or a range of days."
-            + ("" if len(spec.daily_files) == 1 else f" ({f.name})"))
+            + ("" if len(spec.daily_files) == 1 else f" ({f.name})"),
+        )
         for f in spec.daily_files
     }
     every_file = [a for built in files_assets.values() for a in built]
@@ -68,8 +74,7 @@ def build_definitions(settings: Settings, clock: Clock = utc_now, *,
         daily_job = define_asset_job(
             names.daily_job,
             selection=AssetSelection.assets(table_asset.key, *(a.key for a in every_file)),
-            description=f"Load {spec.name}, then build the day files and totals of one "
-            "day.",
+            description=f"Load {spec.name}, then build the day files and totals of one day.",
         )
         jobs.append(daily_job)
         schedules.append(build_daily_schedule(settings, daily_job, spec))
@@ -80,10 +85,19 @@ def build_definitions(settings: Settings, clock: Clock = utc_now, *,
         jobs=jobs,
         schedules=schedules,
         sensors=[
-            build_new_rows_sensor(settings, load_job, clock, spec=spec,
-                                  source_key=keys.source, watermark_key=keys.watermark),
-            *(build_refresh_sensor(settings, files_jobs[f.name], clock, spec=spec, files=f)
-              for f in spec.daily_files)],
+            build_new_rows_sensor(
+                settings,
+                load_job,
+                clock,
+                spec=spec,
+                source_key=keys.source,
+                watermark_key=keys.watermark,
+            ),
+            *(
+                build_refresh_sensor(settings, files_jobs[f.name], clock, spec=spec, files=f)
+                for f in spec.daily_files
+            ),
+        ],
         resources=resources,
     )
 
@@ -94,20 +108,24 @@ def _resources(settings: Settings, spec: TableSpec) -> tuple[dict[str, Any], Tab
     Dagster merges the Definitions of several declarations only when a key shared by two
     of them holds the same object, so each is built once per process (:func:`_shared`)
     from its configuration; what a table has of its own gets a key of its own."""
-    source_url = EnvVar("SOURCE_DATABASE_URL") if settings.source_url_from_env \
-        else settings.source_url
+    source_url = (
+        EnvVar("SOURCE_DATABASE_URL") if settings.source_url_from_env else settings.source_url
+    )
     if spec.source_url is not None:
         source_url = spec.source_url
-    warehouse_url = EnvVar("WAREHOUSE_DATABASE_URL") if settings.warehouse_url_from_env \
+    warehouse_url = (
+        EnvVar("WAREHOUSE_DATABASE_URL")
+        if settings.warehouse_url_from_env
         else settings.warehouse_url
+    )
     warehouse = _shared(Warehouse(url=warehouse_url))
     lookback = settings.lookback_days if spec.lookback_days is None else spec.lookback_days
-    own_lookback = spec.lookback_days is not None and spec.lookback_days != \
-        settings.lookback_days
+    own_lookback = spec.lookback_days is not None and spec.lookback_days != settings.lookback_days
     keys = TableResources(
         source=source_resource_key(spec),
         watermark=f"watermark_{spec.name}" if own_lookback else "watermark",
-        files={f.name: _files_key(settings, spec, f) for f in spec.daily_files})
+        files={f.name: _files_key(settings, spec, f) for f in spec.daily_files},
+    )
     resources: dict[str, Any] = {
         keys.source: _shared(SourceDatabase(url=source_url)),
         keys.warehouse: warehouse,
@@ -116,16 +134,21 @@ def _resources(settings: Settings, spec: TableSpec) -> tuple[dict[str, Any], Tab
     for f in spec.daily_files:
         key = keys.files[f.name]
         resources[key] = _shared(
-            DailyFilesIOManager(base_dir=str(settings.data_dir)) if key == "day_files"
-            else DailyFilesIOManager(url=files_location(settings, spec, f)))
+            DailyFilesIOManager(base_dir=str(settings.data_dir))
+            if key == "day_files"
+            else DailyFilesIOManager(url=files_location(settings, spec, f))
+        )
     return resources, keys
 
 
 def _files_key(settings: Settings, spec: TableSpec, files) -> str:
     """``day_files`` (``<PIPELINE_DATA_DIR>/<F>``, shared) or ``day_files_<F>``."""
     default = str(settings.data_dir / files.name)
-    return "day_files" if files_location(settings, spec, files) == default \
+    return (
+        "day_files"
+        if files_location(settings, spec, files) == default
         else f"day_files_{files.name}"
+    )
 
 
 _BUILT: dict[tuple[str, str, str], Any] = {}
@@ -136,8 +159,7 @@ def _shared(resource):
     resources by identity). A URL read from a variable (EnvVar) is not the same
     configuration as that text given as the URL itself."""
     url_kind = type(getattr(resource, "url", None)).__name__
-    return _BUILT.setdefault((type(resource).__qualname__, repr(resource), url_kind),
-                             resource)
+    return _BUILT.setdefault((type(resource).__qualname__, repr(resource), url_kind), resource)
 
 
 _EXECUTORS: dict[tuple[str, str], Callable] = {}
@@ -153,7 +175,8 @@ def _executor(settings: Settings):
     except ImportError as exc:
         raise SettingsError(
             f"PIPELINE_EXECUTOR=celery needs the celery extra ({exc.name} is missing): "
-            "pip install 'pipeline_assets[celery]'") from None
+            "pip install 'pipeline_assets[celery]'"
+        ) from None
     key = (settings.celery_broker_url, settings.celery_backend_url)
     if key not in _EXECUTORS:
         _EXECUTORS[key] = build_celery_executor(settings)

@@ -54,19 +54,25 @@ class DailyFilesIOManager(ConfigurableIOManager):
     """
 
     base_dir: str | None = Field(
-        default=None, description="Root folder (PIPELINE_DATA_DIR); without url, files go in "
-                                  "<base_dir>/<asset key path>/<YYYY-MM-DD>.json")
+        default=None,
+        description="Root folder (PIPELINE_DATA_DIR); without url, files go in "
+        "<base_dir>/<asset key path>/<YYYY-MM-DD>.json",
+    )
     url: str | None = Field(
-        default=None, description="The folder of the files (PAID_ORDERS_URL): a local path "
-                                  "or an fsspec URL such as s3://bucket/prefix")
+        default=None,
+        description="The folder of the files (PAID_ORDERS_URL): a local path "
+        "or an fsspec URL such as s3://bucket/prefix",
+    )
 
     def store_for(self, context: OutputContext | InputContext) -> Store:
         """The folder of the asset's day files: local disk or an object store."""
         if self.url:
             return open_store(self.url)
         if not self.base_dir:
-            raise DayFilesError("the daily files IO manager needs url (PAID_ORDERS_URL) or "
-                                "base_dir (PIPELINE_DATA_DIR)")
+            raise DayFilesError(
+                "the daily files IO manager needs url (PAID_ORDERS_URL) or "
+                "base_dir (PIPELINE_DATA_DIR)"
+            )
         return open_store(os.path.join(self.base_dir, *context.asset_key.path))
 
     def _partition_keys(self, context: OutputContext | InputContext, verb: str) -> list:
@@ -114,17 +120,19 @@ class DailyFilesIOManager(ConfigurableIOManager):
             spec=spec,
             files=files,
         )
-        context.add_output_metadata({
-            "manifest": MetadataValue.path(str(written.manifest_path)),
-            "manifest_sequence": written.sequence,
-            # Shared by every partition of the run, so kept small: a year-long range must
-            # not copy 365 entries onto each of its 365 materializations.
-            "days_in_run": len(written.days_written),
-            "first_day": written.days_written[0] if written.days_written else "none",
-            "last_day": written.days_written[-1] if written.days_written else "none",
-            "rows_in_run": written.total_rows,
-            "watermark": watermark if watermark is not None else "none",
-        })
+        context.add_output_metadata(
+            {
+                "manifest": MetadataValue.path(str(written.manifest_path)),
+                "manifest_sequence": written.sequence,
+                # Shared by every partition of the run, so kept small: a year-long range must
+                # not copy 365 entries onto each of its 365 materializations.
+                "days_in_run": len(written.days_written),
+                "first_day": written.days_written[0] if written.days_written else "none",
+                "last_day": written.days_written[-1] if written.days_written else "none",
+                "rows_in_run": written.total_rows,
+                "watermark": watermark if watermark is not None else "none",
+            }
+        )
         context.log.info(
             f"wrote {len(written.days_written)} day file(s), {written.total_rows} row(s), "
             f"manifest {written.manifest_path.name} (sequence {written.sequence})"
@@ -135,8 +143,9 @@ class DailyFilesIOManager(ConfigurableIOManager):
         with _failure_unless_transient():
             keys = self._partition_keys(context, "load")
             name = context.asset_key.to_user_string()
-            return read_committed_days(self.store_for(context), keys, name=name,
-                                       rebuild=_rebuild(context))
+            return read_committed_days(
+                self.store_for(context), keys, name=name, rebuild=_rebuild(context)
+            )
 
 
 def _rebuild(context: InputContext):

@@ -65,27 +65,35 @@ def location_definitions(module: str) -> dg.Definitions:
     try:
         loaded = importlib.import_module(module)
     except ImportError as exc:
-        raise LocationError(f"cannot import the code location {module!r} ({exc}); name "
-                            "the module as `dagster dev -m` does, from the folder its "
-                            "package is importable from") from None
+        raise LocationError(
+            f"cannot import the code location {module!r} ({exc}); name "
+            "the module as `dagster dev -m` does, from the folder its "
+            "package is importable from"
+        ) from None
     finally:
         if added and here in sys.path:
             sys.path.remove(here)
     lazy = [(n, v) for n, v in inspect.getmembers(loaded) if isinstance(v, LazyDefinitions)]
-    found = lazy or [(n, v) for n, v in inspect.getmembers(loaded)
-                     if isinstance(v, dg.Definitions)]
+    found = lazy or [(n, v) for n, v in inspect.getmembers(loaded) if isinstance(v, dg.Definitions)]
     if len(found) != 1:
-        what = "no Definitions object nor @dg.definitions function" if not found else \
-            "several: " + ", ".join(f"{module}.{n}" for n, _ in found)
-        raise LocationError(f"the code location {module!r} must hold one Definitions "
-                            f"object or one function decorated with @dg.definitions; "
-                            f"found {what}")
+        what = (
+            "no Definitions object nor @dg.definitions function"
+            if not found
+            else "several: " + ", ".join(f"{module}.{n}" for n, _ in found)
+        )
+        raise LocationError(
+            f"the code location {module!r} must hold one Definitions "
+            f"object or one function decorated with @dg.definitions; "
+            f"found {what}"
+        )
     name, target = found[0]
     if isinstance(target, LazyDefinitions):
         if target.has_context_arg:
-            raise LocationError(f"{module}.{name} takes a ComponentLoadContext: load it "
-                                "through `dg` (load_from_defs_folder), or give the "
-                                "function no parameter")
+            raise LocationError(
+                f"{module}.{name} takes a ComponentLoadContext: load it "
+                "through `dg` (load_from_defs_folder), or give the "
+                "function no parameter"
+            )
         return target()
     return target
 
@@ -113,6 +121,7 @@ def _url(resource) -> str:
     if isinstance(url, dg.EnvVar):
         return url.get_value()
     if not isinstance(url, str):
-        raise LocationError("a table declares its source_url, but the location holds no "
-                            "source resource for it")
+        raise LocationError(
+            "a table declares its source_url, but the location holds no source resource for it"
+        )
     return url

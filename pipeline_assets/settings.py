@@ -90,7 +90,7 @@ def _location(raw: str, base: Path) -> str:
     """A folder as given (a local path, relative to ``base``, or an fsspec URL)."""
     raw = raw.strip()
     if raw.startswith("file://"):
-        raw = raw[len("file://"):]
+        raw = raw[len("file://") :]
     if raw and not is_url(raw):
         return os.path.abspath(base / raw)
     return raw
@@ -166,9 +166,10 @@ def _share(env: Mapping[str, str], name: str) -> float:
         if not 0.0 <= value <= 1.0:
             raise ValueError
     except ValueError:
-        raise SettingsError(f"{name}={raw!r} must be a share between 0 and 1, such as 0.5 "
-                            "(0: a range load may delete nothing without allow_deletes)"
-                            ) from None
+        raise SettingsError(
+            f"{name}={raw!r} must be a share between 0 and 1, such as 0.5 "
+            "(0: a range load may delete nothing without allow_deletes)"
+        ) from None
     return value
 
 

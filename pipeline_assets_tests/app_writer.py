@@ -41,9 +41,13 @@ def create_table(engine: sa.Engine) -> None:
     """The app's own schema: text columns, an index on updated_at."""
     key = "BIGINT" if engine.dialect.name == "postgresql" else "INTEGER"
     with engine.begin() as conn:
-        conn.execute(sa.text(f"CREATE TABLE orders (order_id {key} PRIMARY KEY, "
-                             "status TEXT NOT NULL, amount TEXT NOT NULL, "
-                             "updated_at TEXT NOT NULL)"))
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE orders (order_id {key} PRIMARY KEY, "
+                "status TEXT NOT NULL, amount TEXT NOT NULL, "
+                "updated_at TEXT NOT NULL)"
+            )
+        )
         conn.execute(sa.text("CREATE INDEX orders_updated_at_idx ON orders (updated_at)"))
 
 
@@ -52,8 +56,15 @@ def seed_orders(engine: sa.Engine, rng: random.Random, start: datetime, count: i
     with engine.begin() as conn:
         for order_id in range(1, count + 1):
             at = start + timedelta(minutes=rng.randrange(0, 48 * 60))
-            conn.execute(UPSERT, {"order_id": order_id, "status": _status(rng),
-                                  "amount": _amount(rng), "updated_at": stamp(at)})
+            conn.execute(
+                UPSERT,
+                {
+                    "order_id": order_id,
+                    "status": _status(rng),
+                    "amount": _amount(rng),
+                    "updated_at": stamp(at),
+                },
+            )
 
 
 def _status(rng: random.Random) -> str:
@@ -64,12 +75,14 @@ def _amount(rng: random.Random) -> str:
     return f"{rng.randrange(100, 20000) / 100:.2f}"
 
 
-def write(engine: sa.Engine, rng: random.Random, *, seconds: float, sim_start: datetime,
-          sim_days: float) -> dict:
+def write(
+    engine: sa.Engine, rng: random.Random, *, seconds: float, sim_start: datetime, sim_days: float
+) -> dict:
     counts = {"new": 0, "updated": 0, "late_new": 0, "late_updated": 0}
     with engine.connect() as conn:
-        next_id = int(conn.execute(sa.text("SELECT coalesce(max(order_id), 0) FROM orders"))
-                      .scalar()) + 1
+        next_id = (
+            int(conn.execute(sa.text("SELECT coalesce(max(order_id), 0) FROM orders")).scalar()) + 1
+        )
     began = time.monotonic()
     while (elapsed := time.monotonic() - began) < seconds:
         now = sim_start + timedelta(days=sim_days * elapsed / seconds)
@@ -81,8 +94,15 @@ def write(engine: sa.Engine, rng: random.Random, *, seconds: float, sim_start: d
         else:
             order_id = rng.randrange(1, next_id)
         with engine.begin() as conn:
-            conn.execute(UPSERT, {"order_id": order_id, "status": _status(rng),
-                                  "amount": _amount(rng), "updated_at": stamp(at)})
+            conn.execute(
+                UPSERT,
+                {
+                    "order_id": order_id,
+                    "status": _status(rng),
+                    "amount": _amount(rng),
+                    "updated_at": stamp(at),
+                },
+            )
         counts[kind] += 1
         time.sleep(rng.uniform(0.05, 0.3))
     counts["orders"] = next_id - 1
@@ -105,9 +125,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     engine = engine_for(args.url)
     try:
-        counts = write(engine, random.Random(args.seed), seconds=args.seconds,
-                       sim_start=datetime.fromisoformat(args.sim_start),
-                       sim_days=args.sim_days)
+        counts = write(
+            engine,
+            random.Random(args.seed),
+            seconds=args.seconds,
+            sim_start=datetime.fromisoformat(args.sim_start),
+            sim_days=args.sim_days,
+        )
     finally:
         engine.dispose()
     print(json.dumps(counts), flush=True)

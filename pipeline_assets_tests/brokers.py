@@ -63,9 +63,10 @@ class RabbitVhost:
         else:
             problem = _answers("pyamqp://guest:guest@127.0.0.1:5672//")
         if problem:
-            unavailable(f"no RabbitMQ at 127.0.0.1:5672 to make a virtual host on ({problem})",
-                        ci_hint="CI must run the Celery tests: start RabbitMQ "
-                        "(rabbitmq-server -detached)")
+            unavailable(
+                f"no RabbitMQ at 127.0.0.1:5672 to make a virtual host on ({problem})",
+                ci_hint="CI must run the Celery tests: start RabbitMQ (rabbitmq-server -detached)",
+            )
         self.name = f"pa_{uuid.uuid4().hex[:12]}"
         _rabbitmqctl("add_vhost", self.name)
         _rabbitmqctl("set_permissions", "-p", self.name, "guest", ".*", ".*", ".*")
@@ -81,8 +82,10 @@ class RedisServer:
 
     def __init__(self, folder: Path, password: str):
         if shutil.which("redis-server") is None:
-            unavailable("redis-server is not on PATH",
-                        ci_hint="CI must run the Celery tests: install redis-server")
+            unavailable(
+                "redis-server is not on PATH",
+                ci_hint="CI must run the Celery tests: install redis-server",
+            )
         self.folder, self.password = folder, password
         self.port = free_port()
         self.url = f"redis://:{password}@127.0.0.1:{self.port}/0"
@@ -93,10 +96,25 @@ class RedisServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         log = open(self.folder / "redis.log", "ab")
         self.proc = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port),
-             "--requirepass", self.password, "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                "redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--requirepass",
+                self.password,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + 20
         while _answers(self.url) is not None:
@@ -122,9 +140,15 @@ class CeleryWorker:
     def start(self) -> CeleryWorker:
         env = self.env | {"CELERY_WORKER_NAME": f"{self.name}@%h", "PYTHON": sys.executable}
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([str(WORKER_SCRIPT)], env=env, cwd=self.log.parent,
-                                         stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [str(WORKER_SCRIPT)],
+                env=env,
+                cwd=self.log.parent,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.starts += 1
         return self
 
@@ -138,11 +162,15 @@ class CeleryWorker:
         deadline = time.monotonic() + timeout
         while self.ready_count() < self.starts:
             if self.proc.poll() is not None:
-                raise AssertionError(f"worker {self.name} exited ({self.proc.returncode}):\n"
-                                     f"{self.log.read_text(errors='replace')[-3000:]}")
+                raise AssertionError(
+                    f"worker {self.name} exited ({self.proc.returncode}):\n"
+                    f"{self.log.read_text(errors='replace')[-3000:]}"
+                )
             if time.monotonic() > deadline:
-                raise AssertionError(f"worker {self.name} not ready within {timeout:.0f} s:\n"
-                                     f"{self.log.read_text(errors='replace')[-3000:]}")
+                raise AssertionError(
+                    f"worker {self.name} not ready within {timeout:.0f} s:\n"
+                    f"{self.log.read_text(errors='replace')[-3000:]}"
+                )
             time.sleep(0.2)
 
     @property
@@ -196,8 +224,7 @@ class WorkerKeeper(threading.Thread):
                         del down[worker.name]
                         worker.start()
                 elif not worker.alive:
-                    self.kills.append((now, worker.proc.pid, "celery worker", "-",
-                                       worker.name))
+                    self.kills.append((now, worker.proc.pid, "celery worker", "-", worker.name))
                     down[worker.name] = now + self.delay
 
     def all_ready(self) -> bool:

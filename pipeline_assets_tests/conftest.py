@@ -59,8 +59,10 @@ def _admin(url: str, what: str, variable: str):
     """An autocommit engine on the server at ``url``; skips on a laptop, fails in CI."""
     problem = _reachable(url)
     if problem:
-        unavailable(f"no {what} reachable at {url} ({problem}); set {variable} to run these "
-                    "tests", ci_hint=f"CI must run the {what} tests: start the server")
+        unavailable(
+            f"no {what} reachable at {url} ({problem}); set {variable} to run these tests",
+            ci_hint=f"CI must run the {what} tests: start the server",
+        )
     return sa.create_engine(url, isolation_level="AUTOCOMMIT")
 
 
@@ -124,8 +126,13 @@ def mysql(mysql_admin):
     dbs.drop_all()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres),
-                        pytest.param("mariadb", marks=pytest.mark.mysql)])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+        pytest.param("mariadb", marks=pytest.mark.mysql),
+    ]
+)
 def db_urls(request, tmp_path: Path) -> dict[str, str]:
     """Source and warehouse URLs on one backend: a SQLite file each, fresh PostgreSQL
     databases, or (a source only) a fresh MariaDB database beside a SQLite warehouse."""
@@ -167,11 +174,15 @@ def cli(capsys, monkeypatch, tmp_path: Path, env):
     (nothing written in the checkout)."""
     monkeypatch.chdir(tmp_path)
 
-    def run(*argv: str, environ: Mapping[str, str] | None = None,
-            **extra: str) -> tuple[int, str, str]:
+    def run(
+        *argv: str, environ: Mapping[str, str] | None = None, **extra: str
+    ) -> tuple[int, str, str]:
         capsys.readouterr()
-        code = main(list(argv), environ={**(env if environ is None else environ), **extra},
-                    clock=lambda: NOW)
+        code = main(
+            list(argv),
+            environ={**(env if environ is None else environ), **extra},
+            clock=lambda: NOW,
+        )
         out, err = capsys.readouterr()
         return code, out, err
 

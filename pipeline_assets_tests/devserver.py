@@ -57,8 +57,9 @@ class DevServer:
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(self.url, data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url, data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=15) as response:
             answer = json.loads(response.read())
         if answer.get("errors"):
@@ -68,16 +69,25 @@ class DevServer:
     def log_tail(self, chars: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
-    def wait(self, what: str, probe: Callable[[], object], timeout: float,
-             every: float = 0.5, *, no_failed_runs: bool = True):
+    def wait(
+        self,
+        what: str,
+        probe: Callable[[], object],
+        timeout: float,
+        every: float = 0.5,
+        *,
+        no_failed_runs: bool = True,
+    ):
         """Poll ``probe`` until it returns something truthy; fail after ``timeout`` s,
         or at once when a run has failed (with its error)."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"dagster dev exited ({self.proc.returncode}) while "
-                                     f"waiting for {what}:\n{self.log_tail()}")
+                raise AssertionError(
+                    f"dagster dev exited ({self.proc.returncode}) while "
+                    f"waiting for {what}:\n{self.log_tail()}"
+                )
             try:
                 if no_failed_runs:
                     assert_no_failed_runs(self)
@@ -88,8 +98,10 @@ class DevServer:
                 self.phases[what] = time.monotonic() - self.started
                 return result
             time.sleep(every)
-        raise Timeout(f"no {what} within {timeout:.0f} s (last: {last!r}); "
-                      f"dagster dev log:\n{self.log_tail()}")
+        raise Timeout(
+            f"no {what} within {timeout:.0f} s (last: {last!r}); "
+            f"dagster dev log:\n{self.log_tail()}"
+        )
 
 
 def _session_processes(sid: int) -> list[str]:
@@ -147,8 +159,9 @@ def stop(server: DevServer) -> None:
     if server.proc.poll() is None:
         server.proc.wait(timeout=10)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_session_processes(pgid)
-                                           or _processes_with_home(server.home)):
+    while time.monotonic() < deadline and (
+        _session_processes(pgid) or _processes_with_home(server.home)
+    ):
         time.sleep(0.2)
     assert _session_processes(pgid) == [], "processes of dagster dev were left running"
     assert _processes_with_home(server.home) == [], "processes with this DAGSTER_HOME remain"
@@ -162,20 +175,31 @@ def clean_env(drop: tuple[str, ...] = CALLERS_SETTINGS, **settings: str) -> dict
     return env | settings
 
 
-def launch(argv: list[str], cwd: Path, env: Mapping[str, str], log: Path, home: Path,
-           data: Path, port: int) -> DevServer:
+def launch(
+    argv: list[str], cwd: Path, env: Mapping[str, str], log: Path, home: Path, data: Path, port: int
+) -> DevServer:
     """Start ``argv`` (a ``dagster dev`` or a ``make dev``) in its own session, output to
     ``log``; the server answers GraphQL on 127.0.0.1:``port``."""
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     return DevServer(proc, f"http://127.0.0.1:{port}/graphql", dict(env), home, data, log)
 
 
-def start_dagster_dev(root: Path, *, instance: str = QUIET_INSTANCE,
-                      drop: tuple[str, ...] = CALLERS_SETTINGS,
-                      settings: Mapping[str, str] | None = None) -> DevServer:
+def start_dagster_dev(
+    root: Path,
+    *,
+    instance: str = QUIET_INSTANCE,
+    drop: tuple[str, ...] = CALLERS_SETTINGS,
+    settings: Mapping[str, str] | None = None,
+) -> DevServer:
     """``dagster dev`` with the checkout's workspace, run from ``root``: its home is
     ``root/home`` (``instance`` as its ``dagster.yaml``), its data ``root/data`` (both
     created if missing, so a test may put a source there first), ``settings`` added to
@@ -185,12 +209,19 @@ def start_dagster_dev(root: Path, *, instance: str = QUIET_INSTANCE,
     data.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text(instance)
     (root / "workspace.yaml").write_text((ROOT / "workspace.yaml").read_text())
-    env = clean_env(drop, DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data),
-                    **dict(settings or {}))
+    env = clean_env(
+        drop, DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data), **dict(settings or {})
+    )
     port = free_port()
-    return launch([str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port),
-                   "-w", "workspace.yaml"], root, env, root / "dagster-dev.log", home, data,
-                  port)
+    return launch(
+        [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
+        root,
+        env,
+        root / "dagster-dev.log",
+        home,
+        data,
+        port,
+    )
 
 
 @dataclass
@@ -213,8 +244,13 @@ class Deployment:
         with open(self.web.home.parent / "daemon.log", "ab") as out:
             self.daemon = subprocess.Popen(
                 [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                cwd=self.web.home.parent, env=self.web.env, stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                cwd=self.web.home.parent,
+                env=self.web.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def kill_daemon(self) -> None:
         """SIGKILL the daemon: sensors, schedule, queue, monitoring and retries stop."""
@@ -238,9 +274,13 @@ def _end_group(proc: subprocess.Popen | None, sig: int, timeout: float = 30) -> 
         pass
 
 
-def start_deployment(root: Path, *, instance: str,
-                     drop: tuple[str, ...] = CALLERS_SETTINGS,
-                     settings: Mapping[str, str] | None = None) -> Deployment:
+def start_deployment(
+    root: Path,
+    *,
+    instance: str,
+    drop: tuple[str, ...] = CALLERS_SETTINGS,
+    settings: Mapping[str, str] | None = None,
+) -> Deployment:
     """A code server, the webserver and the daemon from ``root`` (home ``root/home`` with
     ``instance``, data ``root/data``), on a workspace that reaches the code server over
     gRPC, as a deployment runs them."""
@@ -248,22 +288,52 @@ def start_deployment(root: Path, *, instance: str,
     home.mkdir(exist_ok=True)
     data.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text(instance)
-    env = clean_env(drop, DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data),
-                    **dict(settings or {}))
+    env = clean_env(
+        drop, DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data), **dict(settings or {})
+    )
     code_port, web_port = free_port(), free_port()
     (root / "workspace.yaml").write_text(
         "load_from:\n  - grpc_server:\n      host: 127.0.0.1\n"
-        f"      port: {code_port}\n      location_name: pipeline_assets\n")
+        f"      port: {code_port}\n      location_name: pipeline_assets\n"
+    )
     with open(root / "code-server.log", "wb") as out:
         code = subprocess.Popen(
-            [str(BIN / "dagster"), "api", "grpc", "-m", "pipeline_assets.definitions",
-             "-h", "127.0.0.1", "-p", str(code_port)],
-            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                str(BIN / "dagster"),
+                "api",
+                "grpc",
+                "-m",
+                "pipeline_assets.definitions",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(code_port),
+            ],
+            cwd=root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     _wait_listening(code, code_port, root / "code-server.log")  # before anyone asks it
-    web = launch([str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(web_port),
-                  "-w", "workspace.yaml"], root, env, root / "webserver.log", home, data,
-                 web_port)
+    web = launch(
+        [
+            str(BIN / "dagster-webserver"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(web_port),
+            "-w",
+            "workspace.yaml",
+        ],
+        root,
+        env,
+        root / "webserver.log",
+        home,
+        data,
+        web_port,
+    )
     deployment = Deployment(web, code)
     deployment.start_daemon()
     return deployment
@@ -278,8 +348,10 @@ def _wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 _end_group(proc, signal.SIGKILL)
-                raise Timeout(f"the code server did not listen on {port}:\n"
-                              f"{log.read_text(errors='replace')[-3000:]}") from None
+                raise Timeout(
+                    f"the code server did not listen on {port}:\n"
+                    f"{log.read_text(errors='replace')[-3000:]}"
+                ) from None
             time.sleep(0.2)
 
 
@@ -347,16 +419,18 @@ def run_errors(server: DevServer, run_ids: list[str]) -> str:
         for event in logs.get("events", []):
             if event.get("level") == "ERROR" or event.get("error"):
                 detail = (event.get("error") or {}).get("message", "")
-                out.append(f"{run_id[:8]} {event['__typename']}: {event.get('message')} "
-                           f"{detail}".strip())
+                out.append(
+                    f"{run_id[:8]} {event['__typename']}: {event.get('message')} {detail}".strip()
+                )
     return "\n".join(out)
 
 
 def backfill_runs_done(server: DevServer, backfill_id: str) -> bool:
     """Whether every run of the backfill succeeded (an assertion error if one failed). The
     daemon marks the backfill itself completed on a later pass (every 30 s)."""
-    found = server.graphql(RUNS_QUERY, {"filter": {"tags": [
-        {"key": "dagster/backfill", "value": backfill_id}]}})
+    found = server.graphql(
+        RUNS_QUERY, {"filter": {"tags": [{"key": "dagster/backfill", "value": backfill_id}]}}
+    )
     results = found["runsOrError"]["results"]
     statuses = [r["status"] for r in results]
     assert "FAILURE" not in statuses, run_errors(server, [r["runId"] for r in results])
@@ -383,8 +457,7 @@ def runs(server: DevServer, statuses: list[str] | None = None) -> list[dict]:
 
 def assert_no_failed_runs(server: DevServer) -> None:
     failed = runs(server, ["FAILURE"])
-    assert not failed, (f"runs failed: {failed}\n"
-                        f"{run_errors(server, [r['runId'] for r in failed])}")
+    assert not failed, f"runs failed: {failed}\n{run_errors(server, [r['runId'] for r in failed])}"
 
 
 def idle(server: DevServer) -> bool:
@@ -401,7 +474,12 @@ def committed_ids(data: Path, day: str) -> list[int] | None:
 
 def manifests(data: Path) -> dict[str, dict]:
     folder = data / "paid_orders"
-    return {p.name: json.loads(p.read_text()) for p in folder.iterdir()
-            if MANIFEST_RE.fullmatch(p.name)} if folder.exists() else {}
-
-
+    return (
+        {
+            p.name: json.loads(p.read_text())
+            for p in folder.iterdir()
+            if MANIFEST_RE.fullmatch(p.name)
+        }
+        if folder.exists()
+        else {}
+    )

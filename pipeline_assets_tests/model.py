@@ -54,8 +54,12 @@ def instant_of(text: str, tz: tzinfo) -> datetime:
 
 def stored_row(order_id, status, amount, updated_at, tz: tzinfo) -> tuple[int, str, str, str]:
     """A raw source row as the warehouse keeps it: exact plain amount, canonical UTC time."""
-    return (int(order_id), str(status), format(Decimal(str(amount).strip()), "f"),
-            canonical(instant_of(str(updated_at), tz)))
+    return (
+        int(order_id),
+        str(status),
+        format(Decimal(str(amount).strip()), "f"),
+        canonical(instant_of(str(updated_at), tz)),
+    )
 
 
 def day_file_bytes(rows: list[dict], key: tuple[str, ...] = ("order_id",)) -> bytes:
@@ -105,9 +109,17 @@ class Payment:
     def stored(self, key: tuple[int, int]) -> tuple:
         """The row as the warehouse keeps it: the fee with its 2 places, the date as
         ``YYYY-MM-DD``, the stamp as canonical UTC text."""
-        return (*key, self.status, self.amount_cents, format(self.fee.quantize(
-            Decimal("0.01")), "f"), self.rate, self.note, self.refundable,
-            self.settle_on and self.settle_on.isoformat(), canonical(self.instant))
+        return (
+            *key,
+            self.status,
+            self.amount_cents,
+            format(self.fee.quantize(Decimal("0.01")), "f"),
+            self.rate,
+            self.note,
+            self.refundable,
+            self.settle_on and self.settle_on.isoformat(),
+            canonical(self.instant),
+        )
 
     def day(self, tz: tzinfo) -> date:
         return self.instant.astimezone(tz).date()
@@ -121,12 +133,16 @@ class Payment:
         """The attempt as ``captured_payments`` holds it: its columns, JSON-ready, the
         stamp in ``tz``."""
         payment_id, attempt = key
-        return {"payment_id": payment_id, "attempt": attempt,
-                "amount_cents": self.amount_cents,
-                "fee": format(self.fee.quantize(Decimal("0.01")), "f"), "note": self.note,
-                "refundable": self.refundable,
-                "settle_on": self.settle_on and self.settle_on.isoformat(),
-                "modified_at": self.instant.astimezone(tz).isoformat()}
+        return {
+            "payment_id": payment_id,
+            "attempt": attempt,
+            "amount_cents": self.amount_cents,
+            "fee": format(self.fee.quantize(Decimal("0.01")), "f"),
+            "note": self.note,
+            "refundable": self.refundable,
+            "settle_on": self.settle_on and self.settle_on.isoformat(),
+            "modified_at": self.instant.astimezone(tz).isoformat(),
+        }
 
 
 @dataclass(frozen=True)
@@ -173,8 +189,7 @@ class Model:
     def set_row(self, key: Hashable, version: Version | Payment) -> None:
         self.source[key] = version
         current = self.warehouse.get(key)
-        self.picked_up[key] = (
-            current is not None and current.stored(key) == version.stored(key))
+        self.picked_up[key] = current is not None and current.stored(key) == version.stored(key)
 
     def stale(self) -> set:
         """Keys whose latest version no committed load has read (yet)."""
@@ -190,15 +205,21 @@ class Model:
 
     # --- loads -----------------------------------------------------------------------
 
-    def predict_load(self, start: datetime | None = None, end: datetime | None = None, *,
-                     max_delete_share: float = 0.5, allow_deletes: bool = False
-                     ) -> LoadPrediction:
+    def predict_load(
+        self,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        *,
+        max_delete_share: float = 0.5,
+        allow_deletes: bool = False,
+    ) -> LoadPrediction:
         kind = "incremental" if start is None else "range"
         before = self.watermark
         if kind == "incremental" and before is not None:
             start = before - timedelta(days=self.lookback_days)
         read = {
-            oid: v for oid, v in sorted(self.source.items())
+            oid: v
+            for oid, v in sorted(self.source.items())
             if (start is None or v.instant >= start) and (end is None or v.instant < end)
         }
         inserted = updated = unchanged = 0
@@ -234,26 +255,46 @@ class Model:
         after = before
         if kind == "incremental" and newest is not None:
             after = newest if before is None else max(before, newest)
-        key = (kind, start and canonical(start), end and canonical(end),
-               tuple(v.stored(oid) for oid, v in read.items()))
+        key = (
+            kind,
+            start and canonical(start),
+            end and canonical(end),
+            tuple(v.stored(oid) for oid, v in read.items()),
+        )
         return LoadPrediction(
-            kind=kind, window_start=start, window_end=end, read=read, inserted=inserted,
-            updated=updated, unchanged=unchanged, newest=newest, watermark_before=before,
+            kind=kind,
+            window_start=start,
+            window_end=end,
+            read=read,
+            inserted=inserted,
+            updated=updated,
+            unchanged=unchanged,
+            newest=newest,
+            watermark_before=before,
             watermark_after=after,
             skipped=key in self.ledger and inserted + updated + len(deleted) == 0,
-            key=key, needed_days=frozenset(needed), possible_days=frozenset(possible),
-            deleted=deleted, refused=refused)
+            key=key,
+            needed_days=frozenset(needed),
+            possible_days=frozenset(possible),
+            deleted=deleted,
+            refused=refused,
+        )
 
     def commit_load(self, p: LoadPrediction) -> None:
         if p.kind == "incremental" and p.window_start is not None:
             # Changes this load could not see: older than its window (too late).
             self.stats["late_missed"] += sum(
-                1 for oid in self.stale()
-                if oid not in p.read and oid in self.source
-                and self.source[oid].instant < p.window_start)
+                1
+                for oid in self.stale()
+                if oid not in p.read
+                and oid in self.source
+                and self.source[oid].instant < p.window_start
+            )
             self.stats["late_caught"] += sum(
-                1 for oid, v in p.read.items()
-                if not self.picked_up.get(oid, True) and v.instant < p.watermark_before)
+                1
+                for oid, v in p.read.items()
+                if not self.picked_up.get(oid, True) and v.instant < p.watermark_before
+            )
         for oid, v in p.read.items():
             self.warehouse[oid] = v
             self.picked_up[oid] = True
@@ -265,12 +306,17 @@ class Model:
         self.watermark = p.watermark_after
         if p.key not in self.ledger:
             self.ledger[p.key] = dict(
-                kind=p.kind, window_start=p.key[1], window_end=p.key[2],
-                rows_read=len(p.read), inserted=p.inserted, updated=p.updated,
+                kind=p.kind,
+                window_start=p.key[1],
+                window_end=p.key[2],
+                rows_read=len(p.read),
+                inserted=p.inserted,
+                updated=p.updated,
                 unchanged=p.unchanged,
                 watermark_before=p.watermark_before and canonical(p.watermark_before),
                 watermark_after=p.watermark_after and canonical(p.watermark_after),
-                rows_deleted=len(p.deleted) if p.kind == "range" else None)
+                rows_deleted=len(p.deleted) if p.kind == "range" else None,
+            )
 
     # --- day files -------------------------------------------------------------------
 
@@ -279,9 +325,14 @@ class Model:
         for oid, v in sorted(self.warehouse.items()):
             local = v.instant.astimezone(self.tz)
             if v.status == PAID and local.date().isoformat() in out:
-                out[local.date().isoformat()].append({
-                    "order_id": oid, "status": PAID, "amount": v.amount,
-                    "updated_at": local.isoformat()})
+                out[local.date().isoformat()].append(
+                    {
+                        "order_id": oid,
+                        "status": PAID,
+                        "amount": v.amount,
+                        "updated_at": local.isoformat(),
+                    }
+                )
         return out
 
     def view_by_day(self, days) -> dict[str, list[dict]]:

@@ -31,11 +31,19 @@ def query(url: str, sql: str) -> list[tuple]:
         import pymysql
 
         parts = urlsplit(f"mysql://{rest}")
-        with closing(pymysql.connect(
-                host=parts.hostname, port=parts.port or 3306, user=unquote(parts.username),
-                password=unquote(parts.password or ""), database=parts.path.lstrip("/"),
-                init_command="SET time_zone = '+00:00'")) as conn, \
-                closing(conn.cursor()) as cur:
+        with (
+            closing(
+                pymysql.connect(
+                    host=parts.hostname,
+                    port=parts.port or 3306,
+                    user=unquote(parts.username),
+                    password=unquote(parts.password or ""),
+                    database=parts.path.lstrip("/"),
+                    init_command="SET time_zone = '+00:00'",
+                )
+            ) as conn,
+            closing(conn.cursor()) as cur,
+        ):
             cur.execute(sql.replace("AS TEXT)", "AS CHAR)"))
             return [tuple(r) for r in cur.fetchall()]
     import psycopg  # the postgres extra; only PostgreSQL tests come here
@@ -47,8 +55,11 @@ def query(url: str, sql: str) -> list[tuple]:
 
 def source_orders(url: str) -> list[tuple]:
     """The app's ``orders`` rows exactly as stored: (order_id, status, amount, updated_at)."""
-    return query(url, "SELECT order_id, status, CAST(amount AS TEXT), CAST(updated_at AS TEXT) "
-                      "FROM orders ORDER BY order_id")
+    return query(
+        url,
+        "SELECT order_id, status, CAST(amount AS TEXT), CAST(updated_at AS TEXT) "
+        "FROM orders ORDER BY order_id",
+    )
 
 
 def source_rows(url: str, tz: tzinfo | None = None) -> list[tuple]:
@@ -62,8 +73,12 @@ def source_rows(url: str, tz: tzinfo | None = None) -> list[tuple]:
 def warehouse_rows(url: str) -> list[tuple]:
     """The warehouse's ``orders`` by ``order_id`` as stored: (order_id, status, amount,
     updated_at), the key an ``int`` whatever integer type the database returns."""
-    return [(int(r[0]), *r[1:]) for r in query(
-        url, "SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id")]
+    return [
+        (int(r[0]), *r[1:])
+        for r in query(
+            url, "SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id"
+        )
+    ]
 
 
 # --- the fingerprints of pipeline_assets.core.digest, from its docstring alone --------------
@@ -93,7 +108,7 @@ def text_hash(text: str) -> int:
     state = take(TEXT_SEED, len(data))
     data += b"\0" * (-len(data) % 8)
     for i in range(0, len(data), 8):
-        state = take(state, int.from_bytes(data[i:i + 8], "little"))
+        state = take(state, int.from_bytes(data[i : i + 8], "little"))
     return state
 
 
@@ -162,5 +177,4 @@ def digest_text(kind: str, nullable: bool, value) -> str:
 
 def digest_line(spec, row) -> bytes:
     """A stored row's line of its batch's digest: texts joined by \\x1f, then \\n."""
-    return ("\x1f".join(digest_text(*column) for column in _columns(spec, row))
-            + "\n").encode()
+    return ("\x1f".join(digest_text(*column) for column in _columns(spec, row)) + "\n").encode()

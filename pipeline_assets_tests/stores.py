@@ -35,12 +35,19 @@ class S3Server:
     def __init__(self, log: Path):
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
-                    "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": self.endpoint}
+        self.env = {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
         self._log = open(log, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -57,9 +64,13 @@ class S3Server:
         import boto3
 
         name = f"pa-{uuid.uuid4().hex[:16]}"
-        boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                     aws_access_key_id=ACCESS_KEY,
-                     aws_secret_access_key=SECRET).create_bucket(Bucket=name)
+        boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET,
+        ).create_bucket(Bucket=name)
         return name
 
     def stop(self) -> None:
@@ -83,7 +94,7 @@ def all_files(folder) -> dict[str, bytes]:
             keys = fs.find(base)
         except FileNotFoundError:
             return {}
-        return {key[len(base) + 1:]: fs.cat_file(key) for key in keys}
+        return {key[len(base) + 1 :]: fs.cat_file(key) for key in keys}
     folder = Path(folder)
     if not folder.exists():
         return {}

@@ -34,10 +34,14 @@ def database_urls(backend: str, tmp_path: Path, request) -> dict[str, str]:
     """``{"source": …, "warehouse": …}`` on ``backend``: "sqlite", "postgresql", or
     "mariadb" (the source on the MariaDB server, the warehouse a SQLite file)."""
     if backend == "sqlite":
-        return {"source": f"sqlite:///{tmp_path / 'app.db'}",
-                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+        return {
+            "source": f"sqlite:///{tmp_path / 'app.db'}",
+            "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}",
+        }
     if backend == "mariadb":
-        return {"source": request.getfixturevalue("mysql").url("source"),
-                "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+        return {
+            "source": request.getfixturevalue("mysql").url("source"),
+            "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}",
+        }
     dbs = request.getfixturevalue("postgres")
     return {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}

@@ -18,13 +18,31 @@ import sqlalchemy as sa
 
 from pipeline_assets.core.spec import TableSpec
 
-_SQLITE = {"integer": "INTEGER", "text": "TEXT", "decimal": "TEXT", "float": "REAL",
-           "boolean": "BOOLEAN", "date": "TEXT", "timestamp": "TEXT"}
-_POSTGRES = {"integer": "BIGINT", "text": "TEXT", "decimal": "NUMERIC", "float":
-             "DOUBLE PRECISION", "boolean": "BOOLEAN", "date": "DATE",
-             "timestamp": "TIMESTAMPTZ"}
-_MYSQL = {**_POSTGRES, "text": "VARCHAR(200)", "decimal": "VARCHAR(40)",
-          "float": "DOUBLE", "timestamp": "DATETIME(6)"}
+_SQLITE = {
+    "integer": "INTEGER",
+    "text": "TEXT",
+    "decimal": "TEXT",
+    "float": "REAL",
+    "boolean": "BOOLEAN",
+    "date": "TEXT",
+    "timestamp": "TEXT",
+}
+_POSTGRES = {
+    "integer": "BIGINT",
+    "text": "TEXT",
+    "decimal": "NUMERIC",
+    "float": "DOUBLE PRECISION",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "timestamp": "TIMESTAMPTZ",
+}
+_MYSQL = {
+    **_POSTGRES,
+    "text": "VARCHAR(200)",
+    "decimal": "VARCHAR(40)",
+    "float": "DOUBLE",
+    "timestamp": "DATETIME(6)",
+}
 
 
 def _quoted(name: str, mysql: bool) -> str:
@@ -56,10 +74,13 @@ class TableSource:
             columns.append(f"{_q(c.name)} {kind}{'' if c.nullable else ' NOT NULL'}")
         key = ", ".join(_q(k) for k in self.spec.primary_key)
         with self.engine.begin() as conn:
-            conn.exec_driver_sql(f"CREATE TABLE {_q(self.spec.table)} ({', '.join(columns)}, "
-                                 f"PRIMARY KEY ({key}))")
-            conn.exec_driver_sql(f"CREATE INDEX {_q(self.spec.table + '_cursor')} ON "
-                                 f"{_q(self.spec.table)} ({_q(self.spec.cursor)})")
+            conn.exec_driver_sql(
+                f"CREATE TABLE {_q(self.spec.table)} ({', '.join(columns)}, PRIMARY KEY ({key}))"
+            )
+            conn.exec_driver_sql(
+                f"CREATE INDEX {_q(self.spec.table + '_cursor')} ON "
+                f"{_q(self.spec.table)} ({_q(self.spec.cursor)})"
+            )
 
     def key(self, n: int) -> tuple:
         """The key of row ``n``: ``n`` in the first column, ``n % 3 + 1`` in the others."""
@@ -105,27 +126,34 @@ class TableSource:
         self.delete(n)
         names = list(row)
         with self.engine.begin() as conn:
-            conn.execute(sa.text(
-                f"INSERT INTO {_q(self.spec.table)} ({', '.join(_q(c) for c in names)}) "
-                f"VALUES ({', '.join(f':p{i}' for i in range(len(names)))})"),
-                {f"p{i}": self._param(row[c]) for i, c in enumerate(names)})
+            conn.execute(
+                sa.text(
+                    f"INSERT INTO {_q(self.spec.table)} ({', '.join(_q(c) for c in names)}) "
+                    f"VALUES ({', '.join(f':p{i}' for i in range(len(names)))})"
+                ),
+                {f"p{i}": self._param(row[c]) for i, c in enumerate(names)},
+            )
 
     def delete(self, n: int) -> None:
         _q = self._q
         where = " AND ".join(f"{_q(k)} = :k{i}" for i, k in enumerate(self.spec.primary_key))
         with self.engine.begin() as conn:
-            conn.execute(sa.text(f"DELETE FROM {_q(self.spec.table)} WHERE {where}"),
-                         {f"k{i}": v for i, v in enumerate(self.key(n))})
+            conn.execute(
+                sa.text(f"DELETE FROM {_q(self.spec.table)} WHERE {where}"),
+                {f"k{i}": v for i, v in enumerate(self.key(n))},
+            )
 
     def restamp(self, n: int, at: datetime) -> None:
         """Only the cursor changes (the app backdates or touches a row)."""
         _q = self._q
         where = " AND ".join(f"{_q(k)} = :k{i}" for i, k in enumerate(self.spec.primary_key))
         with self.engine.begin() as conn:
-            conn.execute(sa.text(f"UPDATE {_q(self.spec.table)} SET {_q(self.spec.cursor)} "
-                                 f"= :at WHERE {where}"),
-                         {"at": self._param(at), **{f"k{i}": v
-                                                    for i, v in enumerate(self.key(n))}})
+            conn.execute(
+                sa.text(
+                    f"UPDATE {_q(self.spec.table)} SET {_q(self.spec.cursor)} = :at WHERE {where}"
+                ),
+                {"at": self._param(at), **{f"k{i}": v for i, v in enumerate(self.key(n))}},
+            )
 
     def _param(self, value):
         if self.mysql and isinstance(value, datetime):

@@ -24,13 +24,23 @@ PAYMENTS_ATTRIBUTES = {
         "settle_on": {"type": "date", "nullable": True},
         "modified_at": "timestamp",
     },
-    "daily_files": [{
-        "name": "captured_payments",
-        "where": {"status": "captured"},
-        "columns": ["payment_id", "attempt", "amount_cents", "fee", "note", "refundable",
-                    "settle_on", "modified_at"],
-        "totals": {"name": "captured_per_day", "sum": ["amount_cents", "fee"]},
-    }],
+    "daily_files": [
+        {
+            "name": "captured_payments",
+            "where": {"status": "captured"},
+            "columns": [
+                "payment_id",
+                "attempt",
+                "amount_cents",
+                "fee",
+                "note",
+                "refundable",
+                "settle_on",
+                "modified_at",
+            ],
+            "totals": {"name": "captured_per_day", "sum": ["amount_cents", "fee"]},
+        }
+    ],
 }
 PAYMENTS: TableSpec = declare(PAYMENTS_ATTRIBUTES)
 TABLES = {"orders": ORDERS, "payments": PAYMENTS}  # for pytest.mark.parametrize
@@ -41,36 +51,45 @@ TABLES = {"orders": ORDERS, "payments": PAYMENTS}  # for pytest.mark.parametrize
 # The app's payments table, per source dialect (a column nobody declared included).
 PAYMENTS_DDL = {
     "sqlite": "CREATE TABLE {t} (payment_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
-              "status TEXT NOT NULL, amount_cents INTEGER NOT NULL, fee DECIMAL(10,2), "
-              "rate REAL, note TEXT, refundable BOOLEAN, settle_on DATE, modified_at "
-              "TIMESTAMP NOT NULL, legacy_code TEXT, PRIMARY KEY (payment_id, attempt))",
+    "status TEXT NOT NULL, amount_cents INTEGER NOT NULL, fee DECIMAL(10,2), "
+    "rate REAL, note TEXT, refundable BOOLEAN, settle_on DATE, modified_at "
+    "TIMESTAMP NOT NULL, legacy_code TEXT, PRIMARY KEY (payment_id, attempt))",
     "postgresql": "CREATE TABLE {t} (payment_id BIGINT NOT NULL, attempt INTEGER NOT NULL, "
-                  "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
-                  "fee NUMERIC(10,2) NOT NULL, rate DOUBLE PRECISION, note TEXT, "
-                  "refundable BOOLEAN NOT NULL, settle_on DATE, "
-                  "modified_at TIMESTAMPTZ NOT NULL, legacy_code TEXT, "
-                  "PRIMARY KEY (payment_id, attempt))",
+    "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
+    "fee NUMERIC(10,2) NOT NULL, rate DOUBLE PRECISION, note TEXT, "
+    "refundable BOOLEAN NOT NULL, settle_on DATE, "
+    "modified_at TIMESTAMPTZ NOT NULL, legacy_code TEXT, "
+    "PRIMARY KEY (payment_id, attempt))",
     "mysql": "CREATE TABLE {t} (payment_id BIGINT NOT NULL, attempt INT NOT NULL, "
-             "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
-             "fee DECIMAL(10,2) NOT NULL, rate DOUBLE, note TEXT, refundable BOOLEAN NOT NULL, "
-             "settle_on DATE, modified_at TIMESTAMP NOT NULL, legacy_code TEXT, "
-             "PRIMARY KEY (payment_id, attempt)) CHARACTER SET utf8mb4",
+    "status VARCHAR(20) NOT NULL, amount_cents BIGINT NOT NULL, "
+    "fee DECIMAL(10,2) NOT NULL, rate DOUBLE, note TEXT, refundable BOOLEAN NOT NULL, "
+    "settle_on DATE, modified_at TIMESTAMP NOT NULL, legacy_code TEXT, "
+    "PRIMARY KEY (payment_id, attempt)) CHARACTER SET utf8mb4",
 }
 
 
-
-COLUMNS = ("payment_id", "attempt", "status", "amount_cents", "fee", "rate", "note",
-           "refundable", "settle_on", "modified_at")
+COLUMNS = (
+    "payment_id",
+    "attempt",
+    "status",
+    "amount_cents",
+    "fee",
+    "rate",
+    "note",
+    "refundable",
+    "settle_on",
+    "modified_at",
+)
 
 
 def _stamp(backend: str, modified_at: str) -> str:
     """``YYYY-MM-DD HH:MM:SS`` (UTC) as the app writes it: with an offset on SQLite."""
-    return f"{modified_at[:10]}T{modified_at[11:]}+00:00" if backend == "sqlite" \
-        else modified_at
+    return f"{modified_at[:10]}T{modified_at[11:]}+00:00" if backend == "sqlite" else modified_at
 
 
-def make_payments(engine, backend: str | None = None, table: str = "payments",
-                  rows: list[tuple] = ()) -> None:
+def make_payments(
+    engine, backend: str | None = None, table: str = "payments", rows: list[tuple] = ()
+) -> None:
     """Create the app's payments table (rows: tuples in :data:`COLUMNS` order, stamps in
     UTC) on ``engine``'s dialect."""
     backend = backend or dialect_of(engine)
@@ -89,18 +108,27 @@ def put_payments(engine, rows, *, table: str = "payments", backend: str | None =
         return
     with engine.begin() as conn:
         for row in rows:
-            conn.execute(sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
-                         {"p": row[0], "a": row[1]})
-        conn.execute(sa.text(
-            f"INSERT INTO {table} (payment_id, attempt, status, amount_cents, fee, rate, note, "
-            "refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, :c, :f, "
-            ":r, :n, :b, :d, :m, 'x')"),
-            [dict(p=p, a=a, s=s, c=c, f=f, r=r, n=n, b=b, d=d, m=_stamp(backend, m))
-             for p, a, s, c, f, r, n, b, d, m in rows])
+            conn.execute(
+                sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
+                {"p": row[0], "a": row[1]},
+            )
+        conn.execute(
+            sa.text(
+                f"INSERT INTO {table} (payment_id, attempt, status, amount_cents, fee, rate, note, "
+                "refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, :c, :f, "
+                ":r, :n, :b, :d, :m, 'x')"
+            ),
+            [
+                dict(p=p, a=a, s=s, c=c, f=f, r=r, n=n, b=b, d=d, m=_stamp(backend, m))
+                for p, a, s, c, f, r, n, b, d, m in rows
+            ],
+        )
 
 
 def delete_payment(engine, payment_id: int, attempt: int, table: str = "payments") -> None:
     """The app deleting one payment attempt."""
     with engine.begin() as conn:
-        conn.execute(sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
-                     {"p": payment_id, "a": attempt})
+        conn.execute(
+            sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
+            {"p": payment_id, "a": attempt},
+        )

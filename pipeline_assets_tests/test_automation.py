@@ -43,7 +43,6 @@ from .tables import PAYMENTS
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
-
 @pytest.fixture
 def setup(tmp_path: Path):
     """Settings, definitions and the demo source, all under tmp_path (plain URLs, no EnvVar)."""
@@ -60,8 +59,13 @@ def setup(tmp_path: Path):
 def tick(defs, name, instance, cursor=None, sensor_def=None):
     sensor_def = sensor_def or defs.resolve_sensor_def(name)
     # the sensor's resources are the code location's own (as the daemon passes them)
-    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
-                              resources=defs.resources, sensor_name=sensor_def.name) as context:
+    with build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        definitions=defs,
+        resources=defs.resources,
+        sensor_name=sensor_def.name,
+    ) as context:
         return sensor_def.evaluate_tick(context)
 
 
@@ -72,11 +76,11 @@ def load(defs, instance):
 
 
 def app(source, order_id, status, amount, updated_at):
-    demo.set_order(source, order_id, status=status, amount=amount, updated_at=updated_at,
-                   tz=UTC)
+    demo.set_order(source, order_id, status=status, amount=amount, updated_at=updated_at, tz=UTC)
 
 
 # --- new_orders_sensor --------------------------------------------------------------------
+
 
 def run_of(defs, instance, result, sensor: str, status: str | None = None, **tags):
     """The run Dagster would create for the sensor's request ``result``: executed for real
@@ -88,11 +92,11 @@ def run_of(defs, instance, result, sensor: str, status: str | None = None, **tag
 def run_for(defs, instance, request, sensor: str, status: str | None = None, **tags):
     """Dagster's run for one ``request`` of ``sensor``: executed, or recorded."""
     all_tags = {**request.tags, SENSOR_TAG: sensor, RUN_KEY_TAG: request.run_key, **tags}
-    job = defs.resolve_job_def("orders_job" if sensor == "new_orders_sensor"
-                               else "daily_files_job")
+    job = defs.resolve_job_def("orders_job" if sensor == "new_orders_sensor" else "daily_files_job")
     if status is None:
-        ran = job.execute_in_process(instance=instance, tags=all_tags,
-                                     partition_key=request.partition_key)
+        ran = job.execute_in_process(
+            instance=instance, tags=all_tags, partition_key=request.partition_key
+        )
         assert ran.success
         return ran.dagster_run
     return instance.create_run_for_job(job, status=DagsterRunStatus(status), tags=all_tags)
@@ -128,8 +132,7 @@ def test_new_orders_sensor_requests_on_change_and_skips_otherwise(setup, instanc
     assert late_request.run_key != request.run_key
 
     # the same tick repeated from the same cursor gives the same key (Dagster launches it once)
-    assert tick(defs, name, instance, steady.cursor).run_requests[0].run_key == \
-        late_request.run_key
+    assert tick(defs, name, instance, steady.cursor).run_requests[0].run_key == late_request.run_key
 
     app(source, 187, "paid", "12.00", "2026-01-22")  # another change, while the load waits
     assert tick(defs, name, instance, late.cursor).run_requests == []  # never two loads
@@ -191,6 +194,7 @@ def test_new_orders_sensor_skips_with_the_reason_when_there_is_no_source(tmp_pat
 
 # --- paid_orders_refresh_sensor -----------------------------------------------------------
 
+
 def requested_days(result) -> list[tuple[str, str]]:
     out = []
     for req in result.run_requests:
@@ -218,16 +222,20 @@ def test_refresh_requests_exactly_the_touched_days(setup, instance):
 
     result = tick(defs, name, instance)
     assert requested_days(result) == [
-        ("2026-01-03", "2026-01-03"), ("2026-01-08", "2026-01-08"),
-        ("2026-01-12", "2026-01-12"), ("2026-01-15", "2026-01-15"),
-        ("2026-01-19", "2026-01-19"), ("2026-01-21", "2026-01-21"),
+        ("2026-01-03", "2026-01-03"),
+        ("2026-01-08", "2026-01-08"),
+        ("2026-01-12", "2026-01-12"),
+        ("2026-01-15", "2026-01-15"),
+        ("2026-01-19", "2026-01-19"),
+        ("2026-01-21", "2026-01-21"),
         ("2026-01-24", "2026-01-25"),  # consecutive: one run over the range
     ]
     keys = [r.run_key for r in result.run_requests]
     assert len(set(keys)) == len(keys)
     assert all(r.tags[REASON_TAG] == "paid_orders_refresh_sensor" for r in result.run_requests)
-    assert all(r.tags["pipeline_assets/orders_batch_id"].startswith("orders-")
-               for r in result.run_requests)
+    assert all(
+        r.tags["pipeline_assets/orders_batch_id"].startswith("orders-") for r in result.run_requests
+    )
 
     # a repeated tick from the same cursor asks for the same keys: Dagster skips them
     assert [r.run_key for r in tick(defs, name, instance).run_requests] == keys
@@ -238,10 +246,12 @@ def test_refresh_requests_exactly_the_touched_days(setup, instance):
     # the runs happen (the range request is a valid single run: it builds both days)
     for request in result.run_requests:
         refresh_run(defs, instance, request)
-    assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir,
-                                                      "2026-01-24")] == [186]
-    assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir,
-                                                      "2026-01-25")] == [105]
+    assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir, "2026-01-24")] == [
+        186
+    ]
+    assert [r["order_id"] for r in read_committed_day(settings.paid_orders_dir, "2026-01-25")] == [
+        105
+    ]
     done = tick(defs, name, instance, result.cursor)
     assert done.run_requests == [] and done.skip_message == "no new materialization of orders"
     assert json.loads(done.cursor)["owed"] == {} and json.loads(done.cursor)["pending"] == []
@@ -261,8 +271,9 @@ def test_refresh_requests_again_the_days_whose_rebuild_died(setup, instance, sta
     app(source, 105, "paid", "22.00", "2026-01-25")
     app(source, 186, "paid", "30.00", "2026-01-24")
     load(defs, instance)
-    first = tick(defs, name, instance, str(json.loads(tick(defs, name, instance).cursor)
-                                          ["after"] - 1))
+    first = tick(
+        defs, name, instance, str(json.loads(tick(defs, name, instance).cursor)["after"] - 1)
+    )
     [request] = first.run_requests  # only the second load: the 24th and the 25th
     assert requested_days(first) == [("2026-01-24", "2026-01-25")]
     refresh_run(defs, instance, request, status)
@@ -296,31 +307,39 @@ def test_refresh_leaves_out_today_which_has_no_partition_yet(setup, instance):
 
     noon_on_the_25th = datetime(2026, 1, 25, 12, 0, tzinfo=timezone.utc)
     sensor_def = build_paid_orders_refresh_sensor(
-        settings, defs.resolve_job_def("daily_files_job"), clock=lambda: noon_on_the_25th)
+        settings, defs.resolve_job_def("daily_files_job"), clock=lambda: noon_on_the_25th
+    )
     # only the second load's materialization: the one that touched the 24th and the 25th
-    second = tick(defs, None, instance, str(json.loads(first.cursor)["after"] - 1),
-                  sensor_def=sensor_def)
+    second = tick(
+        defs, None, instance, str(json.loads(first.cursor)["after"] - 1), sensor_def=sensor_def
+    )
     assert requested_days(second) == [("2026-01-24", "2026-01-24")]
 
 
 # --- daily_schedule and default status ---------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "tz, when, partition",
     [
         ("UTC", datetime(2026, 3, 10, 0, 30, tzinfo=timezone.utc), "2026-03-09"),
         # 00:30 in New York is 04:30 UTC: still the 9th that is yesterday
-        ("America/New_York", datetime(2026, 3, 10, 0, 30, tzinfo=zone("America/New_York")),
-         "2026-03-09"),
+        (
+            "America/New_York",
+            datetime(2026, 3, 10, 0, 30, tzinfo=zone("America/New_York")),
+            "2026-03-09",
+        ),
     ],
 )
 def test_daily_schedule_builds_yesterday(tmp_path, tz, when, partition):
-    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path), "PIPELINE_TIMEZONE": tz},
-                        cwd=tmp_path)
+    settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path), "PIPELINE_TIMEZONE": tz}, cwd=tmp_path)
     defs = build_definitions(settings)
     schedule = defs.resolve_schedule_def("daily_schedule")
-    data = schedule.evaluate_tick(build_schedule_context(
-        scheduled_execution_time=when, repository_def=defs.get_repository_def()))
+    data = schedule.evaluate_tick(
+        build_schedule_context(
+            scheduled_execution_time=when, repository_def=defs.get_repository_def()
+        )
+    )
     [request] = data.run_requests
     assert request.partition_key == partition
     assert request.run_key == f"daily-{partition}"
@@ -331,9 +350,12 @@ def test_daily_schedule_skips_days_before_the_first_partition(tmp_path):
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
     defs = build_definitions(settings)
     schedule = defs.resolve_schedule_def("daily_schedule")
-    data = schedule.evaluate_tick(build_schedule_context(
-        scheduled_execution_time=datetime(2026, 1, 1, 0, 30, tzinfo=timezone.utc),
-        repository_def=defs.get_repository_def()))
+    data = schedule.evaluate_tick(
+        build_schedule_context(
+            scheduled_execution_time=datetime(2026, 1, 1, 0, 30, tzinfo=timezone.utc),
+            repository_def=defs.get_repository_def(),
+        )
+    )
     assert data.run_requests == [] and "before PARTITIONS_START_DATE" in data.skip_message
 
 
@@ -343,33 +365,42 @@ def test_automation_starts_running_unless_switched_off(tmp_path, switch, running
     if switch:
         env["PIPELINE_AUTOMATION"] = switch
     defs = build_definitions(from_env(env, cwd=tmp_path))
-    sensors = [defs.resolve_sensor_def(n) for n in ("new_orders_sensor",
-                                                    "paid_orders_refresh_sensor")]
+    sensors = [
+        defs.resolve_sensor_def(n) for n in ("new_orders_sensor", "paid_orders_refresh_sensor")
+    ]
     schedule = defs.resolve_schedule_def("daily_schedule")
-    assert {s.default_status for s in sensors} == \
-        {DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED}
-    assert schedule.default_status == \
-        (DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED)
+    assert {s.default_status for s in sensors} == {
+        DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED
+    }
+    assert schedule.default_status == (
+        DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED
+    )
     assert all(s.minimum_interval_seconds <= 15 for s in sensors)
 
 
 # --- any declared table ----------------------------------------------------------------------
 
 
-def test_a_declared_tables_refresh_sensor_rebuilds_the_days_its_loads_touched(
-        tmp_path, instance):
+def test_a_declared_tables_refresh_sensor_rebuilds_the_days_its_loads_touched(tmp_path, instance):
     """``F_refresh_sensor`` follows ``N``'s materializations only: two tables of one
     location never rebuild each other's days."""
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
     now = datetime(2026, 1, 26, 12, tzinfo=timezone.utc)
     payments = build_definitions(settings, spec=PAYMENTS, clock=lambda: now)
-    instance.report_runless_asset_event(AssetMaterialization("payments", metadata={
-        "batch_id": "payments-0123", "days_touched": MetadataValue.json(
-            ["2026-01-20", "2026-01-21", "2026-01-24"])}))
+    instance.report_runless_asset_event(
+        AssetMaterialization(
+            "payments",
+            metadata={
+                "batch_id": "payments-0123",
+                "days_touched": MetadataValue.json(["2026-01-20", "2026-01-21", "2026-01-24"]),
+            },
+        )
+    )
     result = tick(payments, "captured_payments_refresh_sensor", instance)
-    assert [(r.partition_key, r.tags.get(RANGE_START), r.tags.get(RANGE_END))
-            for r in result.run_requests] == [(None, "2026-01-20", "2026-01-21"),
-                                              ("2026-01-24", None, None)]
+    assert [
+        (r.partition_key, r.tags.get(RANGE_START), r.tags.get(RANGE_END))
+        for r in result.run_requests
+    ] == [(None, "2026-01-20", "2026-01-21"), ("2026-01-24", None, None)]
     for request in result.run_requests:
         assert request.tags[REASON_TAG] == "captured_payments_refresh_sensor"
         assert request.tags["pipeline_assets/payments_batch_id"] == "payments-0123"
@@ -382,9 +413,14 @@ def test_a_declared_tables_schedule_builds_yesterday_of_its_files(tmp_path):
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
     defs = build_definitions(settings, spec=PAYMENTS)
     schedule = defs.resolve_schedule_def("payments_daily_schedule")
-    data = schedule.evaluate_tick(build_schedule_context(
-        scheduled_execution_time=datetime(2026, 1, 26, 0, 30, tzinfo=timezone.utc),
-        repository_def=defs.get_repository_def()))
+    data = schedule.evaluate_tick(
+        build_schedule_context(
+            scheduled_execution_time=datetime(2026, 1, 26, 0, 30, tzinfo=timezone.utc),
+            repository_def=defs.get_repository_def(),
+        )
+    )
     [request] = data.run_requests
-    assert (request.partition_key, request.tags[REASON_TAG]) == \
-        ("2026-01-25", "payments_daily_schedule")
+    assert (request.partition_key, request.tags[REASON_TAG]) == (
+        "2026-01-25",
+        "payments_daily_schedule",
+    )

@@ -19,8 +19,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("bench_*.py"))
 # The scripts whose tables start with a "case" column (the others name their rows by size).
-CASE_TABLES = {"bench_load.py", "bench_backfill.py", "bench_sensor_tick.py",
-               "bench_celery.py"}
+CASE_TABLES = {"bench_load.py", "bench_backfill.py", "bench_sensor_tick.py", "bench_celery.py"}
 
 
 def test_every_benchmark_script_is_run_by_make_bench_and_documented():
@@ -46,13 +45,19 @@ def test_benchmark_runs_quick(script: str, tmp_path: Path):
     workdir = tmp_path / "work"
     proc = subprocess.run(  # bench_run_cost runs five `dagster asset materialize`
         [sys.executable, str(BENCHMARKS / script), "--quick", "--workdir", str(workdir)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     if script in CASE_TABLES:
-        headers = [i for i, line in enumerate(lines)
-                   if line.startswith("case ") and "seconds" in line and "ratio" in line]
+        headers = [
+            i
+            for i, line in enumerate(lines)
+            if line.startswith("case ") and "seconds" in line and "ratio" in line
+        ]
         assert headers, proc.stdout
         for i in headers:  # each header has its rule and at least one row of numbers
             assert set(lines[i + 1]) == {"-"}, lines[i + 1]

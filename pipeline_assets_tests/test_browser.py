@@ -61,10 +61,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.xdist_group("dev
 # Debian's packages, found on PATH (never a downloaded browser)
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--window-size=1440,1000",
-                  "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1440,1000",
+    "--hide-scrollbars",
+]
 ASSETS = ["daily_revenue", "orders", "paid_orders"]
 AUTOMATIONS = ["daily_schedule", "new_orders_sensor", "paid_orders_refresh_sensor"]
 SCREENSHOTS = os.environ.get("PIPELINE_SCREENSHOTS_DIR")
@@ -149,13 +157,22 @@ def browser():
 def make_dev(tmp_path: Path):
     """``make dev PORT=…`` from the checkout, its home and data under tmp_path."""
     home, data = tmp_path / "home", tmp_path / "data"
-    env = clean_env(CALLERS_SETTINGS + ("LOOKBACK_DAYS", "PARTITIONS_START", "RECONCILE_DAYS",
-                                        "MAKEFLAGS", "MFLAGS"),
-                    DAGSTER_HOME=str(home), PIPELINE_DATA_DIR=str(data))
+    env = clean_env(
+        CALLERS_SETTINGS
+        + ("LOOKBACK_DAYS", "PARTITIONS_START", "RECONCILE_DAYS", "MAKEFLAGS", "MFLAGS"),
+        DAGSTER_HOME=str(home),
+        PIPELINE_DATA_DIR=str(data),
+    )
     port = free_port()
-    server = launch(["make", "--no-print-directory", "dev", f"PORT={port}",
-                     f"VENV={BIN.parent}"], ROOT, env, tmp_path / "make-dev.log", home, data,
-                    port)
+    server = launch(
+        ["make", "--no-print-directory", "dev", f"PORT={port}", f"VENV={BIN.parent}"],
+        ROOT,
+        env,
+        tmp_path / "make-dev.log",
+        home,
+        data,
+        port,
+    )
     with running(server):
         yield server
 
@@ -184,8 +201,10 @@ class Page:
                 return result
             time.sleep(0.5)
         self.shot(f"failed-{what.replace(' ', '-')[:40]}")
-        raise AssertionError(f"the page never showed {what} within {timeout:.0f} s "
-                             f"(last error: {last!r}); url {self.driver.current_url}")
+        raise AssertionError(
+            f"the page never showed {what} within {timeout:.0f} s "
+            f"(last error: {last!r}); url {self.driver.current_url}"
+        )
 
     def xpath(self, expression: str):
         from selenium.webdriver.common.by import By
@@ -196,8 +215,11 @@ class Page:
         return self.xpath(f"//button[normalize-space()='{text}']")
 
     def click_button(self, text: str, timeout: float = 60) -> None:
-        buttons = self.wait(f"a {text!r} button", lambda: [
-            b for b in self.button(text) if b.is_displayed() and b.is_enabled()], timeout)
+        buttons = self.wait(
+            f"a {text!r} button",
+            lambda: [b for b in self.button(text) if b.is_displayed() and b.is_enabled()],
+            timeout,
+        )
         buttons[0].click()
 
     def text(self) -> str:
@@ -228,12 +250,12 @@ def demo_days(data: Path) -> list[str]:
 
 def test_the_ui_tells_the_story(make_dev: DevServer, browser):
     server = make_dev
-    server.wait("code location loaded", lambda: location_loaded(server), 240,
-                no_failed_runs=False)
+    server.wait("code location loaded", lambda: location_loaded(server), 240, no_failed_runs=False)
     days = demo_days(server.data)
     assert len(days) >= 28, days  # four weeks, ending yesterday, 101-106 among them
-    server.wait("the demo's days built by the sensors", lambda: settled(server, len(days)),
-                420, every=2)
+    server.wait(
+        "the demo's days built by the sensors", lambda: settled(server, len(days)), 420, every=2
+    )
     page = Page(browser, server.url.removesuffix("/graphql"))
 
     # 1. the catalog, after the welcome pop-up (shown once per DAGSTER_HOME)
@@ -241,18 +263,26 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
     page.click_button("Skip", timeout=60)
     page.wait("the welcome pop-up gone", lambda: not page.button("Skip"), 30)
     for name in ASSETS:
-        page.wait(f"asset {name}", lambda name=name: [
-            a for a in page.xpath(f"//a[@href='/assets/{name}']") if a.is_displayed()])
+        page.wait(
+            f"asset {name}",
+            lambda name=name: [
+                a for a in page.xpath(f"//a[@href='/assets/{name}']") if a.is_displayed()
+            ],
+        )
     page.shot("catalog")
 
     # 2. the plots over days
     for asset, titles in (("daily_revenue", ["orders", "revenue"]), ("paid_orders", ["rows"])):
         page.open(f"/assets/{asset}")
         page.click_button("Plots")
-        page.wait(f"{asset}'s plots by partition", lambda: "When graphing values by "
-                  "partition" in page.text())
-        page.wait(f"{asset}'s plots {titles}", lambda titles=titles: set(titles) <= set(
-            page.driver.execute_script(PLOT_TITLES)))
+        page.wait(
+            f"{asset}'s plots by partition",
+            lambda: "When graphing values by partition" in page.text(),
+        )
+        page.wait(
+            f"{asset}'s plots {titles}",
+            lambda titles=titles: set(titles) <= set(page.driver.execute_script(PLOT_TITLES)),
+        )
 
         def drawn(titles=titles) -> dict | None:
             canvases = page.driver.find_elements("tag name", "canvas")
@@ -263,24 +293,37 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
         pixels = page.wait(f"{asset}'s data points", drawn)
         assert "Asset plots are automatically generated" not in page.text()
         print(f"{asset}: coloured pixels per plot {pixels}")
-        named = dict(zip(page.driver.execute_script(PLOT_TITLES),
-                         page.driver.find_elements("tag name", "canvas"), strict=True))
-        page.driver.execute_script("arguments[0].scrollIntoView({block: 'center'})",
-                                   named[titles[-1]])
+        named = dict(
+            zip(
+                page.driver.execute_script(PLOT_TITLES),
+                page.driver.find_elements("tag name", "canvas"),
+                strict=True,
+            )
+        )
+        page.driver.execute_script(
+            "arguments[0].scrollIntoView({block: 'center'})", named[titles[-1]]
+        )
         page.shot(f"{asset.replace('_', '-')}-plots")
 
     # the story of the first load, as the orders asset's events tell it
     page.open("/assets/orders")
-    page.wait("orders' Events tab", lambda: page.xpath(
-        "//a[normalize-space()='Events']"))[0].click()
-    page.wait("the load's metadata", lambda: "days_touched" in page.text()
-              and "watermark_after" in page.text(), 60)
+    page.wait("orders' Events tab", lambda: page.xpath("//a[normalize-space()='Events']"))[
+        0
+    ].click()
+    page.wait(
+        "the load's metadata",
+        lambda: "days_touched" in page.text() and "watermark_after" in page.text(),
+        60,
+    )
     page.shot("orders-materialization")
 
     # 3. the schedule and both sensors, running
     page.open("/automation")
-    page.wait("the automations switched on",
-              lambda: page.driver.execute_script(SWITCHED_ON, AUTOMATIONS) == [True] * 3, 120)
+    page.wait(
+        "the automations switched on",
+        lambda: page.driver.execute_script(SWITCHED_ON, AUTOMATIONS) == [True] * 3,
+        120,
+    )
     page.shot("automation")
 
     # 4. a partition range launched from the Materialize dialog: one backfill, one run
@@ -288,19 +331,30 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
     chosen = days[-5:-2]
     page.open("/assets")
     for name in ("paid_orders", "daily_revenue"):
-        box = page.wait(f"the checkbox of {name}", lambda name=name: page.driver.find_elements(
-            "css selector", f"[data-testid='checkbox-{name}']"))[0]
-        page.driver.find_element("css selector",
-                                 f"label[for='{box.get_attribute('id')}']").click()
+        box = page.wait(
+            f"the checkbox of {name}",
+            lambda name=name: page.driver.find_elements(
+                "css selector", f"[data-testid='checkbox-{name}']"
+            ),
+        )[0]
+        page.driver.find_element("css selector", f"label[for='{box.get_attribute('id')}']").click()
         page.wait(f"{name} selected", box.is_selected, 10)
-    page.wait("the Materialize selected button", lambda: page.xpath(
-        "//button[contains(normalize-space(), 'Materialize selected')]"))[0].click()
-    field = page.wait("the partition selection", lambda: page.driver.find_elements(
-        "css selector", "input[placeholder='No matching partitions'], "
-        "input[placeholder='Select a partition or create one']"))[0]
+    page.wait(
+        "the Materialize selected button",
+        lambda: page.xpath("//button[contains(normalize-space(), 'Materialize selected')]"),
+    )[0].click()
+    field = page.wait(
+        "the partition selection",
+        lambda: page.driver.find_elements(
+            "css selector",
+            "input[placeholder='No matching partitions'], "
+            "input[placeholder='Select a partition or create one']",
+        ),
+    )[0]
     field.click()
     field.send_keys(f"[{chosen[0]}...{chosen[-1]}]")
     from selenium.webdriver.common.keys import Keys
+
     field.send_keys(Keys.ENTER)
     page.wait("3 partitions selected", lambda: "3 partitions" in page.text(), 30)
     page.shot("materialize-range")
@@ -314,8 +368,9 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
     assert sorted(backfill["partitionNames"]) == chosen
 
     def backfill_runs() -> list[dict]:
-        found = server.graphql(RUNS_QUERY, {"filter": {"tags": [
-            {"key": "dagster/backfill", "value": backfill["id"]}]}})
+        found = server.graphql(
+            RUNS_QUERY, {"filter": {"tags": [{"key": "dagster/backfill", "value": backfill["id"]}]}}
+        )
         return found["runsOrError"]["results"]
 
     def done() -> bool:
@@ -326,15 +381,21 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
 
     server.wait("the backfill's run done", done, 300, every=2)
     assert len(backfill_runs()) == 1  # a partition range is one run
-    server.wait("the backfill completed", lambda: launched()["status"] in (
-        "COMPLETED", "COMPLETED_SUCCESS"), 120, every=2)
+    server.wait(
+        "the backfill completed",
+        lambda: launched()["status"] in ("COMPLETED", "COMPLETED_SUCCESS"),
+        120,
+        every=2,
+    )
     new = [m for name, m in manifests(server.data).items() if name not in before]
     assert [m["days_written"] for m in new if set(m["days_written"]) & set(chosen)] == [chosen]
 
     page.open(f"/runs/b/{backfill['id']}")
-    page.wait("the backfill's page: succeeded, 3 of 3 partitions of both assets",
-              lambda: "Succeeded" in page.text() and page.text().count("100% completed") == 2,
-              60)
+    page.wait(
+        "the backfill's page: succeeded, 3 of 3 partitions of both assets",
+        lambda: "Succeeded" in page.text() and page.text().count("100% completed") == 2,
+        60,
+    )
     page.shot("backfill")
     print(json.dumps({"backfill": backfill["id"], "days": chosen}))
 
@@ -343,8 +404,13 @@ def test_the_ui_tells_the_story(make_dev: DevServer, browser):
 
 
 def cli(server: DevServer, *argv: str) -> str:
-    done = subprocess.run([str(BIN / "pipeline-assets"), *argv], env=server.env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "pipeline-assets"), *argv],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, (argv, done.stdout, done.stderr)
     return done.stdout
 
@@ -359,18 +425,46 @@ def readme_story(server: DevServer) -> None:
     warehouse = make_engine(f"sqlite:///{server.data / 'warehouse.db'}", role="warehouse")
     try:
         before = read_watermark(warehouse)
-        out = cli(server, "demo", "set", "105", "--status", "paid", "--amount", "22.00",
-                  "--updated-at", "yesterday 20:00")
+        out = cli(
+            server,
+            "demo",
+            "set",
+            "105",
+            "--status",
+            "paid",
+            "--amount",
+            "22.00",
+            "--updated-at",
+            "yesterday 20:00",
+        )
         stamp_105 = out.split()[-1]  # "order 105 updated: paid 22.00 <the resolved stamp>"
         assert stamp_105.endswith("T20:00:00") and to_instant(stamp_105, UTC) > before
-        server.wait("the watermark at 105's stamp", lambda: read_watermark(warehouse)
-                    == to_instant(stamp_105, UTC), 180, every=1)
-        out = cli(server, "demo", "set", "186", "--status", "paid", "--amount", "30.00",
-                  "--updated-at", "-2d")
+        server.wait(
+            "the watermark at 105's stamp",
+            lambda: read_watermark(warehouse) == to_instant(stamp_105, UTC),
+            180,
+            every=1,
+        )
+        out = cli(
+            server,
+            "demo",
+            "set",
+            "186",
+            "--status",
+            "paid",
+            "--amount",
+            "30.00",
+            "--updated-at",
+            "-2d",
+        )
         stamp_186 = out.split()[-1]
         day_105, day_186 = stamp_105[:10], stamp_186
-        server.wait("order 186 in its day's committed file",
-                    lambda: 186 in (committed_ids(server.data, day_186) or []), 180, every=1)
+        server.wait(
+            "order 186 in its day's committed file",
+            lambda: 186 in (committed_ids(server.data, day_186) or []),
+            180,
+            every=1,
+        )
         server.wait("nothing running", lambda: idle(server), 120)
         assert read_watermark(warehouse) == to_instant(stamp_105, UTC)  # never moved back
         assert 105 in committed_ids(server.data, day_105)

@@ -68,8 +68,7 @@ SECRET = "broker-secret-" + uuid.uuid4().hex
 
 def _executors(env: dict[str, str]) -> set[str]:
     defs = build_definitions(from_env(env))
-    jobs = [defs.resolve_job_def(name) for name in ("orders_job", "daily_files_job",
-                                                    "daily_job")]
+    jobs = [defs.resolve_job_def(name) for name in ("orders_job", "daily_files_job", "daily_job")]
     jobs.append(defs.resolve_implicit_global_asset_job_def())  # what a UI backfill runs
     return {job.executor_def.name for job in jobs}
 
@@ -77,16 +76,17 @@ def _executors(env: dict[str, str]) -> set[str]:
 def test_pipeline_executor_gives_every_job_its_executor(tmp_path):
     base = {"PIPELINE_DATA_DIR": str(tmp_path)}
     assert _executors(base) == {"multi_or_in_process_executor"}
-    assert _executors(base | {"PIPELINE_EXECUTOR": "default"}) == \
-        {"multi_or_in_process_executor"}
+    assert _executors(base | {"PIPELINE_EXECUTOR": "default"}) == {"multi_or_in_process_executor"}
     assert _executors(base | {"PIPELINE_EXECUTOR": "celery"}) == {"celery"}
     with pytest.raises(SettingsError, match="PIPELINE_EXECUTOR='k8s' must be one of"):
         from_env(base | {"PIPELINE_EXECUTOR": "k8s"})
 
 
-@pytest.mark.parametrize("template", ["redis://:{secret}@127.0.0.1:{port}/0",
-                                      "pyamqp://guest:{secret}@127.0.0.1:{port}//"],
-                         ids=["redis", "rabbitmq"])
+@pytest.mark.parametrize(
+    "template",
+    ["redis://:{secret}@127.0.0.1:{port}/0", "pyamqp://guest:{secret}@127.0.0.1:{port}//"],
+    ids=["redis", "rabbitmq"],
+)
 def test_an_unreachable_broker_is_named_without_its_password_within_seconds(template):
     url = template.format(secret=SECRET, port=free_port())  # nothing listens there
     started = time.monotonic()
@@ -120,8 +120,7 @@ def _steps_done(workers: list[CeleryWorker]) -> int:
 @pytest.mark.postgres
 @pytest.mark.s3
 @pytest.mark.celery
-def test_the_celery_executor_gives_the_same_files_and_warehouse(tmp_path, postgres, bucket,
-                                                                  rabbit):
+def test_the_celery_executor_gives_the_same_files_and_warehouse(tmp_path, postgres, bucket, rabbit):
     files, tables = in_process(tmp_path / "in_process")
 
     url = f"{bucket}/paid_orders"
@@ -131,13 +130,21 @@ def test_the_celery_executor_gives_the_same_files_and_warehouse(tmp_path, postgr
     (home / "dagster.yaml").write_text((ROOT / "deploy" / "dagster.yaml").read_text())
     env = {key: value for key, value in os.environ.items() if not key.startswith(CALLERS)}
     env |= demo_world(tmp_path / "run" / "data", source, warehouse, url)
-    env |= {"DAGSTER_HOME": str(home),
-            "DAGSTER_POSTGRES_URL": psycopg2_url(postgres.url("instance")),
-            "PIPELINE_EXECUTOR": "celery", "CELERY_BROKER_URL": rabbit.url}
+    env |= {
+        "DAGSTER_HOME": str(home),
+        "DAGSTER_POSTGRES_URL": psycopg2_url(postgres.url("instance")),
+        "PIPELINE_EXECUTOR": "celery",
+        "CELERY_BROKER_URL": rabbit.url,
+    }
     production = (ROOT / "deploy" / "dagster.yaml").read_text()
-    workers = [CeleryWorker(f"w{n}", _settings_for_workers(env, tmp_path / f"worker{n}",
-                                                           production),
-                            tmp_path / f"worker{n}.log") for n in (1, 2)]
+    workers = [
+        CeleryWorker(
+            f"w{n}",
+            _settings_for_workers(env, tmp_path / f"worker{n}", production),
+            tmp_path / f"worker{n}.log",
+        )
+        for n in (1, 2)
+    ]
     try:
         for worker in workers:
             worker.start()
@@ -191,8 +198,9 @@ def _stored_ids(warehouse: sa.Engine) -> set[int]:
 
 def _paid_by_day(source: sa.Engine) -> dict[str, list[int]]:
     with source.connect() as conn:
-        found = conn.execute(sa.text(
-            "SELECT order_id, updated_at FROM orders WHERE status = 'paid'"))
+        found = conn.execute(
+            sa.text("SELECT order_id, updated_at FROM orders WHERE status = 'paid'")
+        )
         out: dict[str, list[int]] = {}
         for order_id, updated_at in found:
             out.setdefault(str(updated_at)[:10], []).append(order_id)
@@ -202,8 +210,7 @@ def _paid_by_day(source: sa.Engine) -> dict[str, list[int]]:
 @pytest.mark.e2e
 @pytest.mark.celery
 @pytest.mark.xdist_group("devserver")
-def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_back(
-        tmp_path):
+def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_back(tmp_path):
     redis = RedisServer(tmp_path / "redis", SECRET)
     host_port = f"127.0.0.1:{redis.port}"
     data = tmp_path / "data"
@@ -212,75 +219,116 @@ def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_
     demo.init(source)  # the chapter's orders 101-106, dated in January 2026
     settings = {"PIPELINE_EXECUTOR": "celery", "CELERY_BROKER_URL": redis.url}
     # one machine: the worker reaches the SQLite files and the folder where the runs do
-    worker = CeleryWorker("w1", _settings_for_workers(
-        clean_env(CALLERS) | settings, tmp_path / "worker", QUIET_INSTANCE) | {
+    worker = CeleryWorker(
+        "w1",
+        _settings_for_workers(clean_env(CALLERS) | settings, tmp_path / "worker", QUIET_INSTANCE)
+        | {
             "SOURCE_DATABASE_URL": f"sqlite:///{data / 'app.db'}",
             "WAREHOUSE_DATABASE_URL": f"sqlite:///{data / 'warehouse.db'}",
-            "PAID_ORDERS_URL": str(data / "paid_orders")},
-        tmp_path / "worker.log")
+            "PAID_ORDERS_URL": str(data / "paid_orders"),
+        },
+        tmp_path / "worker.log",
+    )
     worker.start()
-    server = start_dagster_dev(tmp_path, instance=_dev_instance_without_retries(),
-                               settings=settings)
+    server = start_dagster_dev(
+        tmp_path, instance=_dev_instance_without_retries(), settings=settings
+    )
     instance = None
     try:
         with running(server):
             worker.wait_ready()
-            server.wait("code location loaded", lambda: location_loaded(server), 120,
-                        no_failed_runs=False)
+            server.wait(
+                "code location loaded", lambda: location_loaded(server), 120, no_failed_runs=False
+            )
             instance = DagsterInstance.from_config(str(server.home))
             warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
-            server.wait("the first load, on the Celery worker",
-                        lambda: read_watermark(warehouse) is not None, 180)
-            server.wait("its days rebuilt", lambda: all(
-                committed_ids(data, day) == ids for day, ids in _paid_by_day(source).items()),
-                180)
+            server.wait(
+                "the first load, on the Celery worker",
+                lambda: read_watermark(warehouse) is not None,
+                180,
+            )
+            server.wait(
+                "its days rebuilt",
+                lambda: all(
+                    committed_ids(data, day) == ids for day, ids in _paid_by_day(source).items()
+                ),
+                180,
+            )
             server.wait("no run in progress", lambda: idle(server), 120)
 
             # no worker: the next load's step waits in the broker; then the broker dies
             worker.stop()
-            demo.set_order(source, 901, status="paid", amount="9.01",
-                           updated_at="2026-01-26T10:00:00", tz=UTC)
-            queued = server.wait("a load whose step waits in the broker", lambda: [
-                r for r in _loads(instance, DagsterRunStatus.STARTED)
-                if "Submitting celery task" in _run_text(instance, r.dagster_run.run_id)],
-                120, no_failed_runs=False)[0].dagster_run.run_id
+            demo.set_order(
+                source, 901, status="paid", amount="9.01", updated_at="2026-01-26T10:00:00", tz=UTC
+            )
+            queued = server.wait(
+                "a load whose step waits in the broker",
+                lambda: [
+                    r
+                    for r in _loads(instance, DagsterRunStatus.STARTED)
+                    if "Submitting celery task" in _run_text(instance, r.dagster_run.run_id)
+                ],
+                120,
+                no_failed_runs=False,
+            )[0].dagster_run.run_id
             redis.stop()
             stopped = time.monotonic()
-            server.wait("that load failed", lambda: instance.get_run_by_id(
-                queued).status == DagsterRunStatus.FAILURE, 120, no_failed_runs=False)
+            server.wait(
+                "that load failed",
+                lambda: instance.get_run_by_id(queued).status == DagsterRunStatus.FAILURE,
+                120,
+                no_failed_runs=False,
+            )
             waited = time.monotonic() - stopped
             assert waited < 60  # a bound, not a speed: never minutes of silent retries
             # while the broker is down, the sensor asks again: those loads fail at once
-            server.wait("a load launched while the broker was down, failed", lambda: [
-                r for r in _loads(instance, DagsterRunStatus.FAILURE)
-                if r.dagster_run.run_id != queued], 120, no_failed_runs=False)
+            server.wait(
+                "a load launched while the broker was down, failed",
+                lambda: [
+                    r
+                    for r in _loads(instance, DagsterRunStatus.FAILURE)
+                    if r.dagster_run.run_id != queued
+                ],
+                120,
+                no_failed_runs=False,
+            )
             failures = _loads(instance, DagsterRunStatus.FAILURE)
             for record in failures:
                 text = _run_text(instance, record.dagster_run.run_id)
                 assert host_port in text and "Celery broker" in text, text[-2000:]
                 assert SECRET not in text
             fast = [r for r in failures if r.dagster_run.run_id != queued]
-            assert all(r.end_time - r.start_time < 30 for r in fast), \
-                [r.end_time - r.start_time for r in fast]
+            assert all(r.end_time - r.start_time < 30 for r in fast), [
+                r.end_time - r.start_time for r in fast
+            ]
 
             # the broker and a worker back: nothing done by hand from here
             back = time.monotonic()
             redis.start()
             worker.start()
             worker.wait_ready()
-            server.wait("order 901 loaded", lambda: 901 in _stored_ids(warehouse), 240,
-                        no_failed_runs=False)
-            server.wait("every day file equal to the source", lambda: all(
-                committed_ids(data, day) == ids for day, ids in _paid_by_day(source).items()),
-                240, no_failed_runs=False)
-            assert _loads(instance, DagsterRunStatus.SUCCESS)[0].end_time > \
-                max(r.end_time for r in failures)
+            server.wait(
+                "order 901 loaded", lambda: 901 in _stored_ids(warehouse), 240, no_failed_runs=False
+            )
+            server.wait(
+                "every day file equal to the source",
+                lambda: all(
+                    committed_ids(data, day) == ids for day, ids in _paid_by_day(source).items()
+                ),
+                240,
+                no_failed_runs=False,
+            )
+            assert _loads(instance, DagsterRunStatus.SUCCESS)[0].end_time > max(
+                r.end_time for r in failures
+            )
             first_line = _run_text(instance, queued).split("the Celery broker", 1)[1]
-            print(f"\nbroker down: the waiting load failed {waited:.1f} s after the broker "
-                  f"stopped; {len(fast)} load(s) launched meanwhile failed in "
-                  f"{', '.join(f'{r.end_time - r.start_time:.1f}' for r in fast)} s; "
-                  f"converged {time.monotonic() - back:.1f} s after the broker came back."
-                  f"\nthe message: the Celery broker{first_line.splitlines()[0]}")
+            print(
+                f"\nbroker down: the waiting load failed {waited:.1f} s after the broker "
+                f"stopped; {len(fast)} load(s) launched meanwhile failed in "
+                f"{', '.join(f'{r.end_time - r.start_time:.1f}' for r in fast)} s; "
+                f"converged {time.monotonic() - back:.1f} s after the broker came back."
+                f"\nthe message: the Celery broker{first_line.splitlines()[0]}"
+            )
             warehouse.dispose()
         for log in (server.log, worker.log, tmp_path / "redis" / "redis.log"):
             assert SECRET not in log.read_text(errors="replace"), log
@@ -311,19 +359,25 @@ def test_a_worker_does_not_run_a_step_of_a_run_that_has_ended(tmp_path, monkeypa
         monkeypatch.setenv(name, value)
     settings = from_env(env | {"PIPELINE_EXECUTOR": "celery"})
     job = ReconstructableRepository.for_module(
-        "pipeline_assets.definitions", "defs", working_directory=str(ROOT),
+        "pipeline_assets.definitions",
+        "defs",
+        working_directory=str(ROOT),
     ).get_reconstructable_job("orders_job")
     (tmp_path / "home").mkdir()
     with DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
         run = instance.create_run_for_job(job_def=job.get_definition(), job_code_origin=None)
         instance.report_run_failed(run)
-        args = ExecuteStepArgs(job_origin=job.get_python_origin(), run_id=run.run_id,
-                               step_keys_to_execute=["orders"],
-                               instance_ref=instance.get_ref())
+        args = ExecuteStepArgs(
+            job_origin=job.get_python_origin(),
+            run_id=run.run_id,
+            step_keys_to_execute=["orders"],
+            instance_ref=instance.get_ref(),
+        )
         task = make_worker_app(settings).tasks["execute_plan"]
         assert task(pack_value(args), job.to_dict()) == []
         messages = [e.message for e in instance.all_logs(run.run_id)]
         assert any("the run has ended (FAILURE)" in m for m in messages), messages
-        assert not any(e.dagster_event.is_step_event for e in instance.all_logs(run.run_id)
-                       if e.dagster_event)
+        assert not any(
+            e.dagster_event.is_step_event for e in instance.all_logs(run.run_id) if e.dagster_event
+        )
     assert not (tmp_path / "data" / "warehouse.db").exists()  # nothing loaded

@@ -34,8 +34,7 @@ from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, delete_payment, make_payments
 BIN = Path(sys.executable).parent
 PAYMENT_ROWS = [  # payment_id, attempt, status, cents, fee, rate, note, refundable, day, stamp
     (7, 9, "failed", 1999, "0.00", None, None, False, None, "2026-01-20 09:00:00"),
-    (7, 10, "captured", 1999, "1.10", 0.5, "Grüße ☕", True, "2026-01-21",
-     "2026-01-20 10:00:00"),
+    (7, 10, "captured", 1999, "1.10", 0.5, "Grüße ☕", True, "2026-01-21", "2026-01-20 10:00:00"),
     (12, 1, "captured", 250000, "12345678.99", 2.5, "", True, None, "2026-01-22 23:59:59"),
 ]
 
@@ -56,7 +55,8 @@ def dg_project(root: Path, tables: dict[str, dict]) -> str:
     """A user's dg project declaring ``tables`` (Dagster's layout: one folder per
     declaration under ``defs/``) in ``root``; returns its code location's module."""
     package = f"shop_{uuid.uuid4().hex[:8]}"
-    (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
         [project]
         name = "{package}"
         version = "0.1.0"
@@ -66,10 +66,12 @@ def dg_project(root: Path, tables: dict[str, dict]) -> str:
 
         [tool.dg.project]
         root_module = "{package}"
-        """))
+        """)
+    )
     (root / package).mkdir()
     (root / package / "__init__.py").write_text("")
-    (root / package / "definitions.py").write_text(textwrap.dedent("""\
+    (root / package / "definitions.py").write_text(
+        textwrap.dedent("""\
         from pathlib import Path
 
         import dagster as dg
@@ -78,12 +80,16 @@ def dg_project(root: Path, tables: dict[str, dict]) -> str:
         @dg.definitions
         def defs():
             return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
-        """))
+        """)
+    )
     for name, attributes in tables.items():
         (root / package / "defs" / name).mkdir(parents=True)
-        (root / package / "defs" / name / "defs.yaml").write_text(yaml.safe_dump(
-            {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
-            sort_keys=False))
+        (root / package / "defs" / name / "defs.yaml").write_text(
+            yaml.safe_dump(
+                {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
+                sort_keys=False,
+            )
+        )
     return f"{package}.definitions"
 
 
@@ -135,20 +141,27 @@ def test_by_default_the_commands_work_on_this_projects_orders(cli, data):
     shown = cli("watermark", "show")
     assert cli("watermark", "show", "--table", "orders") == shown
     assert cli("watermark", "show", "-m", "pipeline_assets.definitions") == shown
-    assert json.loads(shown[1]) == {"watermark": None, "lookback_days": 2,
-                                    "window_start": None}
+    assert json.loads(shown[1]) == {"watermark": None, "lookback_days": 2, "window_start": None}
     assert not data.exists()
 
 
-@pytest.mark.parametrize("argv", [
-    ["watermark", "show"], ["watermark", "history", "--json"], ["plan"], ["verify"],
-    ["watermark", "rewind", "2026-01-01", "--reason", "x"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["watermark", "show"],
+        ["watermark", "history", "--json"],
+        ["plan"],
+        ["verify"],
+        ["watermark", "rewind", "2026-01-01", "--reason", "x"],
+    ],
+)
 def test_a_table_the_location_does_not_declare_names_the_tables_it_does(cli, data, argv):
     err = one_line_error(cli(*argv, "--table", "payments"))
-    assert err == ("pipeline-assets: error: --table payments: the code location "
-                   "pipeline_assets.definitions declares no such table; its tables: "
-                   "orders\n")
+    assert err == (
+        "pipeline-assets: error: --table payments: the code location "
+        "pipeline_assets.definitions declares no such table; its tables: "
+        "orders\n"
+    )
     assert not data.exists()
 
 
@@ -162,8 +175,10 @@ def test_a_table_with_its_own_source_url_reads_that_database(cli, project):
     url = f"sqlite:///{project / 'payments.db'}"
     module = dg_project(project, {"payments": PAYMENTS_ATTRIBUTES | {"source_url": url}})
     err = one_line_error(cli("plan", "-m", module))  # one table: no --table needed
-    assert err == (f"pipeline-assets: error: the source database {url} of the table "
-                   "payments does not exist: check its source_url\n")
+    assert err == (
+        f"pipeline-assets: error: the source database {url} of the table "
+        "payments does not exist: check its source_url\n"
+    )
     assert not (project / "payments.db").exists()
 
     source = make_engine(url, role="source")
@@ -178,15 +193,22 @@ def test_a_table_with_its_own_source_url_reads_that_database(cli, project):
 # --- a user's location of two tables ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [
-    ["watermark", "show"], ["watermark", "history"], ["plan"],
-    ["watermark", "rewind", "2026-01-01", "--reason", "x"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["watermark", "show"],
+        ["watermark", "history"],
+        ["plan"],
+        ["watermark", "rewind", "2026-01-01", "--reason", "x"],
+    ],
+)
 def test_with_two_tables_the_table_must_be_named(cli, both, shop, argv):
     before = sorted(p.name for p in both.iterdir())
     err = one_line_error(cli(*argv, "-m", shop))
-    assert err == (f"pipeline-assets: error: the code location {shop} declares 2 tables "
-                   "(orders, payments): name one with --table\n")
+    assert err == (
+        f"pipeline-assets: error: the code location {shop} declares 2 tables "
+        "(orders, payments): name one with --table\n"
+    )
     assert sorted(p.name for p in both.iterdir()) == before
 
 
@@ -197,30 +219,48 @@ def test_each_table_has_its_own_watermark_history_and_plan(cli, both, shop):
     assert json.loads(table("payments", "watermark", "show")[1])["watermark"] is None
     plan = json.loads(table("payments", "plan")[1])
     assert (plan["rows_read"], plan["days_touched"], plan["watermark_after"]) == (
-        3, ["2026-01-20", "2026-01-22"], "2026-01-22T23:59:59+00:00")
+        3,
+        ["2026-01-20", "2026-01-22"],
+        "2026-01-22T23:59:59+00:00",
+    )
     assert plan["batch_id"].startswith("payments-")
     assert json.loads(table("orders", "plan")[1])["rows_read"] == 6
     assert sorted(p.name for p in both.iterdir()) == ["app.db"]  # plans write nothing
 
     load_both(both)
-    code, out, err = table("payments", "watermark", "rewind", "2026-01-21", "--reason",
-                           "replay payments")
+    code, out, err = table(
+        "payments", "watermark", "rewind", "2026-01-21", "--reason", "replay payments"
+    )
     assert (code, err) == (0, "")
     assert json.loads(table("payments", "watermark", "show")[1]) == {
-        "watermark": "2026-01-21T00:00:00+00:00", "lookback_days": 2,
-        "window_start": "2026-01-19T00:00:00+00:00"}
-    assert json.loads(table("orders", "watermark", "show")[1])["watermark"] == \
-        "2026-01-21T00:00:00+00:00"  # the newest order, untouched by the rewind
+        "watermark": "2026-01-21T00:00:00+00:00",
+        "lookback_days": 2,
+        "window_start": "2026-01-19T00:00:00+00:00",
+    }
+    assert (
+        json.loads(table("orders", "watermark", "show")[1])["watermark"]
+        == "2026-01-21T00:00:00+00:00"
+    )  # the newest order, untouched by the rewind
 
     history = json.loads(table("payments", "watermark", "history", "--json")[1])
-    assert [{k: h[k] for k in ("kind", "old_value", "new_value", "reason")}
-            for h in history] == [
-        {"kind": "load", "old_value": None, "new_value": "2026-01-22T23:59:59+00:00",
-         "reason": None},
-        {"kind": "rewind", "old_value": "2026-01-22T23:59:59+00:00",
-         "new_value": "2026-01-21T00:00:00+00:00", "reason": "replay payments"}]
-    assert all(set(h) == {"kind", "old_value", "new_value", "reason", "batch_id",
-                          "changed_at"} for h in history)
+    assert [{k: h[k] for k in ("kind", "old_value", "new_value", "reason")} for h in history] == [
+        {
+            "kind": "load",
+            "old_value": None,
+            "new_value": "2026-01-22T23:59:59+00:00",
+            "reason": None,
+        },
+        {
+            "kind": "rewind",
+            "old_value": "2026-01-22T23:59:59+00:00",
+            "new_value": "2026-01-21T00:00:00+00:00",
+            "reason": "replay payments",
+        },
+    ]
+    assert all(
+        set(h) == {"kind", "old_value", "new_value", "reason", "batch_id", "changed_at"}
+        for h in history
+    )
     assert history[0]["batch_id"].startswith("payments-")
     orders = json.loads(table("orders", "watermark", "history", "--json")[1])
     assert [(h["kind"], h["batch_id"][:7]) for h in orders] == [("load", "orders-")]
@@ -241,10 +281,20 @@ def test_verify_checks_every_table_and_its_repairs_name_the_location(cli, both, 
     printed = out.split("to repair, run in this order:\n", 1)[1].splitlines()
     assert [shlex.split(line)[:7] for line in printed] == [
         ["dagster", "asset", "materialize", "-m", shop, "--select", "payments"],
-        ["dagster", "asset", "materialize", "-m", shop, "--select",
-         "captured_payments,captured_per_day"]]
+        [
+            "dagster",
+            "asset",
+            "materialize",
+            "-m",
+            shop,
+            "--select",
+            "captured_payments,captured_per_day",
+        ],
+    ]
     assert json.loads(shlex.split(printed[0])[8])["ops"]["payments"]["config"] == {
-        "start": "2026-01-20", "end": "2026-01-21"}
+        "start": "2026-01-20",
+        "end": "2026-01-21",
+    }
 
     report = json.loads(cli("verify", "-m", shop, "--json")[1])
     assert (report["ok"], report["exit_code"], report["module"]) == (False, 1, shop)
@@ -268,19 +318,40 @@ def test_the_printed_repairs_run_as_printed_in_the_users_project(cli, both, shop
     assert len(report["repair"]) == 2
 
     (tmp_path / "home").mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                  "LOOKBACK_DAYS", "PARTITIONS_START", "PAID_ORDERS"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(
+            (
+                "PIPELINE_",
+                "SOURCE_DATABASE",
+                "WAREHOUSE_DATABASE",
+                "LOOKBACK_DAYS",
+                "PARTITIONS_START",
+                "PAID_ORDERS",
+            )
+        )
+    }
     env.update(PIPELINE_DATA_DIR=str(both), DAGSTER_HOME=str(tmp_path / "home"))
     for command in report["repair"]:
         argv = shlex.split(command)
-        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(BIN / argv[0]), *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, (command, done.stderr[-3000:])
 
-    assert [(r[0], r[1]) for r in query(f"sqlite:///{both / 'warehouse.db'}",
-                                        "SELECT payment_id, attempt FROM payments "
-                                        "ORDER BY 1, 2")] == [(7, 9), (12, 1)]
+    assert [
+        (r[0], r[1])
+        for r in query(
+            f"sqlite:///{both / 'warehouse.db'}",
+            "SELECT payment_id, attempt FROM payments ORDER BY 1, 2",
+        )
+    ] == [(7, 9), (12, 1)]
     assert read_committed_day(both / "captured_payments", "2026-01-20") == []
     code, out, _ = cli("verify", "-m", shop)
     assert code == 0, out

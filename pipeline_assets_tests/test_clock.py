@@ -34,14 +34,18 @@ def test_every_recorded_time_comes_from_the_given_clock(tmp_path):
             assert loaded.success
 
             built = defs.resolve_job_def("daily_files_job").execute_in_process(
-                instance=instance, partition_key="2026-01-21",
-                asset_selection=[AssetKey("paid_orders")])
+                instance=instance,
+                partition_key="2026-01-21",
+                asset_selection=[AssetKey("paid_orders")],
+            )
             assert built.success
         with warehouse.connect() as conn:
-            assert conn.execute(sa.text("SELECT changed_at FROM pipeline_watermark_history")
-                                ).scalars().all() == [canonical(FIXED)]
-            assert conn.execute(sa.text("SELECT committed_at FROM pipeline_batches")
-                                ).scalars().all() == [canonical(FIXED)]
+            assert conn.execute(
+                sa.text("SELECT changed_at FROM pipeline_watermark_history")
+            ).scalars().all() == [canonical(FIXED)]
+            assert conn.execute(
+                sa.text("SELECT committed_at FROM pipeline_batches")
+            ).scalars().all() == [canonical(FIXED)]
         [manifest] = settings.paid_orders_dir.glob("_manifest_*.json")
         assert json.loads(manifest.read_text())["written_at"] == "2026-01-27T06:30:15+00:00"
     finally:

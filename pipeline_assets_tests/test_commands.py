@@ -41,20 +41,31 @@ BIN = Path(sys.executable).parent
 MATERIALIZE = "dagster asset materialize -m pipeline_assets.definitions"
 
 
-@pytest.mark.parametrize("command, expected", [
-    (commands.rebuild_command("2026-01-25"),
-     f"{MATERIALIZE} --select paid_orders,daily_revenue --partition 2026-01-25"),
-    (commands.rebuild_command("2026-01-24", "2026-01-26"),
-     f"{MATERIALIZE} --select paid_orders,daily_revenue --partition-range "
-     "2026-01-24...2026-01-26"),
-    (commands.orders_range_command("2026-01-31", "2026-02-01"),
-     f"{MATERIALIZE} --select orders --config-json "
-     """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'"""),
-    (commands.orders_range_command("2026-01-31", "2026-01-31", allow_deletes=True),
-     f"{MATERIALIZE} --select orders --config-json "
-     """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
-     """"allow_deletes": true}}}}'"""),
-])
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        (
+            commands.rebuild_command("2026-01-25"),
+            f"{MATERIALIZE} --select paid_orders,daily_revenue --partition 2026-01-25",
+        ),
+        (
+            commands.rebuild_command("2026-01-24", "2026-01-26"),
+            f"{MATERIALIZE} --select paid_orders,daily_revenue --partition-range "
+            "2026-01-24...2026-01-26",
+        ),
+        (
+            commands.orders_range_command("2026-01-31", "2026-02-01"),
+            f"{MATERIALIZE} --select orders --config-json "
+            """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'""",
+        ),
+        (
+            commands.orders_range_command("2026-01-31", "2026-01-31", allow_deletes=True),
+            f"{MATERIALIZE} --select orders --config-json "
+            """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
+            """"allow_deletes": true}}}}'""",
+        ),
+    ],
+)
 def test_the_one_builder_prints_the_documented_forms(command, expected):
     assert command == expected
 
@@ -62,49 +73,76 @@ def test_the_one_builder_prints_the_documented_forms(command, expected):
 SHOP = "dagster asset materialize -m shop.definitions"
 
 
-@pytest.mark.parametrize("command, expected", [
-    (commands.rebuild_command("2026-01-25", spec=PAYMENTS, module="shop.definitions"),
-     f"{SHOP} --select captured_payments,captured_per_day --partition 2026-01-25"),
-    (commands.range_command("2026-01-31", "2026-02-01", spec=PAYMENTS,
-                            module="shop.definitions"),
-     f"{SHOP} --select payments --config-json "
-     """'{"ops": {"payments": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'"""),
-    (commands.range_command("2026-01-31", "2026-01-31", spec=PAYMENTS, allow_deletes=True,
-                            module="shop.definitions"),
-     f"{SHOP} --select payments --config-json "
-     """'{"ops": {"payments": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
-     """"allow_deletes": true}}}}'"""),
-])
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        (
+            commands.rebuild_command("2026-01-25", spec=PAYMENTS, module="shop.definitions"),
+            f"{SHOP} --select captured_payments,captured_per_day --partition 2026-01-25",
+        ),
+        (
+            commands.range_command(
+                "2026-01-31", "2026-02-01", spec=PAYMENTS, module="shop.definitions"
+            ),
+            f"{SHOP} --select payments --config-json "
+            """'{"ops": {"payments": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'""",
+        ),
+        (
+            commands.range_command(
+                "2026-01-31",
+                "2026-01-31",
+                spec=PAYMENTS,
+                allow_deletes=True,
+                module="shop.definitions",
+            ),
+            f"{SHOP} --select payments --config-json "
+            """'{"ops": {"payments": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
+            """"allow_deletes": true}}}}'""",
+        ),
+    ],
+)
 def test_a_declared_tables_commands_name_its_location_and_its_assets(command, expected):
     """The code location the command was computed for, and the table's names by the rule
     (asset N, op N, files F with totals T): pasted in the user's project, it runs there."""
     assert command == expected
 
 
-@pytest.mark.parametrize("module", ["pipeline_assets.definitions", "shop.definitions",
-                                    "my shop's.defs"])
+@pytest.mark.parametrize(
+    "module", ["pipeline_assets.definitions", "shop.definitions", "my shop's.defs"]
+)
 def test_every_printed_command_is_one_shell_quoted_line(module):
     """Split as a shell splits it, each command gives back exactly the words it was made of,
     whatever the module is called: safe to paste as printed, one per line."""
-    printed = commands.repair_commands(["2026-01-24", "2026-01-25", "2026-01-28"],
-                                       ["2026-01-25"], ["2026-01-28"], spec=PAYMENTS,
-                                       module=module)
+    printed = commands.repair_commands(
+        ["2026-01-24", "2026-01-25", "2026-01-28"],
+        ["2026-01-25"],
+        ["2026-01-28"],
+        spec=PAYMENTS,
+        module=module,
+    )
     assert len(printed) == 3 and all("\n" not in line for line in printed)
     argv = [shlex.split(line) for line in printed]
     assert [a[:5] for a in argv] == [["dagster", "asset", "materialize", "-m", module]] * 3
     assert [a[5:7] for a in argv] == [["--select", "payments"]] * 2 + [
-        ["--select", "captured_payments,captured_per_day"]]
+        ["--select", "captured_payments,captured_per_day"]
+    ]
     assert json.loads(argv[0][8]) == {
-        "ops": {"payments": {"config": {"start": "2026-01-24", "end": "2026-01-26"}}}}
-    assert json.loads(argv[1][8]) == {"ops": {"payments": {"config": {
-        "start": "2026-01-28", "end": "2026-01-29", "allow_deletes": True}}}}
+        "ops": {"payments": {"config": {"start": "2026-01-24", "end": "2026-01-26"}}}
+    }
+    assert json.loads(argv[1][8]) == {
+        "ops": {
+            "payments": {
+                "config": {"start": "2026-01-28", "end": "2026-01-29", "allow_deletes": True}
+            }
+        }
+    }
     assert argv[2][7:] == ["--partition", "2026-01-25"]
 
 
 def test_the_default_location_and_table_are_this_projects_orders():
-    assert commands.repair_commands(["2026-01-25"], ["2026-01-25"]) == \
-        commands.repair_commands(["2026-01-25"], ["2026-01-25"], spec=ORDERS,
-                                 module="pipeline_assets.definitions")
+    assert commands.repair_commands(["2026-01-25"], ["2026-01-25"]) == commands.repair_commands(
+        ["2026-01-25"], ["2026-01-25"], spec=ORDERS, module="pipeline_assets.definitions"
+    )
     assert commands.daily_assets() == list(commands.DAILY_FILES)
 
 
@@ -115,48 +153,69 @@ def test_an_uncommitted_day_names_the_same_rebuild_command(tmp_path):
     with pytest.raises(UncommittedDayError) as err:
         read_committed_day(folder, "2026-01-25")
     assert str(err.value).endswith(f"Rebuild it: {commands.rebuild_command('2026-01-25')}")
-    assert day_status(folder, "2026-01-25").repair_command == \
-        commands.rebuild_command("2026-01-25")
+    assert day_status(folder, "2026-01-25").repair_command == commands.rebuild_command("2026-01-25")
 
 
 def test_several_uncommitted_days_name_one_rebuild_per_line(tmp_path):
     """Each command alone on its line, with nothing after it: pasted line by line, each
     runs as printed."""
     folder = tmp_path / "paid_orders"
-    write_day_files(folder, {"2026-01-24": [], "2026-01-26": []}, run_id="run-1",
-                    written_at=NOW)
+    write_day_files(folder, {"2026-01-24": [], "2026-01-26": []}, run_id="run-1", written_at=NOW)
     for day in ("2026-01-24", "2026-01-26"):
         (folder / f"{day}.json").write_text("[]\n\n")  # edited by hand
     with pytest.raises(UncommittedDayError) as err:
         read_committed_days(folder, ["2026-01-24", "2026-01-26"])
     lines = str(err.value).splitlines()
     assert lines[0].endswith(" Rebuild them, one command per line:")
-    assert lines[1:] == [commands.rebuild_command("2026-01-24"),
-                         commands.rebuild_command("2026-01-26")]
+    assert lines[1:] == [
+        commands.rebuild_command("2026-01-24"),
+        commands.rebuild_command("2026-01-26"),
+    ]
 
 
 @pytest.mark.e2e
 def test_each_printed_form_runs_through_the_real_cli(tmp_path):
     data = tmp_path / "data"
     (tmp_path / "home").mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                  "LOOKBACK_DAYS", "PARTITIONS_START"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(
+            (
+                "PIPELINE_",
+                "SOURCE_DATABASE",
+                "WAREHOUSE_DATABASE",
+                "LOOKBACK_DAYS",
+                "PARTITIONS_START",
+            )
+        )
+    }
     env.update(PIPELINE_DATA_DIR=str(data), DAGSTER_HOME=str(tmp_path / "home"))
 
     def run(command: str) -> None:
         argv = shlex.split(command)
-        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(BIN / argv[0]), *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-3000:])
 
     run(commands.DEMO_INIT)
     # the demo is dated by the real clock: its days come from the data
     with sqlite3.connect(data / "app.db") as conn:
-        days = dict(conn.execute("SELECT order_id, substr(updated_at, 1, 10) FROM orders "
-                                 "WHERE order_id BETWEEN 101 AND 102").fetchall())
-        first, last = conn.execute("SELECT min(substr(updated_at, 1, 10)), "
-                                   "max(substr(updated_at, 1, 10)) FROM orders").fetchone()
+        days = dict(
+            conn.execute(
+                "SELECT order_id, substr(updated_at, 1, 10) FROM orders "
+                "WHERE order_id BETWEEN 101 AND 102"
+            ).fetchall()
+        )
+        first, last = conn.execute(
+            "SELECT min(substr(updated_at, 1, 10)), max(substr(updated_at, 1, 10)) FROM orders"
+        ).fetchone()
     day = days[102]
     run(commands.orders_range_command(first, last))  # loads every order
     run(commands.rebuild_command(days[101], day))

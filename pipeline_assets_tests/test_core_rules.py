@@ -63,8 +63,19 @@ def test_every_form_of_updated_at_becomes_the_same_instant(value, tz, expected):
 
 @pytest.mark.parametrize(
     "value",
-    ["", "yesterday", "2026-13-01", "2026-02-30", "2026-01-25T25:00:00", "25/01/2026",
-     "2026-01-25T03:00:00+25:00", "20260125", 1737770000, 3.5, None],
+    [
+        "",
+        "yesterday",
+        "2026-13-01",
+        "2026-02-30",
+        "2026-01-25T25:00:00",
+        "25/01/2026",
+        "2026-01-25T03:00:00+25:00",
+        "20260125",
+        1737770000,
+        3.5,
+        None,
+    ],
 )
 def test_unparseable_timestamps_are_refused_with_the_value(value):
     with pytest.raises(TimeValueError) as err:
@@ -80,10 +91,18 @@ def test_mixed_forms_compare_as_instants_not_as_strings():
     assert canonical(east) < canonical(west)
 
 
-@given(st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9998, 12, 30),
-                    timezones=st.sampled_from([UTC, NY, zone("Asia/Kolkata")])),
-       st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9998, 12, 30),
-                    timezones=st.sampled_from([UTC, NY, zone("Pacific/Kiritimati")])))
+@given(
+    st.datetimes(
+        min_value=datetime(1970, 1, 2),
+        max_value=datetime(9998, 12, 30),
+        timezones=st.sampled_from([UTC, NY, zone("Asia/Kolkata")]),
+    ),
+    st.datetimes(
+        min_value=datetime(1970, 1, 2),
+        max_value=datetime(9998, 12, 30),
+        timezones=st.sampled_from([UTC, NY, zone("Pacific/Kiritimati")]),
+    ),
+)
 def test_canonical_text_sorts_exactly_as_instants(a, b):
     """The warehouse compares canonical text in SQL; that must equal instant order."""
     assert (canonical(a) < canonical(b)) == (a < b)
@@ -107,8 +126,15 @@ def test_the_day_a_row_belongs_to(value, tz, day):
 
 @pytest.mark.parametrize(
     "value, text",
-    [("40.00", "40.00"), ("22", "22"), (" 0.10 ", "0.10"), ("-5.50", "-5.50"),
-     (Decimal("18.20"), "18.20"), (7, "7"), ("1234567890123.45", "1234567890123.45")],
+    [
+        ("40.00", "40.00"),
+        ("22", "22"),
+        (" 0.10 ", "0.10"),
+        ("-5.50", "-5.50"),
+        (Decimal("18.20"), "18.20"),
+        (7, "7"),
+        ("1234567890123.45", "1234567890123.45"),
+    ],
 )
 def test_amounts_stay_exact_and_keep_their_text(value, text):
     assert format_amount(parse_amount(value)) == text

@@ -42,9 +42,16 @@ from .plain import source_rows, warehouse_rows
 from .support import database_urls
 
 BIN = Path(sys.executable).parent
-LOAD_POINTS = ["load_after_stage", "load_after_compare", "load_before_delete",
-               "load_after_delete", "load_after_merge",
-               "load_after_watermark", "load_before_commit", "load_after_commit"]
+LOAD_POINTS = [
+    "load_after_stage",
+    "load_after_compare",
+    "load_before_delete",
+    "load_after_delete",
+    "load_after_merge",
+    "load_after_watermark",
+    "load_before_commit",
+    "load_after_commit",
+]
 
 
 def assert_invariants(urls: dict, warehouse, rows: int, batches: int | None = None):
@@ -53,16 +60,19 @@ def assert_invariants(urls: dict, warehouse, rows: int, batches: int | None = No
     assert len(expected) == rows  # the scenario fixes how many orders the app wrote
     assert warehouse_rows(urls["warehouse"]) == expected
     ids = [r[0] for r in plain.query(urls["warehouse"], "SELECT batch_id FROM pipeline_batches")]
-    history = plain.query(urls["warehouse"],
-                          "SELECT old_value, new_value FROM pipeline_watermark_history "
-                          "WHERE kind = 'load' ORDER BY id")
+    history = plain.query(
+        urls["warehouse"],
+        "SELECT old_value, new_value FROM pipeline_watermark_history "
+        "WHERE kind = 'load' ORDER BY id",
+    )
     assert len(ids) == len(set(ids))
     if batches is not None:
         assert len(ids) == batches
     newest = max(instant_of(r[3], UTC) for r in plain.source_orders(urls["source"]))
     assert wm.current(warehouse) == newest
-    assert plain.query(urls["warehouse"], "SELECT value FROM pipeline_watermark") == \
-        [(canonical(newest),)]
+    assert plain.query(urls["warehouse"], "SELECT value FROM pipeline_watermark") == [
+        (canonical(newest),)
+    ]
     for (_, new), (next_old, _) in zip(history, history[1:], strict=False):
         assert next_old == new, "a watermark advance was lost"  # each starts where one ended
     for old, new in history:
@@ -75,17 +85,27 @@ def env_for(tmp_path):
         (tmp_path / "home").mkdir(exist_ok=True)
         (tmp_path / "data").mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_CRASH")}
-        return {**env, "DAGSTER_HOME": str(tmp_path / "home"),
-                "PIPELINE_DATA_DIR": str(tmp_path / "data"),
-                "SOURCE_DATABASE_URL": urls["source"],
-                "WAREHOUSE_DATABASE_URL": urls["warehouse"], **extra}
+        return {
+            **env,
+            "DAGSTER_HOME": str(tmp_path / "home"),
+            "PIPELINE_DATA_DIR": str(tmp_path / "data"),
+            "SOURCE_DATABASE_URL": urls["source"],
+            "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+            **extra,
+        }
+
     return make
 
 
 def materialize(env, cwd, *args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions",
-         *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_every_load_crash_point_is_killed_for_real():
@@ -96,17 +116,24 @@ def test_every_load_crash_point_is_killed_for_real():
 # Every point on both warehouses; with a MariaDB source three of them, which reach each part
 # of the batch (the scan, the delete step, the commit): the state machine raises at every
 # point with a MariaDB source too (test_stateful.py), at a fraction of a real kill's cost.
-KILLS = ([pytest.param("sqlite", point, id=f"sqlite-{point}") for point in LOAD_POINTS]
-         + [pytest.param("postgresql", point, marks=pytest.mark.postgres,
-                         id=f"postgresql-{point}") for point in LOAD_POINTS]
-         + [pytest.param("mariadb", point, marks=pytest.mark.mysql, id=f"mariadb-{point}")
-            for point in ("load_after_stage", "load_after_delete", "load_after_commit")])
+KILLS = (
+    [pytest.param("sqlite", point, id=f"sqlite-{point}") for point in LOAD_POINTS]
+    + [
+        pytest.param("postgresql", point, marks=pytest.mark.postgres, id=f"postgresql-{point}")
+        for point in LOAD_POINTS
+    ]
+    + [
+        pytest.param("mariadb", point, marks=pytest.mark.mysql, id=f"mariadb-{point}")
+        for point in ("load_after_stage", "load_after_delete", "load_after_commit")
+    ]
+)
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("backend, point", KILLS)
 def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
-        backend, point, env_for, tmp_path, request):
+    backend, point, env_for, tmp_path, request
+):
     """An incremental load after the story's two changes; at the delete step's points, a
     range load of January after the app erased order 103 (only a range load deletes)."""
     db_urls = database_urls(backend, tmp_path, request)
@@ -126,8 +153,12 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
         with source.begin() as conn:
             conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 103")
         before = warehouse_rows(db_urls["warehouse"])
-        args += ["--config-json", json.dumps({"ops": {"orders": {"config": {
-            "start": "2026-01-01", "end": "2026-02-01"}}}})]
+        args += [
+            "--config-json",
+            json.dumps(
+                {"ops": {"orders": {"config": {"start": "2026-01-01", "end": "2026-02-01"}}}}
+            ),
+        ]
 
     killed = materialize(env_for(db_urls, PIPELINE_CRASH_AT=point), tmp_path, *args)
     assert killed.returncode != 0
@@ -179,8 +210,14 @@ def _app_writes(urls: dict, barrier) -> None:
     barrier.wait()
     start = to_instant("2026-01-22", UTC)
     for n in range(40):  # an hour apart, as an app writes them: all within the lookback
-        demo.set_order(source, 1000 + n, status="paid", amount=f"{n}.00",
-                       updated_at=(start + timedelta(hours=n)).isoformat(), tz=UTC)
+        demo.set_order(
+            source,
+            1000 + n,
+            status="paid",
+            amount=f"{n}.00",
+            updated_at=(start + timedelta(hours=n)).isoformat(),
+            tz=UTC,
+        )
 
 
 @pytest.mark.e2e
@@ -190,9 +227,12 @@ def test_concurrent_loads_lose_no_advance_and_apply_no_batch_twice(db_urls, engi
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(3)
     in_flight, overlapped, spans = ctx.Value("i", 0), ctx.Value("b", False), ctx.Queue()
-    loaders = [ctx.Process(target=_load_repeatedly,
-                           args=(db_urls, 6, barrier, in_flight, overlapped, spans))
-               for _ in range(2)]
+    loaders = [
+        ctx.Process(
+            target=_load_repeatedly, args=(db_urls, 6, barrier, in_flight, overlapped, spans)
+        )
+        for _ in range(2)
+    ]
     workers = [*loaders, ctx.Process(target=_app_writes, args=(db_urls, barrier))]
     for w in workers:
         w.start()
@@ -216,28 +256,46 @@ def test_concurrent_loads_lose_no_advance_and_apply_no_batch_twice(db_urls, engi
         by_pid.setdefault(pid, []).append((start, end))
     assert len(by_pid) == 2 and all(len(v) >= 6 for v in by_pid.values())
     first, second = by_pid.values()
-    assert any(a0 < b1 and b0 < a1 for a0, a1 in first for b0, b1 in second), \
+    assert any(a0 < b1 and b0 < a1 for a0, a1 in first for b0, b1 in second), (
         "the two loaders never overlapped"
+    )
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)  # catch the last writes
     assert_invariants(db_urls, warehouse, rows=46)
 
 
 @pytest.mark.e2e
 def test_overlapping_range_backfills_leave_files_and_manifests_that_agree(
-        db_urls, engines, env_for, tmp_path):
+    db_urls, engines, env_for, tmp_path
+):
     source, warehouse = engines
     demo.init(source)
-    demo.generate(source, orders=300, days=10, start=to_instant("2026-01-10", UTC).date(),
-                  seed=3)
+    demo.generate(source, orders=300, days=10, start=to_instant("2026-01-10", UTC).date(), seed=3)
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     env = env_for(db_urls)
-    args = [[str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions",
-             "--select", "paid_orders,daily_revenue", "--partition-range", r]
-            for r in ("2026-01-08...2026-01-16", "2026-01-12...2026-01-20")]
+    args = [
+        [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "pipeline_assets.definitions",
+            "--select",
+            "paid_orders,daily_revenue",
+            "--partition-range",
+            r,
+        ]
+        for r in ("2026-01-08...2026-01-16", "2026-01-12...2026-01-20")
+    ]
     # Dagster creates a new DAGSTER_HOME's storage on first use; two first uses at once
     # race in its migrations (Dagster's, not ours), so the instance is made first.
-    subprocess.run([str(BIN / "dagster"), "instance", "migrate"], cwd=tmp_path, env=env,
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [str(BIN / "dagster"), "instance", "migrate"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     # Both runs must be in flight at once: the writers' lock on the folder (the reader
     # protocol's .lock) is held here until Dagster records both runs as started, so
     # neither can finish before the other has begun.
@@ -248,12 +306,15 @@ def test_overlapping_range_backfills_leave_files_and_manifests_that_agree(
     try:
         # output to files: a pipe nobody reads while the run waits could fill and block it
         logs = [(tmp_path / f"run{n}.log").open("w") for n in range(len(args))]
-        runs = [subprocess.Popen(a, cwd=tmp_path, env=env, stdout=log, stderr=log)
-                for a, log in zip(args, logs, strict=True)]
+        runs = [
+            subprocess.Popen(a, cwd=tmp_path, env=env, stdout=log, stderr=log)
+            for a, log in zip(args, logs, strict=True)
+        ]
         with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
             deadline = time.monotonic() + 240
-            while len(instance.get_run_records(
-                    RunsFilter(statuses=[DagsterRunStatus.STARTED]))) < 2:
+            while (
+                len(instance.get_run_records(RunsFilter(statuses=[DagsterRunStatus.STARTED]))) < 2
+            ):
                 ended = [r.args[-1] for r in runs if r.poll() is not None]
                 assert not ended, f"{ended} ended while the folder was locked"
                 assert time.monotonic() < deadline, "both runs never started"
@@ -264,8 +325,9 @@ def test_overlapping_range_backfills_leave_files_and_manifests_that_agree(
         run.wait(timeout=300)
         log.close()
         assert run.returncode == 0, Path(log.name).read_text()[-2000:]
-    assert len(source_rows(db_urls["source"], UTC)) == 306 == \
-        len(warehouse_rows(db_urls["warehouse"]))
+    assert (
+        len(source_rows(db_urls["source"], UTC)) == 306 == len(warehouse_rows(db_urls["warehouse"]))
+    )
     days = [f"2026-01-{d:02d}" for d in range(8, 21)]
     assert all(s.committed for s in describe_days(folder, days))
     manifests = [json.loads(p.read_text()) for p in folder.glob("_manifest_*.json")]

@@ -42,12 +42,19 @@ BIN = Path(sys.executable).parent
 def _workdir(tmp_path: Path, db_urls: dict, paid_orders_url: str | None = None):
     (tmp_path / "home").mkdir()
     (tmp_path / "data").mkdir()
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
-           "PIPELINE_DATA_DIR": str(tmp_path / "data"),
-           "SOURCE_DATABASE_URL": db_urls["source"],
-           "WAREHOUSE_DATABASE_URL": db_urls["warehouse"]}
-    for key in ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_FILE",
-                "PAID_ORDERS_URL"):
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "PIPELINE_DATA_DIR": str(tmp_path / "data"),
+        "SOURCE_DATABASE_URL": db_urls["source"],
+        "WAREHOUSE_DATABASE_URL": db_urls["warehouse"],
+    }
+    for key in (
+        "PIPELINE_CRASH_AT",
+        "PIPELINE_CRASH_MODE",
+        "PIPELINE_CRASH_ONCE_FILE",
+        "PAID_ORDERS_URL",
+    ):
         env.pop(key, None)
     if paid_orders_url:
         env["PAID_ORDERS_URL"] = paid_orders_url
@@ -64,9 +71,13 @@ def workdir(tmp_path: Path, db_urls):
     yield from _workdir(tmp_path, db_urls)
 
 
-@pytest.fixture(params=["local-sqlite",
-                        pytest.param("local-postgresql", marks=pytest.mark.postgres),
-                        pytest.param("s3-sqlite", marks=pytest.mark.s3)])
+@pytest.fixture(
+    params=[
+        "local-sqlite",
+        pytest.param("local-postgresql", marks=pytest.mark.postgres),
+        pytest.param("s3-sqlite", marks=pytest.mark.s3),
+    ]
+)
 def files_workdir(request, tmp_path: Path):
     """``workdir`` plus the folder of the day files: local (SQLite or PostgreSQL databases)
     or a bucket on the test S3 server (PAID_ORDERS_URL)."""
@@ -92,8 +103,13 @@ def _files_workdir(request, tmp_path: Path, param: str):
 
 def dagster(env, cwd, *args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions",
-         *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+        [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def count(engine) -> int:
@@ -117,9 +133,21 @@ def test_a_run_killed_after_its_commit_is_rerun_without_doubles(workdir):
 
     crash_env = {**env, "PIPELINE_CRASH_AT": "load_after_commit"}
     killed = subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions",
-         "--select", "orders"], cwd=tmp_path, env=crash_env, capture_output=True, text=True,
-        timeout=300)
+        [
+            str(BIN / "dagster"),
+            "asset",
+            "materialize",
+            "-m",
+            "pipeline_assets.definitions",
+            "--select",
+            "orders",
+        ],
+        cwd=tmp_path,
+        env=crash_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     # the step's process was killed (SIGKILL): the run fails, as after a lost pod
     assert killed.returncode != 0 and "Materialization failed" in killed.stderr
     assert count(warehouse) == 7  # the commit had landed before the kill
@@ -137,8 +165,12 @@ def built(tmp_path: Path) -> Path:
     return tmp_path / "data" / "paid_orders"
 
 
-RANGE_ARGS = ("--select", "paid_orders,daily_revenue", "--partition-range",
-              "2026-01-20...2026-01-25")
+RANGE_ARGS = (
+    "--select",
+    "paid_orders,daily_revenue",
+    "--partition-range",
+    "2026-01-20...2026-01-25",
+)
 DAYS = ["2026-01-20", "2026-01-21", "2026-01-22", "2026-01-23", "2026-01-24", "2026-01-25"]
 
 
@@ -161,8 +193,13 @@ def test_a_partition_range_from_the_command_line_is_one_run(files_workdir):
 def load_and_build(source, warehouse, folder: Path, run_id: str) -> None:
     """What `orders` then `paid_orders` over DAYS do, through the core (fast set-up)."""
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-    write_day_files(folder, paid_orders_by_day(warehouse, DAYS, UTC), run_id=run_id,
-                    written_at=NOW, watermark=wm.current(warehouse))
+    write_day_files(
+        folder,
+        paid_orders_by_day(warehouse, DAYS, UTC),
+        run_id=run_id,
+        written_at=NOW,
+        watermark=wm.current(warehouse),
+    )
 
 
 # What a SIGKILL at each file point leaves (core/daily_files/'s docstring, the reader
@@ -179,8 +216,10 @@ KILLED_AT = {
     "files_after_manifest": ("new", False),  # the unfinished run's head vouches for them
     "files_after_pointers": ("new", False),
 }
-CHANGED = {"2026-01-21": {"old": [("18.20", 106)], "new": [("99.00", 106)]},
-           "2026-01-23": {"old": [], "new": [("1.00", 187)]}}
+CHANGED = {
+    "2026-01-21": {"old": [("18.20", 106)], "new": [("99.00", 106)]},
+    "2026-01-23": {"old": [], "new": [("1.00", 187)]},
+}
 
 
 def test_every_file_crash_point_is_killed_for_real():
@@ -189,8 +228,7 @@ def test_every_file_crash_point_is_killed_for_real():
 
 
 @pytest.mark.parametrize("point", sorted(KILLED_AT))
-def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(file_store_workdir,
-                                                                      point):
+def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(file_store_workdir, point):
     """SIGKILL at each crash point of the file write, on local disk and on the bucket."""
     tmp_path, env, source, warehouse, folder = file_store_workdir
     load_and_build(source, warehouse, folder, "setup")  # committed once
@@ -212,8 +250,9 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(file_stor
                 # a killed writer's head says "writing": on the bucket, do not wait for it
                 read_committed_day(folder, day, wait_for_writer=0.5)
         else:
-            assert [(r["amount"], r["order_id"]) for r in read_committed_day(folder, day)] \
-                == versions[version], day
+            assert [
+                (r["amount"], r["order_id"]) for r in read_committed_day(folder, day)
+            ] == versions[version], day
     changed = statuses["2026-01-21"]
     if point.startswith("files_after"):  # the manifest landed: the new version is committed
         assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "99.00"
@@ -246,12 +285,13 @@ def test_a_range_backfill_to_the_bucket_reads_back_byte_for_byte(tmp_path, bucke
     """The real ``dagster asset materialize --partition-range`` with PAID_ORDERS_URL on the
     bucket: one run, one manifest, and every object equal, byte for byte, to the file the
     same backfill writes to a local folder; the rows are the warehouse's paid orders."""
-    urls = {"source": f"sqlite:///{tmp_path / 'app.db'}",
-            "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}"}
+    urls = {
+        "source": f"sqlite:///{tmp_path / 'app.db'}",
+        "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}",
+    }
     url = f"{bucket}/paid_orders"
     for _, env, source, warehouse in _workdir(tmp_path, urls, url):
-        demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24",
-                       tz=UTC)
+        demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
         assert dagster(env, tmp_path, "--select", "orders").returncode == 0
         done = dagster(env, tmp_path, *RANGE_ARGS)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -265,8 +305,9 @@ def test_a_range_backfill_to_the_bucket_reads_back_byte_for_byte(tmp_path, bucke
         [manifest] = [json.loads(v) for n, v in on_bucket.items() if n.startswith("_manifest_")]
         assert manifest["days_written"] == DAYS
         with warehouse.connect() as conn:
-            paid = conn.execute(sa.text(
-                "SELECT order_id, updated_at FROM orders WHERE status = 'paid'")).all()
+            paid = conn.execute(
+                sa.text("SELECT order_id, updated_at FROM orders WHERE status = 'paid'")
+            ).all()
         for day in DAYS:
             want = sorted(oid for oid, at in paid if str(at).startswith(day))
             assert [r["order_id"] for r in json.loads(on_bucket[f"{day}.json"])] == want

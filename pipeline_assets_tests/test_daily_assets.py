@@ -21,8 +21,10 @@ from pipeline_assets.core.daily_files import read_committed_day
 
 from .worlds import Pipeline
 
-RANGE = {"dagster/asset_partition_range_start": "2026-01-20",
-         "dagster/asset_partition_range_end": "2026-01-25"}
+RANGE = {
+    "dagster/asset_partition_range_start": "2026-01-20",
+    "dagster/asset_partition_range_end": "2026-01-25",
+}
 
 
 @pytest.fixture
@@ -40,11 +42,13 @@ def test_one_day_is_one_exact_file_and_one_manifest(pipe):
     pipe.run_daily_files_job("2026-01-25")
     assert pipe.file("2026-01-25") == (
         b'[{"amount":"22.00","order_id":105,"status":"paid",'
-        b'"updated_at":"2026-01-25T00:00:00+00:00"}]\n')
+        b'"updated_at":"2026-01-25T00:00:00+00:00"}]\n'
+    )
     (manifest,) = pipe.manifests()
     assert manifest["days_written"] == ["2026-01-25"]
-    assert manifest["files"] == {"2026-01-25": {
-        "rows": 1, "sha256": hashlib.sha256(pipe.file("2026-01-25")).hexdigest()}}
+    assert manifest["files"] == {
+        "2026-01-25": {"rows": 1, "sha256": hashlib.sha256(pipe.file("2026-01-25")).hexdigest()}
+    }
     assert manifest["watermark"] == "2026-01-25T00:00:00+00:00"
     assert read_committed_day(pipe.folder, "2026-01-25")[0]["order_id"] == 105
 
@@ -57,16 +61,23 @@ def test_a_range_is_one_run_with_n_files_and_one_manifest(pipe):
     (manifest,) = pipe.manifests()
     assert manifest["run_id"] == result.run_id and manifest["days_written"] == days
     assert {d: f["rows"] for d, f in manifest["files"].items()} == {
-        "2026-01-20": 0, "2026-01-21": 1, "2026-01-22": 0, "2026-01-23": 0,
-        "2026-01-24": 1, "2026-01-25": 1}
+        "2026-01-20": 0,
+        "2026-01-21": 1,
+        "2026-01-22": 0,
+        "2026-01-23": 0,
+        "2026-01-24": 1,
+        "2026-01-25": 1,
+    }
     for day in days:
         assert manifest["files"][day]["sha256"] == hashlib.sha256(pipe.file(day)).hexdigest()
     assert pipe.file("2026-01-22") == b"[]\n"
     assert wm.current(pipe.warehouse) == before  # a backfill never moves the watermark
 
-    revenue = {e.materialization.partition: e.materialization.metadata
-               for e in result.get_asset_materialization_events()
-               if e.materialization.asset_key.to_user_string() == "daily_revenue"}
+    revenue = {
+        e.materialization.partition: e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key.to_user_string() == "daily_revenue"
+    }
     assert sorted(revenue) == days
     assert revenue["2026-01-24"]["orders"].value == 1
     assert revenue["2026-01-24"]["revenue"].value == 30.0
@@ -120,13 +131,26 @@ def test_the_time_zone_decides_which_file_a_row_is_in(tmp_path, instance):
     pipe = Pipeline(tmp_path / "data", instance=instance, PIPELINE_TIMEZONE="America/New_York")
     demo.init(pipe.source)
     pipe.app_set(300, "paid", "5.00", "2026-01-25T03:00:00+00:00")
-    assert pipe.run_orders_job() == ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15",
-                                     "2026-01-19", "2026-01-21", "2026-01-24"]
-    pipe.run_daily_files_job(tags={"dagster/asset_partition_range_start": "2026-01-24",
-                                   "dagster/asset_partition_range_end": "2026-01-25"})
+    assert pipe.run_orders_job() == [
+        "2026-01-03",
+        "2026-01-08",
+        "2026-01-12",
+        "2026-01-15",
+        "2026-01-19",
+        "2026-01-21",
+        "2026-01-24",
+    ]
+    pipe.run_daily_files_job(
+        tags={
+            "dagster/asset_partition_range_start": "2026-01-24",
+            "dagster/asset_partition_range_end": "2026-01-25",
+        }
+    )
     assert [r["order_id"] for r in read_committed_day(pipe.folder, "2026-01-24")] == [300]
-    assert read_committed_day(pipe.folder, "2026-01-24")[0]["updated_at"] == \
-        "2026-01-24T22:00:00-05:00"
+    assert (
+        read_committed_day(pipe.folder, "2026-01-24")[0]["updated_at"]
+        == "2026-01-24T22:00:00-05:00"
+    )
     assert read_committed_day(pipe.folder, "2026-01-25") == []
     pipe.close()
 
@@ -136,8 +160,11 @@ def test_daily_revenue_refuses_a_day_edited_by_hand(pipe):
     path = pipe.folder / "2026-01-24.json"
     path.write_text(path.read_text().replace("30.00", "3000.00"))
     result = pipe.defs.resolve_job_def("daily_files_job").execute_in_process(
-        instance=pipe.instance, partition_key="2026-01-24", raise_on_error=False,
-        asset_selection=[AssetKey("daily_revenue")])
+        instance=pipe.instance,
+        partition_key="2026-01-24",
+        raise_on_error=False,
+        asset_selection=[AssetKey("daily_revenue")],
+    )
     assert not result.success
     error = result.get_step_failure_events()[0].step_failure_data.error
     message = error.message + (error.cause.message if error.cause else "")

@@ -52,40 +52,49 @@ def write(folder, days, run_id="run-1", **kwargs):
 
 # --- serialization -----------------------------------------------------------------------
 
-ONE = (b'[{"amount":"22.00","order_id":1,"status":"paid",'
-       b'"updated_at":"2026-01-25T03:00:00+00:00"}]\n')
-TWO = (b'[{"amount":"9.50","order_id":1,"status":"paid","updated_at":"2026-01-25"},'
-       b'{"amount":"22.00","order_id":7,"status":"paid",'
-       b'"updated_at":"2026-01-25T03:00:00+00:00"}]\n')
+ONE = (
+    b'[{"amount":"22.00","order_id":1,"status":"paid","updated_at":"2026-01-25T03:00:00+00:00"}]\n'
+)
+TWO = (
+    b'[{"amount":"9.50","order_id":1,"status":"paid","updated_at":"2026-01-25"},'
+    b'{"amount":"22.00","order_id":7,"status":"paid",'
+    b'"updated_at":"2026-01-25T03:00:00+00:00"}]\n'
+)
 
 
-@pytest.mark.parametrize("rows, expected", [
-    ([], b"[]\n"),
-    ([row(1)], ONE),
-    # Input order and dict key order never change the bytes.
-    ([row(7), row(1, "9.50", "2026-01-25")], TWO),
-    ([row(1, "9.50", "2026-01-25"), row(7)], TWO),
-    ([dict(reversed(list(row(7).items()))), row(1, "9.50", "2026-01-25")], TWO),
-    # Exact values given as Decimal / datetime are written as the same text.
-    ([row(1, Decimal("22.00"), datetime(2026, 1, 25, 3, tzinfo=timezone.utc))], ONE),
-])
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        ([], b"[]\n"),
+        ([row(1)], ONE),
+        # Input order and dict key order never change the bytes.
+        ([row(7), row(1, "9.50", "2026-01-25")], TWO),
+        ([row(1, "9.50", "2026-01-25"), row(7)], TWO),
+        ([dict(reversed(list(row(7).items()))), row(1, "9.50", "2026-01-25")], TWO),
+        # Exact values given as Decimal / datetime are written as the same text.
+        ([row(1, Decimal("22.00"), datetime(2026, 1, 25, 3, tzinfo=timezone.utc))], ONE),
+    ],
+)
 def test_serialize_day_is_byte_deterministic(rows, expected):
     """Same rows, in any order or form, give the same bytes: reruns rewrite identical files."""
     assert serialize_day(DAY, rows) == expected
     assert serialize_day(DAY, list(reversed(rows))) == expected
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([row(1, 22.0)], "amount 22.0 must be exact decimal text"),
-    ([row(1, "22,00")], "amount '22,00' must be exact decimal text"),
-    ([row(True)], "order_id True must be an integer"),
-    ([row("1")], "order_id '1' must be an integer"),
-    ([row(1, status="")], "status '' must be non-empty text"),
-    ([row(1, updated_at="yesterday")], "updated_at 'yesterday' is not ISO-8601"),
-    ([{"order_id": 1, "status": "paid", "amount": "1.00"}], "missing: ['updated_at']"),
-    ([{**row(1), "day": DAY}], "unexpected: ['day']"),
-    ([row(3), row(3, "1.00")], "order 3 appears twice"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([row(1, 22.0)], "amount 22.0 must be exact decimal text"),
+        ([row(1, "22,00")], "amount '22,00' must be exact decimal text"),
+        ([row(True)], "order_id True must be an integer"),
+        ([row("1")], "order_id '1' must be an integer"),
+        ([row(1, status="")], "status '' must be non-empty text"),
+        ([row(1, updated_at="yesterday")], "updated_at 'yesterday' is not ISO-8601"),
+        ([{"order_id": 1, "status": "paid", "amount": "1.00"}], "missing: ['updated_at']"),
+        ([{**row(1), "day": DAY}], "unexpected: ['day']"),
+        ([row(3), row(3, "1.00")], "order 3 appears twice"),
+    ],
+)
 def test_serialize_day_refuses_rows_it_cannot_store_exactly(rows, message):
     """A row that would be stored inexactly or twice fails, naming the day and the value."""
     with pytest.raises(DayFilesError) as err:
@@ -94,9 +103,16 @@ def test_serialize_day_refuses_rows_it_cannot_store_exactly(rows, message):
     assert DAY in str(err.value)
 
 
-@pytest.mark.parametrize("day", [
-    "2026-1-25", "2026-02-30", "25-01-2026", "2026-01-25.json", 20260125,
-])
+@pytest.mark.parametrize(
+    "day",
+    [
+        "2026-1-25",
+        "2026-02-30",
+        "25-01-2026",
+        "2026-01-25.json",
+        20260125,
+    ],
+)
 def test_days_must_be_real_calendar_days(day, tmp_path):
     with pytest.raises(DayFilesError):
         day_file_path(tmp_path, day)
@@ -105,10 +121,15 @@ def test_days_must_be_real_calendar_days(day, tmp_path):
 # --- names -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("final", [
-    "2026-01-25.json", "_manifest_0f1e2d3c-aaaa-bbbb-cccc-1234567890ab.json",
-    "_committed/2026-01-25.json", "_committed/_head.json",
-])
+@pytest.mark.parametrize(
+    "final",
+    [
+        "2026-01-25.json",
+        "_manifest_0f1e2d3c-aaaa-bbbb-cccc-1234567890ab.json",
+        "_committed/2026-01-25.json",
+        "_committed/_head.json",
+    ],
+)
 def test_temp_names_are_never_day_files_or_manifests(final, tmp_path):
     """A reader listing ``YYYY-MM-DD.json`` or ``_manifest_*.json`` never picks up a temp."""
     for _ in range(200):
@@ -133,8 +154,9 @@ def test_paths(tmp_path):
 
 def test_write_leaves_day_files_manifest_and_pointers(paid_folder):
     folder = paid_folder
-    written = write(folder, {"2026-01-26": [], DAY: [row(1)]},
-                    watermark="2026-01-25T03:00:00+00:00")
+    written = write(
+        folder, {"2026-01-26": [], DAY: [row(1)]}, watermark="2026-01-25T03:00:00+00:00"
+    )
     assert (folder / "2026-01-25.json").read_bytes() == ONE
     assert (folder / "2026-01-26.json").read_bytes() == b"[]\n"
     sha_one, sha_empty = hashlib.sha256(ONE).hexdigest(), hashlib.sha256(b"[]\n").hexdigest()
@@ -145,15 +167,24 @@ def test_write_leaves_day_files_manifest_and_pointers(paid_folder):
         "days_written": ["2026-01-25", "2026-01-26"],
         "watermark": "2026-01-25T03:00:00+00:00",
         "written_at": WRITTEN_AT,
-        "files": {"2026-01-25": {"rows": 1, "sha256": sha_one},
-                  "2026-01-26": {"rows": 0, "sha256": sha_empty}},
+        "files": {
+            "2026-01-25": {"rows": 1, "sha256": sha_one},
+            "2026-01-26": {"rows": 0, "sha256": sha_empty},
+        },
     }
     assert json.loads(pointer_path(folder, DAY).read_bytes()) == {
-        "day": DAY, "manifest": "_manifest_run-1.json", "run_id": "run-1", "sequence": 1,
-        "sha256": sha_one, "rows": 1,
+        "day": DAY,
+        "manifest": "_manifest_run-1.json",
+        "run_id": "run-1",
+        "sequence": 1,
+        "sha256": sha_one,
+        "rows": 1,
     }
     assert json.loads((folder / "_committed" / "_head.json").read_bytes()) == {
-        "manifest": "_manifest_run-1.json", "sequence": 1, "state": "done"}
+        "manifest": "_manifest_run-1.json",
+        "sequence": 1,
+        "state": "done",
+    }
     assert written.days_written == ("2026-01-25", "2026-01-26")
     assert written.rows == {"2026-01-25": 1, "2026-01-26": 0}
     assert written.total_rows == 1
@@ -161,8 +192,13 @@ def test_write_leaves_day_files_manifest_and_pointers(paid_folder):
     assert temp_files(folder) == []
     lock = [] if isinstance(folder, UPath) else [".lock"]  # no lock file on an object store
     assert sorted(all_files(folder)) == lock + [
-        "2026-01-25.json", "2026-01-26.json", "_committed/2026-01-25.json",
-        "_committed/2026-01-26.json", "_committed/_head.json", "_manifest_run-1.json"]
+        "2026-01-25.json",
+        "2026-01-26.json",
+        "_committed/2026-01-25.json",
+        "_committed/2026-01-26.json",
+        "_committed/_head.json",
+        "_manifest_run-1.json",
+    ]
 
 
 def test_sequences_increase_and_reruns_rewrite_identical_bytes(paid_folder):
@@ -181,11 +217,14 @@ def test_bad_rows_never_touch_the_folder(paid_folder):
     assert all_files(paid_folder) == before
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"written_at": "soon"}, "written_at 'soon' must be an ISO-8601 timestamp"),
-    ({"watermark": 5}, "watermark 5 must be ISO-8601 text or None"),
-    ({"run_id": "a/b"}, "run id 'a/b' cannot name a manifest file"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"written_at": "soon"}, "written_at 'soon' must be an ISO-8601 timestamp"),
+        ({"watermark": 5}, "watermark 5 must be ISO-8601 text or None"),
+        ({"run_id": "a/b"}, "run id 'a/b' cannot name a manifest file"),
+    ],
+)
 def test_write_arguments_are_checked(tmp_path, kwargs, message):
     args = {"run_id": "r", "written_at": WRITTEN_AT, "watermark": None, **kwargs}
     with pytest.raises(DayFilesError) as err:
@@ -310,29 +349,53 @@ def nothing(folder):
     pass
 
 
-@pytest.mark.parametrize("scenario, state, manifest, data, reason", [
-    (good, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
-    (newer_manifest, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
-    (crash_before_manifest_same_bytes, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
-    (crash_between_manifest_and_pointer, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
-    (crash_between_pointers_and_head, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
-    (crash_before_the_day_file_is_visible, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
-    (crash_before_any_pointer_on_first_run, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
-    (edited_by_hand, UNCOMMITTED, "_manifest_run-1.json", None, "edited by hand"),
-    (older_bytes_under_newer_manifest, UNCOMMITTED, "_manifest_run-2.json", None,
-     "recorded in _manifest_run-2.json"),
-    (crash_before_manifest, UNCOMMITTED, "_manifest_run-1.json", None,
-     "recorded in _manifest_run-1.json"),
-    (crash_before_the_manifest_is_visible, UNCOMMITTED, "_manifest_run-1.json", None,
-     "recorded in _manifest_run-1.json"),
-    (truncated_manifest, UNCOMMITTED, None, None, "_manifest_run-1.json is not valid JSON"),
-    (missing_manifest, UNCOMMITTED, None, None, "manifest _manifest_run-1.json is missing"),
-    (missing_pointer, UNCOMMITTED, None, None, "no manifest lists it"),
-    (corrupt_pointer, UNCOMMITTED, None, None, "pointer _committed/2026-01-25.json is unreadable"),
-    (missing_file, UNCOMMITTED, "_manifest_run-1.json", None, "the file is missing"),
-    (file_without_manifest, UNCOMMITTED, None, None, "no manifest lists it"),
-    (nothing, NOT_BUILT, None, None, "never built"),
-])
+@pytest.mark.parametrize(
+    "scenario, state, manifest, data, reason",
+    [
+        (good, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
+        (newer_manifest, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+        (crash_before_manifest_same_bytes, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
+        (crash_between_manifest_and_pointer, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+        (crash_between_pointers_and_head, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+        (crash_before_the_day_file_is_visible, COMMITTED, "_manifest_run-1.json", OLD_BYTES, ""),
+        (crash_before_any_pointer_on_first_run, COMMITTED, "_manifest_run-2.json", NEW_BYTES, ""),
+        (edited_by_hand, UNCOMMITTED, "_manifest_run-1.json", None, "edited by hand"),
+        (
+            older_bytes_under_newer_manifest,
+            UNCOMMITTED,
+            "_manifest_run-2.json",
+            None,
+            "recorded in _manifest_run-2.json",
+        ),
+        (
+            crash_before_manifest,
+            UNCOMMITTED,
+            "_manifest_run-1.json",
+            None,
+            "recorded in _manifest_run-1.json",
+        ),
+        (
+            crash_before_the_manifest_is_visible,
+            UNCOMMITTED,
+            "_manifest_run-1.json",
+            None,
+            "recorded in _manifest_run-1.json",
+        ),
+        (truncated_manifest, UNCOMMITTED, None, None, "_manifest_run-1.json is not valid JSON"),
+        (missing_manifest, UNCOMMITTED, None, None, "manifest _manifest_run-1.json is missing"),
+        (missing_pointer, UNCOMMITTED, None, None, "no manifest lists it"),
+        (
+            corrupt_pointer,
+            UNCOMMITTED,
+            None,
+            None,
+            "pointer _committed/2026-01-25.json is unreadable",
+        ),
+        (missing_file, UNCOMMITTED, "_manifest_run-1.json", None, "the file is missing"),
+        (file_without_manifest, UNCOMMITTED, None, None, "no manifest lists it"),
+        (nothing, NOT_BUILT, None, None, "never built"),
+    ],
+)
 def test_committed_check(paid_folder, scenario, state, manifest, data, reason):
     """A day counts only when the newest manifest listing it matches its bytes.
 
@@ -358,7 +421,8 @@ def test_committed_check(paid_folder, scenario, state, manifest, data, reason):
         assert message.startswith(f"paid_orders day {DAY} is not committed: ")
         assert message.endswith(
             "Rebuild it: dagster asset materialize -m pipeline_assets.definitions "
-            f"--select paid_orders,daily_revenue --partition {DAY}")
+            f"--select paid_orders,daily_revenue --partition {DAY}"
+        )
         assert err.value.days == (DAY,)
         assert isinstance(err.value, PipelineError)  # a user's error, one line, caught at edges
     assert temp_files(folder) == []
@@ -371,8 +435,7 @@ def test_the_next_write_finishes_a_crashed_runs_pointers(paid_folder):
         write(folder, {DAY: NEW, "2026-01-26": []}, run_id="run-2")
     assert not pointer_path(folder, "2026-01-26").exists()
     write(folder, {"2026-01-27": []}, run_id="run-3")
-    assert json.loads(pointer_path(folder, DAY).read_bytes())["manifest"] == \
-        "_manifest_run-2.json"
+    assert json.loads(pointer_path(folder, DAY).read_bytes())["manifest"] == "_manifest_run-2.json"
     assert [(s.day, s.state, s.manifest, s.sequence) for s in describe_days(folder)] == [
         ("2026-01-25", COMMITTED, "_manifest_run-2.json", 2),
         ("2026-01-26", COMMITTED, "_manifest_run-2.json", 2),
@@ -412,7 +475,9 @@ def test_describe_and_read_many_days(paid_folder):
     ]
     assert statuses[3].repair_command.endswith("--partition 2026-01-26")
     assert read_committed_days(folder, [DAY, "2026-01-24"]) == {
-        "2026-01-24": [row(3)], DAY: [row(1)]}
+        "2026-01-24": [row(3)],
+        DAY: [row(1)],
+    }
     with pytest.raises(UncommittedDayError) as err:
         read_committed_days(folder, ["2026-01-23", DAY, "2026-01-26"])
     assert err.value.days == ("2026-01-23", "2026-01-26")
@@ -425,8 +490,7 @@ def test_describe_and_read_many_days(paid_folder):
 
 def test_a_polling_reader_never_sees_a_partial_file(tmp_path):
     """While a day is rewritten many times, every read parses to one whole version."""
-    versions = [serialize_day(DAY, [row(i, f"{i}.00") for i in range(1, n)])
-                for n in (1, 50, 2000)]
+    versions = [serialize_day(DAY, [row(i, f"{i}.00") for i in range(1, n)]) for n in (1, 50, 2000)]
     write(tmp_path, {DAY: []})
     path = day_file_path(tmp_path, DAY)
     stop, seen, bad = threading.Event(), set(), []
@@ -459,9 +523,17 @@ def test_no_temp_file_remains_after_a_failed_replace(tmp_path):
     assert temp_files(tmp_path) == []
 
 
-@pytest.mark.parametrize("point", [
-    "day_file_before_rename", "files_between_days", "files_before_manifest",
-    "manifest_before_rename", "files_after_manifest", "files_after_pointers"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        "day_file_before_rename",
+        "files_between_days",
+        "files_before_manifest",
+        "manifest_before_rename",
+        "files_after_manifest",
+        "files_after_pointers",
+    ],
+)
 def test_no_temp_file_remains_after_a_crashed_run(paid_folder, point):
     """A run raising at a crash point cleans its temp file (a killed one: the next writer)."""
     with crash_at(point), pytest.raises(Crash):
@@ -473,10 +545,12 @@ def test_no_temp_file_remains_after_a_crashed_run(paid_folder, point):
 
 def test_stale_temp_files_are_cleared_by_the_next_write(tmp_path):
     write(tmp_path, {DAY: []})
-    stale = [tmp_path / ".2026-01-25.json.4242.deadbeef.partial",
-             tmp_path / "_committed" / ".2026-01-25.json.4242.cafe0000.partial"]
+    stale = [
+        tmp_path / ".2026-01-25.json.4242.deadbeef.partial",
+        tmp_path / "_committed" / ".2026-01-25.json.4242.cafe0000.partial",
+    ]
     for path in stale:
-        path.write_bytes(b"[{\"amount\":")
+        path.write_bytes(b'[{"amount":')
     assert temp_files(tmp_path) != []
     assert day_status(tmp_path, DAY).state == COMMITTED
     write(tmp_path, {"2026-01-26": []}, run_id="run-2")
@@ -491,8 +565,10 @@ WRITER_DAYS = [f"2026-01-{d:02d}" for d in range(10, 20)]
 def _writer(folder: str, name: str, rounds: int) -> None:
     amount = "1.00" if name == "a" else "2.00"
     for i in range(rounds):
-        days = {day: [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)]
-                for day in WRITER_DAYS}
+        days = {
+            day: [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)]
+            for day in WRITER_DAYS
+        }
         write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT)
 
 
@@ -514,7 +590,8 @@ def test_two_processes_writing_the_same_days_leave_agreeing_files(tmp_path):
     statuses = describe_days(tmp_path)
     assert [s.day for s in statuses] == WRITER_DAYS
     assert {(s.state, s.manifest) for s in statuses} == {
-        (COMMITTED, f"_manifest_{last['run_id']}.json")}
+        (COMMITTED, f"_manifest_{last['run_id']}.json")
+    }
     for day in WRITER_DAYS:
         data = day_file_path(tmp_path, day).read_bytes()
         assert hashlib.sha256(data).hexdigest() == last["files"][day]["sha256"]
@@ -560,10 +637,13 @@ def test_a_reader_that_meets_a_dead_writer_reads_the_next_writers_version(paid_f
 
 # --- no pool: two writers racing on the bucket ---------------------------------------------
 
-VERSIONS = {name: {day: serialize_day(day, [row(n, amount, f"{day}T0{n}:00:00+00:00")
-                                            for n in range(1, 6)])
-                   for day in WRITER_DAYS}
-            for name, amount in (("a", "1.00"), ("b", "2.00"))}
+VERSIONS = {
+    name: {
+        day: serialize_day(day, [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)])
+        for day in WRITER_DAYS
+    }
+    for name, amount in (("a", "1.00"), ("b", "2.00"))
+}
 
 
 def _check_reads(folder: str, stop_file: str, out: str) -> None:
@@ -608,8 +688,9 @@ def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bu
             assert hashlib.sha256(status.data).hexdigest() == status.sha256
         else:
             assert status.state == UNCOMMITTED
-    write_day_files(folder, {day: [] for day in WRITER_DAYS}, run_id="rebuild",
-                    written_at=WRITTEN_AT)
+    write_day_files(
+        folder, {day: [] for day in WRITER_DAYS}, run_id="rebuild", written_at=WRITTEN_AT
+    )
     assert {s.state for s in describe_days(folder)} == {COMMITTED}
 
 

@@ -60,8 +60,9 @@ def test_every_sensor_and_the_schedule_resolve_and_launch_their_job():
 
 def test_workspace_and_pyproject_both_name_the_module():
     workspace = yaml.safe_load((ROOT / "workspace.yaml").read_text())
-    assert workspace["load_from"][0]["python_module"]["module_name"] == \
-        "pipeline_assets.definitions"
+    assert (
+        workspace["load_from"][0]["python_module"]["module_name"] == "pipeline_assets.definitions"
+    )
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["tool"]["dagster"]["module_name"] == "pipeline_assets.definitions"
 
@@ -77,8 +78,11 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_core_never_imports_dagster():
-    offenders = [str(p.relative_to(PACKAGE)) for p in (PACKAGE / "core").rglob("*.py")
-                 if "dagster" in _imports(p)]
+    offenders = [
+        str(p.relative_to(PACKAGE))
+        for p in (PACKAGE / "core").rglob("*.py")
+        if "dagster" in _imports(p)
+    ]
     assert offenders == []
 
 
@@ -86,22 +90,31 @@ def test_pyproject_declares_every_package_the_code_imports():
     """Installing the project must bring what it imports, not rely on Dagster's own
     dependencies; and the Python it claims must be the one the code needs (tomllib)."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = {re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0].lower().replace("-", "_")
-                for dep in pyproject["dependencies"]}
+    declared = {
+        re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0].lower().replace("-", "_")
+        for dep in pyproject["dependencies"]
+    }
     imported = set()
     for path in PACKAGE.rglob("*.py"):
         imported |= _imports(path)
     third_party = imported - set(sys.stdlib_module_names) - {"pipeline_assets"}
     # the distributions whose import name differs from their name
-    third_party = {{"upath": "universal_pathlib", "yaml": "pyyaml"}.get(name, name)
-                   for name in third_party}
+    third_party = {
+        {"upath": "universal_pathlib", "yaml": "pyyaml"}.get(name, name) for name in third_party
+    }
     # imported only where an extra's feature runs, and that extra must bring it:
     # import name -> (extra, distribution)
-    optional = {"connectorx": ("mysql", "connectorx"), "celery": ("celery", "celery"),
-                "kombu": ("celery", "kombu"), "dagster_celery": ("celery", "dagster-celery")}
+    optional = {
+        "connectorx": ("mysql", "connectorx"),
+        "celery": ("celery", "celery"),
+        "kombu": ("celery", "kombu"),
+        "dagster_celery": ("celery", "dagster-celery"),
+    }
     for extra, dist in optional.values():
-        assert any(re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0] == dist
-                   for dep in pyproject["optional-dependencies"][extra]), (extra, dist)
+        assert any(
+            re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0] == dist
+            for dep in pyproject["optional-dependencies"][extra]
+        ), (extra, dist)
     assert third_party - set(optional) <= declared, sorted(third_party - declared)
     assert pyproject["requires-python"] == ">=3.11"
 
@@ -116,16 +129,25 @@ def test_no_private_dagster_imports_in_the_package():
 def test_importing_definitions_has_no_side_effects(tmp_path):
     """Loading the code location must not create folders or open databases."""
     env = {**os.environ, "PIPELINE_DATA_DIR": str(tmp_path / "data")}
-    subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"],
-                   cwd=tmp_path, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", "import pipeline_assets.definitions"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.e2e
 def test_bad_settings_fail_loading_with_the_variable_named(tmp_path):
     env = {**os.environ, "LOOKBACK_DAYS": "two"}
-    done = subprocess.run([sys.executable, "-c", "import pipeline_assets.definitions"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import pipeline_assets.definitions"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode != 0 and "LOOKBACK_DAYS='two'" in done.stderr
 
 
@@ -139,19 +161,26 @@ def _settings(tmp_path: Path, **env: str):
 def test_a_declared_table_gets_every_name_by_the_rule(tmp_path):
     built = build_definitions(_settings(tmp_path), spec=PAYMENTS)
     assert {k.to_user_string() for k in built.resolve_all_asset_keys()} == {
-        "payments", "captured_payments", "captured_per_day"}
-    assert {(k.asset_key.to_user_string(), k.name)
-            for k in built.resolve_asset_graph().asset_check_keys} == {
-        ("payments", "payments_match_source"), ("payments", "lateness_within_lookback")}
-    jobs = {"payments_job": {"payments"},
-            "captured_payments_job": {"captured_payments", "captured_per_day"},
-            "payments_daily_job": {"payments", "captured_payments", "captured_per_day"}}
+        "payments",
+        "captured_payments",
+        "captured_per_day",
+    }
+    assert {
+        (k.asset_key.to_user_string(), k.name) for k in built.resolve_asset_graph().asset_check_keys
+    } == {("payments", "payments_match_source"), ("payments", "lateness_within_lookback")}
+    jobs = {
+        "payments_job": {"payments"},
+        "captured_payments_job": {"captured_payments", "captured_per_day"},
+        "payments_daily_job": {"payments", "captured_payments", "captured_per_day"},
+    }
     for name, assets in jobs.items():
         job = built.resolve_job_def(name)
         assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == assets
     assert built.resolve_sensor_def("new_payments_sensor").job_name == "payments_job"
-    assert built.resolve_sensor_def("captured_payments_refresh_sensor").job_name == \
-        "captured_payments_job"
+    assert (
+        built.resolve_sensor_def("captured_payments_refresh_sensor").job_name
+        == "captured_payments_job"
+    )
     schedule = built.resolve_schedule_def("payments_daily_schedule")
     assert (schedule.job_name, schedule.cron_schedule) == ("payments_daily_job", "30 0 * * *")
     # the op of N is N, so a range load's run config is {"ops": {"payments": …}}
@@ -159,8 +188,9 @@ def test_a_declared_table_gets_every_name_by_the_rule(tmp_path):
 
 
 def test_day_files_and_totals_are_daily_partitions_run_as_one_range(tmp_path):
-    settings = _settings(tmp_path, PARTITIONS_START_DATE="2026-01-05",
-                         PIPELINE_TIMEZONE="Europe/Paris")
+    settings = _settings(
+        tmp_path, PARTITIONS_START_DATE="2026-01-05", PIPELINE_TIMEZONE="Europe/Paris"
+    )
     built = build_definitions(settings, spec=PAYMENTS).resolve_asset_graph()
     for name in ("captured_payments", "captured_per_day"):
         node = built.get(AssetKey(name))
@@ -200,8 +230,13 @@ def test_two_declarations_load_together_sharing_what_they_share(tmp_path):
     payments = build_definitions(settings, spec=PAYMENTS)
     merged = Definitions.merge(orders, payments)
     assert {k.to_user_string() for k in merged.resolve_all_asset_keys()} == {
-        "orders", "paid_orders", "daily_revenue",
-        "payments", "captured_payments", "captured_per_day"}
+        "orders",
+        "paid_orders",
+        "daily_revenue",
+        "payments",
+        "captured_payments",
+        "captured_per_day",
+    }
     assert set(merged.resources) == {"source", "warehouse", "watermark", "day_files"}
     for key in merged.resources:  # same key, same object: how Dagster merges them
         assert orders.resources[key] is payments.resources[key]
@@ -212,28 +247,39 @@ def test_two_declarations_load_together_sharing_what_they_share(tmp_path):
 
 def test_what_a_table_has_of_its_own_is_keyed_by_its_name(tmp_path):
     settings = _settings(tmp_path, PAID_ORDERS_URL="s3://bucket/paid")
-    own = declare(PAYMENTS_ATTRIBUTES | {
-        "source_url": f"sqlite:///{tmp_path / 'payments.db'}", "lookback_days": 5,
-        "daily_files": [PAYMENTS_ATTRIBUTES["daily_files"][0] | {"url": "s3://bucket/cap"}]})
+    own = declare(
+        PAYMENTS_ATTRIBUTES
+        | {
+            "source_url": f"sqlite:///{tmp_path / 'payments.db'}",
+            "lookback_days": 5,
+            "daily_files": [PAYMENTS_ATTRIBUTES["daily_files"][0] | {"url": "s3://bucket/cap"}],
+        }
+    )
     orders = build_definitions(settings, spec=ORDERS)
     payments = build_definitions(settings, spec=own)
     merged = Definitions.merge(orders, payments)
     assert set(merged.resources) == {
-        "source", "warehouse", "watermark", "day_files_paid_orders",
-        "source_payments", "watermark_payments", "day_files_captured_payments"}
+        "source",
+        "warehouse",
+        "watermark",
+        "day_files_paid_orders",
+        "source_payments",
+        "watermark_payments",
+        "day_files_captured_payments",
+    }
     assert merged.resources["source_payments"].url == own.source_url
     assert merged.resources["watermark_payments"].lookback_days == 5
     assert merged.resources["watermark"].lookback_days == 2
     assert merged.resources["day_files_paid_orders"].url == "s3://bucket/paid"
     assert merged.resources["day_files_captured_payments"].url == "s3://bucket/cap"
     graph = merged.resolve_asset_graph()
-    assert graph.get(AssetKey("captured_payments")).io_manager_key == \
-        "day_files_captured_payments"
+    assert graph.get(AssetKey("captured_payments")).io_manager_key == "day_files_captured_payments"
 
 
 def test_two_declarations_share_one_celery_executor(tmp_path):
     settings = _settings(tmp_path, PIPELINE_EXECUTOR="celery")
-    merged = Definitions.merge(build_definitions(settings, spec=ORDERS),
-                               build_definitions(settings, spec=PAYMENTS))
+    merged = Definitions.merge(
+        build_definitions(settings, spec=ORDERS), build_definitions(settings, spec=PAYMENTS)
+    )
     assert merged.executor.name == "celery"
     assert merged.resolve_job_def("payments_job").executor_def is merged.executor

@@ -32,28 +32,40 @@ JANUARY = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC))
 
 def load(engines, *, start=None, end=None, **kw):
     source, warehouse = engines
-    return load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=start,
-                       end=end, **kw)
+    return load_orders(
+        source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=start, end=end, **kw
+    )
 
 
 def app_deletes(source, *ids: int) -> None:
     with source.begin() as conn:
-        conn.execute(sa.text("DELETE FROM orders WHERE order_id IN :ids")
-                     .bindparams(sa.bindparam("ids", expanding=True)), {"ids": list(ids)})
+        conn.execute(
+            sa.text("DELETE FROM orders WHERE order_id IN :ids").bindparams(
+                sa.bindparam("ids", expanding=True)
+            ),
+            {"ids": list(ids)},
+        )
 
 
 def stored_ids(warehouse) -> list[int]:
     with warehouse.connect() as conn:
-        return [int(r[0]) for r in conn.execute(
-            sa.select(orders.c.order_id).order_by(orders.c.order_id))]
+        return [
+            int(r[0])
+            for r in conn.execute(sa.select(orders.c.order_id).order_by(orders.c.order_id))
+        ]
 
 
 def ledger(warehouse) -> list[tuple]:
     b = batches.c
     with warehouse.connect() as conn:
-        return [tuple(r) for r in conn.execute(
-            sa.select(b.kind, b.rows_deleted, b.deleted_digest, b.mass_delete_allowed)
-            .order_by(b.id))]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                sa.select(b.kind, b.rows_deleted, b.deleted_digest, b.mass_delete_allowed).order_by(
+                    b.id
+                )
+            )
+        ]
 
 
 def test_a_range_load_deletes_what_the_source_lost_and_nothing_else(engines):
@@ -61,8 +73,9 @@ def test_a_range_load_deletes_what_the_source_lost_and_nothing_else(engines):
     demo.init(source)  # 101–106 on 01-03 … 01-21
     mark = load(engines).watermark_after
     app_deletes(source, 101, 104)  # gone from the app
-    demo.set_order(source, 102, status="paid", amount="15.50", updated_at="2026-02-03",
-                   tz=UTC)  # moved out of the range: still the app's, not to be deleted
+    demo.set_order(
+        source, 102, status="paid", amount="15.50", updated_at="2026-02-03", tz=UTC
+    )  # moved out of the range: still the app's, not to be deleted
     result = load(engines, start=JANUARY[0], end=JANUARY[1])
     assert result.rows_deleted == 2 and result.deleted_order_ids == (101, 104)
     assert result.deleted_digest == hashlib.sha256(b"101\n104\n").hexdigest()
@@ -116,8 +129,12 @@ def test_the_share_is_a_setting_and_zero_refuses_any_delete(engines):
     app_deletes(source, 106)
     with pytest.raises(DeleteRefused):
         load(engines, start=JANUARY[0], end=JANUARY[1], deletes=DeletePolicy(max_share=0.0))
-    assert load(engines, start=JANUARY[0], end=JANUARY[1],
-                deletes=DeletePolicy(max_share=1.0)).rows_deleted == 1
+    assert (
+        load(
+            engines, start=JANUARY[0], end=JANUARY[1], deletes=DeletePolicy(max_share=1.0)
+        ).rows_deleted
+        == 1
+    )
 
 
 def test_a_dry_run_reports_the_deletes_and_writes_nothing(engines):
@@ -137,17 +154,25 @@ def test_a_keyless_source_deletes_an_order_only_when_every_copy_is_gone(engines,
     (the newest, say) leaves the order in the source, which the range load must see."""
     source, warehouse = engines
     with source.begin() as conn:
-        conn.exec_driver_sql("CREATE TABLE orders (order_id BIGINT, status TEXT, "
-                             "amount TEXT, updated_at TEXT)")
-        conn.execute(sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"), [
-            dict(i=1, s="paid", a="10.00", u="2026-01-05"),
-            dict(i=1, s="paid", a="11.00", u="2026-01-06"),
-            dict(i=2, s="paid", a="2.00", u="2026-01-06"),
-            dict(i=3, s="paid", a="3.00", u="2026-01-07")])
+        conn.exec_driver_sql(
+            "CREATE TABLE orders (order_id BIGINT, status TEXT, amount TEXT, updated_at TEXT)"
+        )
+        conn.execute(
+            sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"),
+            [
+                dict(i=1, s="paid", a="10.00", u="2026-01-05"),
+                dict(i=1, s="paid", a="11.00", u="2026-01-06"),
+                dict(i=2, s="paid", a="2.00", u="2026-01-06"),
+                dict(i=3, s="paid", a="3.00", u="2026-01-07"),
+            ],
+        )
     load(engines)
     with source.begin() as conn:
-        conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 1 AND amount = '11.00'"
-                             if copies_left else "DELETE FROM orders WHERE order_id = 1")
+        conn.exec_driver_sql(
+            "DELETE FROM orders WHERE order_id = 1 AND amount = '11.00'"
+            if copies_left
+            else "DELETE FROM orders WHERE order_id = 1"
+        )
     result = load(engines, start=JANUARY[0], end=JANUARY[1])
     if copies_left:  # the older copy is the order now: updated back to it, not deleted
         assert (result.rows_deleted, result.updated) == (0, 1)
@@ -166,9 +191,12 @@ def test_a_warehouse_made_before_deletions_gains_the_ledger_columns(tmp_path):
             "window_end VARCHAR(32), rows_read BIGINT NOT NULL, inserted BIGINT NOT NULL, "
             "updated BIGINT NOT NULL, unchanged BIGINT NOT NULL, watermark_before "
             "VARCHAR(32), watermark_after VARCHAR(32), committed_at VARCHAR(32) NOT NULL, "
-            "days_touched TEXT NOT NULL)")
-        conn.exec_driver_sql("INSERT INTO pipeline_batches VALUES (1, 'old', 'incremental', "
-                             "NULL, NULL, 6, 6, 0, 0, NULL, NULL, 'x', '[]')")
+            "days_touched TEXT NOT NULL)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO pipeline_batches VALUES (1, 'old', 'incremental', "
+            "NULL, NULL, 6, 6, 0, 0, NULL, NULL, 'x', '[]')"
+        )
     source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
     warehouse = make_engine(url, role="warehouse")
     demo.init(source)

@@ -40,8 +40,10 @@ def test_deleting_an_order_the_source_lacks_fails_in_one_line_and_writes_nothing
     before = fingerprint(data)
     code, out, err = cli("demo", "delete", "999")
     assert (code, out) == (1, "")
-    assert err == (f"pipeline-assets: error: order 999 is not in the source "
-                   f"sqlite:///{data / 'app.db'}: nothing deleted\n")
+    assert err == (
+        f"pipeline-assets: error: order 999 is not in the source "
+        f"sqlite:///{data / 'app.db'}: nothing deleted\n"
+    )
     assert fingerprint(data) == before
 
 
@@ -54,7 +56,8 @@ def test_deleting_from_a_source_without_orders_names_demo_init(cli, data):
 
 @pytest.mark.e2e
 def test_a_deleted_order_is_named_by_verify_and_the_printed_range_load_removes_it(
-        cli, data, tmp_path):
+    cli, data, tmp_path
+):
     # phase 1: the demo's story loaded, and its days' files built
     assert cli("demo", "init", "--history-days", "0")[0] == 0
     pipeline = Pipeline(data)
@@ -75,27 +78,48 @@ def test_a_deleted_order_is_named_by_verify_and_the_printed_range_load_removes_i
     # phase 3: verify names it, and prints the commands that repair its day
     code, out, _ = cli("verify")
     assert code == 1
-    assert ("FAIL 2026-01-08 differs from source: source 0 rows, warehouse 1 rows: 1 only "
-            "in the warehouse: the source no longer has them (order 102); a range load of "
-            "the day deletes them; that is more than MAX_DELETE_SHARE=0.5 of the day, so its "
-            "command allows the deletes") in out.splitlines()
+    assert (
+        "FAIL 2026-01-08 differs from source: source 0 rows, warehouse 1 rows: 1 only "
+        "in the warehouse: the source no longer has them (order 102); a range load of "
+        "the day deletes them; that is more than MAX_DELETE_SHARE=0.5 of the day, so its "
+        "command allows the deletes"
+    ) in out.splitlines()
     printed = out.split("to repair, run in this order:\n", 1)[1].splitlines()
     repair = [line.strip() for line in printed]
     # the whole day is the deletion: more than MAX_DELETE_SHARE, so the load allows it
-    assert repair == [range_command("2026-01-08", "2026-01-08", allow_deletes=True),
-                      rebuild_command("2026-01-08")]
+    assert repair == [
+        range_command("2026-01-08", "2026-01-08", allow_deletes=True),
+        rebuild_command("2026-01-08"),
+    ]
     assert json.loads(cli("verify", "--json")[1])["repair"] == repair
 
     # phase 4: the printed commands, pasted as printed
     (tmp_path / "home").mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE",
-                                  "LOOKBACK_DAYS", "PARTITIONS_START", "PAID_ORDERS"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(
+            (
+                "PIPELINE_",
+                "SOURCE_DATABASE",
+                "WAREHOUSE_DATABASE",
+                "LOOKBACK_DAYS",
+                "PARTITIONS_START",
+                "PAID_ORDERS",
+            )
+        )
+    }
     env.update(PIPELINE_DATA_DIR=str(data), DAGSTER_HOME=str(tmp_path / "home"))
     for command in repair:
         argv = shlex.split(command)
-        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(BIN / argv[0]), *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, (command, done.stderr[-3000:])
 
     # phase 5: gone from the warehouse and from its day file; everything agrees

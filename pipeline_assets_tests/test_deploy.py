@@ -67,8 +67,12 @@ from .worlds import (
     warehouse_tables,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3,
-              pytest.mark.xdist_group("devserver")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.postgres,
+    pytest.mark.s3,
+    pytest.mark.xdist_group("devserver"),
+]
 JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)]
 # the source: orders 105 (paid on the 20th) and 106 (paid on the 21st), so the first load
 # touches two consecutive days and the refresh sensor rebuilds them in one run (runs
@@ -95,8 +99,11 @@ def committed(url: str, day: str) -> list[dict] | None:
 
 @pytest.fixture
 def deployed(tmp_path: Path, postgres, bucket):
-    urls = {"source": postgres.url("source"), "warehouse": postgres.url("warehouse"),
-            "instance": postgres.url("instance")}
+    urls = {
+        "source": postgres.url("source"),
+        "warehouse": postgres.url("warehouse"),
+        "instance": postgres.url("instance"),
+    }
     source = make_engine(urls["source"], role="source")
     demo.init(source)
     with source.begin() as conn:
@@ -104,12 +111,16 @@ def deployed(tmp_path: Path, postgres, bucket):
     demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-20", tz=UTC)
     source.dispose()
     server = start_dagster_dev(
-        tmp_path, instance=(ROOT / "deploy" / "dagster.yaml").read_text(),  # as shipped
+        tmp_path,
+        instance=(ROOT / "deploy" / "dagster.yaml").read_text(),  # as shipped
         drop=CALLERS_SETTINGS + ("PAID_ORDERS", "DAGSTER_"),
-        settings={"SOURCE_DATABASE_URL": urls["source"],
-                  "WAREHOUSE_DATABASE_URL": urls["warehouse"],
-                  "PAID_ORDERS_URL": f"{bucket}/paid_orders",
-                  "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"])})
+        settings={
+            "SOURCE_DATABASE_URL": urls["source"],
+            "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+            "PAID_ORDERS_URL": f"{bucket}/paid_orders",
+            "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
+        },
+    )
     server.urls = urls
     with running(server):
         yield server
@@ -128,24 +139,42 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
     warehouse = make_engine(server.urls["warehouse"], role="warehouse")
     instance_db = sa.create_engine(server.env["DAGSTER_POSTGRES_URL"])
     try:
-        server.wait("code location loaded over GraphQL", lambda: location_loaded(server), 120,
-                    no_failed_runs=False)
+        server.wait(
+            "code location loaded over GraphQL",
+            lambda: location_loaded(server),
+            120,
+            no_failed_runs=False,
+        )
         # the sensors: the first load, then its days rebuilt in the bucket
-        server.wait("first automatic load (watermark 2026-01-21)",
-                    lambda: read_watermark(warehouse) == to_instant("2026-01-21", UTC), 600)
-        server.wait("the first load's days rebuilt in the bucket by the refresh sensor",
-                    lambda: all(committed(url, d) is not None for d in TOUCHED), 600)
+        server.wait(
+            "first automatic load (watermark 2026-01-21)",
+            lambda: read_watermark(warehouse) == to_instant("2026-01-21", UTC),
+            600,
+        )
+        server.wait(
+            "the first load's days rebuilt in the bucket by the refresh sensor",
+            lambda: all(committed(url, d) is not None for d in TOUCHED),
+            600,
+        )
 
         # a range backfill of the whole of January, over GraphQL: one run
-        launched = server.graphql(LAUNCH_BACKFILL, {"params": {
-            "assetSelection": [{"path": ["paid_orders"]}, {"path": ["daily_revenue"]}],
-            "partitionNames": JANUARY,
-        }})["launchPartitionBackfill"]
+        launched = server.graphql(
+            LAUNCH_BACKFILL,
+            {
+                "params": {
+                    "assetSelection": [{"path": ["paid_orders"]}, {"path": ["daily_revenue"]}],
+                    "partitionNames": JANUARY,
+                }
+            },
+        )["launchPartitionBackfill"]
         assert launched["__typename"] == "LaunchBackfillSuccess", launched
 
-
-        server.wait("the backfill's run done",
-                    lambda: backfill_runs_done(server, launched["backfillId"]), 600, every=1)
+        server.wait(
+            "the backfill's run done",
+            lambda: backfill_runs_done(server, launched["backfillId"]),
+            600,
+            every=1,
+        )
         server.wait("no run in progress", lambda: idle(server), 300)
 
         # files: every day of January committed in the bucket, equal to the source's
@@ -157,8 +186,9 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         # manifests: the backfill wrote exactly one, listing every day; each pointer's
         # manifest records the sha256 of the object's bytes
         objects = all_files(open_store(url).path())
-        manifests = {name: json.loads(data) for name, data in objects.items()
-                     if MANIFEST_RE.fullmatch(name)}
+        manifests = {
+            name: json.loads(data) for name, data in objects.items() if MANIFEST_RE.fullmatch(name)
+        }
         listing_all = [m for m in manifests.values() if m["days_written"] == JANUARY]
         assert len(listing_all) == 1
         for status in describe_days(url, JANUARY):
@@ -169,8 +199,9 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         # the warehouse equals the source, and verify agrees with the bucket
         with warehouse.connect() as conn:
             stored = conn.execute(sa.text("SELECT order_id, status, amount FROM orders"))
-            assert sorted((r[0], r[1], str(r[2])) for r in stored) == \
-                [r[:3] for r in source_rows(server.urls["source"])]
+            assert sorted((r[0], r[1], str(r[2])) for r in stored) == [
+                r[:3] for r in source_rows(server.urls["source"])
+            ]
         assert verify(source, warehouse, url, tz=UTC).ok
 
         # the instance: every run is in PostgreSQL, each step ran in its own process
@@ -178,8 +209,9 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         assert all_runs and {r["status"] for r in all_runs} == {"SUCCESS"}
         with instance_db.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM runs")).scalar() == len(all_runs)
-            leaked = conn.execute(sa.text("SELECT count(*) FROM event_logs WHERE event LIKE :s"),
-                                  {"s": f"%{SECRET}%"}).scalar()
+            leaked = conn.execute(
+                sa.text("SELECT count(*) FROM event_logs WHERE event LIKE :s"), {"s": f"%{SECRET}%"}
+            ).scalar()
         assert leaked == 0  # the store's secret never reached an event
         for run in all_runs:
             events = server.graphql(LOGS, {"runId": run["runId"]})["logsForRun"]["events"]
@@ -227,23 +259,33 @@ def shop(tmp_path: Path) -> Path:
     (tmp_path / "shop").mkdir()
     (tmp_path / "shop" / "__init__.py").write_text("")
     (tmp_path / "shop" / "definitions.py").write_text(
-        'print("shop.definitions loaded", flush=True)\n')
+        'print("shop.definitions loaded", flush=True)\n'
+    )
     return tmp_path
 
 
 def _worker_script(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
     """``deploy/celery-worker.sh`` as shipped, from ``folder``, with this interpreter."""
     base = {k: v for k, v in os.environ.items() if k != "CELERY_WORKER_MODULE"}
-    return subprocess.run([str(WORKER_SCRIPT), *argv], cwd=folder,
-                          env=base | {"PYTHON": sys.executable} | env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(WORKER_SCRIPT), *argv],
+        cwd=folder,
+        env=base | {"PYTHON": sys.executable} | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("argv, env", [
-    (["-m", "shop.definitions"], {}),
-    (["--module", "shop.definitions"], {}),
-    ([], {"CELERY_WORKER_MODULE": "shop.definitions"}),
-], ids=["-m", "--module", "variable"])
+@pytest.mark.parametrize(
+    "argv, env",
+    [
+        (["-m", "shop.definitions"], {}),
+        (["--module", "shop.definitions"], {}),
+        ([], {"CELERY_WORKER_MODULE": "shop.definitions"}),
+    ],
+    ids=["-m", "--module", "variable"],
+)
 def test_the_worker_script_loads_the_code_location_it_is_named(shop, argv, env):
     """``celery worker --help`` loads the worker's app, and so the code location, without
     starting a worker: the user's module is the one loaded, from the folder the worker
@@ -255,25 +297,34 @@ def test_the_worker_script_loads_the_code_location_it_is_named(shop, argv, env):
 
 
 def test_by_default_the_worker_loads_this_projects_code_location(shop):
-    code = ("import sys, pipeline_assets.celery_worker as w; "
-            "print(w.MODULE, 'pipeline_assets.definitions' in sys.modules, "
-            "'shop.definitions' in sys.modules)")
+    code = (
+        "import sys, pipeline_assets.celery_worker as w; "
+        "print(w.MODULE, 'pipeline_assets.definitions' in sys.modules, "
+        "'shop.definitions' in sys.modules)"
+    )
     env = {k: v for k, v in os.environ.items() if k != "CELERY_WORKER_MODULE"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=shop, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout) == (0, "pipeline_assets.definitions True False\n"), \
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=shop, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (0, "pipeline_assets.definitions True False\n"), (
         done.stderr[-3000:]
+    )
 
 
-@pytest.mark.parametrize("argv, code, message", [
-    (["-m", "nosuch.definitions", "--help"], 2,
-     "ModuleNotFoundError: the code location nosuch.definitions (CELERY_WORKER_MODULE, or "
-     "the worker script's -m) does not import: No module named 'nosuch'; start the worker "
-     "in the project's root folder, or install the project in the worker's environment"),
-    (["-m"], 2, "celery-worker.sh: error: -m needs a module, such as -m shop.definitions"),
-])
-def test_a_code_location_that_does_not_import_stops_the_worker_at_start(
-        shop, argv, code, message):
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (
+            ["-m", "nosuch.definitions", "--help"],
+            2,
+            "ModuleNotFoundError: the code location nosuch.definitions (CELERY_WORKER_MODULE, or "
+            "the worker script's -m) does not import: No module named 'nosuch'; start the worker "
+            "in the project's root folder, or install the project in the worker's environment",
+        ),
+        (["-m"], 2, "celery-worker.sh: error: -m needs a module, such as -m shop.definitions"),
+    ],
+)
+def test_a_code_location_that_does_not_import_stops_the_worker_at_start(shop, argv, code, message):
     done = _worker_script(shop, *argv)
     assert (done.returncode, done.stdout) == (code, "")
     assert done.stderr.rstrip().splitlines()[-1] == message

@@ -30,14 +30,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def dg(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE"))}
-    env |= {"DAGSTER_HOME": str(tmp_path / "home"), "PIPELINE_DATA_DIR": str(tmp_path / "data"),
-            "VIRTUAL_ENV": str(BIN.parent), "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE"))
+    }
+    env |= {
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "PIPELINE_DATA_DIR": str(tmp_path / "data"),
+        "VIRTUAL_ENV": str(BIN.parent),
+        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+    }
     (tmp_path / "home").mkdir(exist_ok=True)
     (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return subprocess.run([str(BIN / "dg"), *argv], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [str(BIN / "dg"), *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_dg_check_defs_loads_the_code_location(tmp_path):
@@ -56,12 +64,19 @@ def test_dg_launch_builds_a_partition_range_in_one_run(tmp_path):
     source.dispose()
     warehouse.dispose()
 
-    done = dg(tmp_path, "launch", "--assets", "paid_orders,daily_revenue",
-              "--partition-range", "2026-01-14...2026-01-16")
+    done = dg(
+        tmp_path,
+        "launch",
+        "--assets",
+        "paid_orders,daily_revenue",
+        "--partition-range",
+        "2026-01-14...2026-01-16",
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     folder = data / "paid_orders"
     manifests = [json.loads(p.read_text()) for p in folder.glob("_manifest_*.json")]
-    assert [m["days_written"] for m in manifests] == [["2026-01-14", "2026-01-15",
-                                                        "2026-01-16"]]  # one run
+    assert [m["days_written"] for m in manifests] == [
+        ["2026-01-14", "2026-01-15", "2026-01-16"]
+    ]  # one run
     assert [r["order_id"] for r in read_committed_day(folder, "2026-01-15")] == [104]
     assert read_committed_day(folder, "2026-01-14") == []

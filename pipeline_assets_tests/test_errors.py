@@ -51,11 +51,22 @@ from pipeline_assets.core.verify import VerifyError
 from .conftest import NOW
 
 
-@pytest.mark.parametrize("error", [
-    settings.SettingsError, daily_files.DayFilesError, daily_files.UncommittedDayError,
-    times.TimeValueError, money.AmountError, demo.DemoError, rows.InvalidRowError,
-    watermark.WatermarkError, VerifyError, load.LoadError, db.DatabaseError,
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        settings.SettingsError,
+        daily_files.DayFilesError,
+        daily_files.UncommittedDayError,
+        times.TimeValueError,
+        money.AmountError,
+        demo.DemoError,
+        rows.InvalidRowError,
+        watermark.WatermarkError,
+        VerifyError,
+        load.LoadError,
+        db.DatabaseError,
+    ],
+)
 def test_every_domain_error_is_a_pipeline_error(error):
     assert issubclass(error, PipelineError)
     assert not issubclass(error, (ValueError, RuntimeError))  # never caught by accident
@@ -74,36 +85,43 @@ def test_bad_input_is_not_retried_and_a_database_may_be():
 _START, _END = datetime(2026, 1, 24, tzinfo=UTC), datetime(2026, 1, 25, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("error, retryable", [
-    # terminal: running again unchanged fails the same way
-    (PipelineError("a new error type"), False),  # terminal unless classified transient
-    (errors.SettingsError("PIPELINE_TIMEZONE: unknown time zone"), False),
-    (errors.CommandError("--orders must be 1 or more"), False),
-    (errors.TimeValueError("'soon' is not ISO-8601"), False),
-    (errors.AmountError("'12.3.4' is not a decimal number"), False),
-    (errors.InvalidRowError(187, "amount", "12.3.4", "not a decimal"), False),
-    (errors.DemoError("--history-days -1 must be 0 or more"), False),
-    (errors.TypeValueError("'x' is not an integer"), False),
-    (errors.UnknownTypeError("money", "not a type"), False),
-    (errors.DeclarationError("primary_key", "id", "is not a declared column"), False),
-    (errors.LocationError("cannot import the code location 'nowhere'"), False),
-    (errors.LoadError("the range is empty"), False),
-    (errors.DeleteRefused(3, 4, _START, _END, 0.5), False),
-    (errors.WatermarkError("a rewind needs a --reason"), False),
-    (errors.VerifyError("cannot verify: the source's order 187 ..."), False),
-    (errors.DayFilesError("'2026-13-01' is not a valid calendar day"), False),
-    (errors.UncommittedDayError({"2026-01-25": "the file is missing"}), False),
-    (errors.DatabaseError("is read-only", kind=db.READ_ONLY), False),
-    (errors.DatabaseError("refused the pipeline's role", kind=db.NO_PERMISSION), False),
-    (errors.DatabaseError("has no table orders"), False),  # the pipeline's own finding
-    # transient: may pass by itself
-    (errors.DatabaseError("cannot reach", kind=db.UNREACHABLE), True),
-    (errors.DatabaseError("is busy", kind=db.BUSY), True),
-    (errors.DatabaseError("is full", kind=db.FULL), True),
-    (errors.BrokerUnreachable("the Celery broker did not answer"), True),
-    (errors.StoreUnavailable("could not write 2026-01-25.json: TimeoutError"), True),
-], ids=lambda case: (f"{type(case).__name__}-{getattr(case, 'kind', None) or ''}".strip("-")
-                     if isinstance(case, Exception) else str(case)))
+@pytest.mark.parametrize(
+    "error, retryable",
+    [
+        # terminal: running again unchanged fails the same way
+        (PipelineError("a new error type"), False),  # terminal unless classified transient
+        (errors.SettingsError("PIPELINE_TIMEZONE: unknown time zone"), False),
+        (errors.CommandError("--orders must be 1 or more"), False),
+        (errors.TimeValueError("'soon' is not ISO-8601"), False),
+        (errors.AmountError("'12.3.4' is not a decimal number"), False),
+        (errors.InvalidRowError(187, "amount", "12.3.4", "not a decimal"), False),
+        (errors.DemoError("--history-days -1 must be 0 or more"), False),
+        (errors.TypeValueError("'x' is not an integer"), False),
+        (errors.UnknownTypeError("money", "not a type"), False),
+        (errors.DeclarationError("primary_key", "id", "is not a declared column"), False),
+        (errors.LocationError("cannot import the code location 'nowhere'"), False),
+        (errors.LoadError("the range is empty"), False),
+        (errors.DeleteRefused(3, 4, _START, _END, 0.5), False),
+        (errors.WatermarkError("a rewind needs a --reason"), False),
+        (errors.VerifyError("cannot verify: the source's order 187 ..."), False),
+        (errors.DayFilesError("'2026-13-01' is not a valid calendar day"), False),
+        (errors.UncommittedDayError({"2026-01-25": "the file is missing"}), False),
+        (errors.DatabaseError("is read-only", kind=db.READ_ONLY), False),
+        (errors.DatabaseError("refused the pipeline's role", kind=db.NO_PERMISSION), False),
+        (errors.DatabaseError("has no table orders"), False),  # the pipeline's own finding
+        # transient: may pass by itself
+        (errors.DatabaseError("cannot reach", kind=db.UNREACHABLE), True),
+        (errors.DatabaseError("is busy", kind=db.BUSY), True),
+        (errors.DatabaseError("is full", kind=db.FULL), True),
+        (errors.BrokerUnreachable("the Celery broker did not answer"), True),
+        (errors.StoreUnavailable("could not write 2026-01-25.json: TimeoutError"), True),
+    ],
+    ids=lambda case: (
+        f"{type(case).__name__}-{getattr(case, 'kind', None) or ''}".strip("-")
+        if isinstance(case, Exception)
+        else str(case)
+    ),
+)
 def test_only_the_errors_classified_transient_are_retried(error, retryable):
     """The table of retries (``retryable`` becomes ``Failure(allow_retries=...)``).
 
@@ -119,8 +137,11 @@ def test_only_the_errors_classified_transient_are_retried(error, retryable):
 
 
 # Entry points: importing them reads the environment or makes an app; they define no class.
-_ENTRY_POINTS = {"pipeline_assets.__main__", "pipeline_assets.celery_worker",
-                 "pipeline_assets.definitions"}
+_ENTRY_POINTS = {
+    "pipeline_assets.__main__",
+    "pipeline_assets.celery_worker",
+    "pipeline_assets.definitions",
+}
 
 
 def _subclasses(cls: type) -> set[type]:
@@ -138,8 +159,11 @@ def test_every_pipeline_error_is_defined_in_the_errors_module():
             assert not any(isinstance(n, ast.ClassDef) for n in ast.walk(tree)), module.name
         else:
             importlib.import_module(module.name)
-    found = {f"{cls.__module__}.{cls.__qualname__}" for cls in _subclasses(PipelineError)
-             if cls.__module__.startswith("pipeline_assets.")}
+    found = {
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in _subclasses(PipelineError)
+        if cls.__module__.startswith("pipeline_assets.")
+    }
     assert len(found) > 10
     elsewhere = {name for name in found if not name.startswith("pipeline_assets.core.errors.")}
     assert not elsewhere
@@ -147,24 +171,36 @@ def test_every_pipeline_error_is_defined_in_the_errors_module():
     assert daily_files.DayFilesError is errors.DayFilesError
     assert daily_files.UncommittedDayError is errors.UncommittedDayError
     assert (settings.SettingsError, load.LoadError, load.DeleteRefused, VerifyError) == (
-        errors.SettingsError, errors.LoadError, errors.DeleteRefused, errors.VerifyError)
+        errors.SettingsError,
+        errors.LoadError,
+        errors.DeleteRefused,
+        errors.VerifyError,
+    )
     assert (types.TypeValueError, types.UnknownTypeError, spec.DeclarationError) == (
-        errors.TypeValueError, errors.UnknownTypeError, errors.DeclarationError)
+        errors.TypeValueError,
+        errors.UnknownTypeError,
+        errors.DeclarationError,
+    )
 
 
 # --- the file stores: a store that did not answer is transient ------------------------------
+
 
 def test_an_object_store_that_did_not_answer_is_transient(monkeypatch):
     """The SDK's error decides: a bucket that does not exist or refuses the credentials
     needs a fix; a timeout, a connection cut or throttling passes."""
     store = daily_files.open_store(f"memory://pa-errors-{uuid.uuid4().hex[:8]}/paid")
-    for raised, expected in [(TimeoutError("timed out"), errors.StoreUnavailable),
-                             (ConnectionResetError("reset by peer"), errors.StoreUnavailable),
-                             (OSError(errno.EBUSY, "SlowDown"), errors.StoreUnavailable),
-                             (PermissionError("AccessDenied"), errors.DayFilesError),
-                             (FileNotFoundError("NoSuchBucket"), errors.DayFilesError)]:
+    for raised, expected in [
+        (TimeoutError("timed out"), errors.StoreUnavailable),
+        (ConnectionResetError("reset by peer"), errors.StoreUnavailable),
+        (OSError(errno.EBUSY, "SlowDown"), errors.StoreUnavailable),
+        (PermissionError("AccessDenied"), errors.DayFilesError),
+        (FileNotFoundError("NoSuchBucket"), errors.DayFilesError),
+    ]:
+
         def fails(*args, _exc=raised, **kwargs):
             raise _exc
+
         monkeypatch.setattr(store.fs, "pipe_file", fails)
         with pytest.raises(errors.DayFilesError) as err:
             store.write("2026-01-25.json", b"[]\n")
@@ -174,10 +210,14 @@ def test_an_object_store_that_did_not_answer_is_transient(monkeypatch):
 
 def test_a_full_disk_is_transient_and_a_read_only_folder_is_not(tmp_path, monkeypatch):
     store = daily_files.LocalStore(tmp_path)
-    for code, expected in [(errno.ENOSPC, errors.StoreUnavailable),
-                           (errno.EACCES, errors.DayFilesError)]:
+    for code, expected in [
+        (errno.ENOSPC, errors.StoreUnavailable),
+        (errno.EACCES, errors.DayFilesError),
+    ]:
+
         def fails(fd, _code=code):
             raise OSError(_code, os.strerror(_code))
+
         monkeypatch.setattr(os, "fsync", fails)
         with pytest.raises(errors.DayFilesError) as err:
             store.write("2026-01-25.json", b"[]\n")
@@ -190,17 +230,24 @@ def test_a_full_disk_is_transient_and_a_read_only_folder_is_not(tmp_path, monkey
 _DAILY = DailyPartitionsDefinition(start_date="2026-01-01")
 
 
-@asset(partitions_def=_DAILY, io_manager_key="daily_files",
-       retry_policy=RetryPolicy(max_retries=1, delay=0))
+@asset(
+    partitions_def=_DAILY,
+    io_manager_key="daily_files",
+    retry_policy=RetryPolicy(max_retries=1, delay=0),
+)
 def paid_orders(context):
     """Test stand-in with a RetryPolicy; each test makes its write fail."""
     return {day: [] for day in context.partition_keys}
 
 
 def _retries(tmp_path, instance) -> int:
-    result = materialize([paid_orders], instance=instance, partition_key="2026-01-25",
-                         resources={"daily_files": io_manager.DailyFilesIOManager(
-                             base_dir=str(tmp_path))}, raise_on_error=False)
+    result = materialize(
+        [paid_orders],
+        instance=instance,
+        partition_key="2026-01-25",
+        resources={"daily_files": io_manager.DailyFilesIOManager(base_dir=str(tmp_path))},
+        raise_on_error=False,
+    )
     assert not result.success
     return sum(e.event_type == DagsterEventType.STEP_UP_FOR_RETRY for e in result.all_events)
 
@@ -208,6 +255,7 @@ def _retries(tmp_path, instance) -> int:
 def test_the_io_manager_retries_only_a_transient_error(tmp_path, instance, monkeypatch):
     """Dagster's RetryPolicy retries whatever an IO manager raises, except a Failure that
     forbids it: so the IO manager turns each PipelineError into one, by its class."""
+
     def unreachable(*args, **kwargs):
         raise errors.StoreUnavailable("could not write 2026-01-25.json: TimeoutError")
 
@@ -221,6 +269,7 @@ def test_the_io_manager_retries_only_a_transient_error(tmp_path, instance, monke
 
 
 # --- the CLI edge -------------------------------------------------------------------------
+
 
 def _parser(handler) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pipeline-assets")
@@ -244,8 +293,10 @@ def test_a_pipeline_error_in_a_handler_is_one_line_and_exit_1(tmp_path, capsys):
 
     env = {"PIPELINE_DATA_DIR": str(tmp_path / "data")}
     assert main([], environ=env, clock=lambda: NOW, parser=_parser(refuses)) == 1
-    assert capsys.readouterr().err == \
-        "pipeline-assets: error: the thing is broken across lines; fix it like so\n"
+    assert (
+        capsys.readouterr().err
+        == "pipeline-assets: error: the thing is broken across lines; fix it like so\n"
+    )
 
 
 def test_settings_name_the_variable_they_reject():
@@ -258,6 +309,7 @@ def test_settings_name_the_variable_they_reject():
 
 
 # --- classifying database failures --------------------------------------------------------
+
 
 def _fails(engine: sa.Engine, sql: str) -> sa.exc.DBAPIError:
     with pytest.raises(sa.exc.DBAPIError) as err:
@@ -281,8 +333,9 @@ def test_sqlite_failures_are_classified_by_result_code(sqlite_file, tmp_path):
     assert db.classify(_fails(read_only, "INSERT INTO t VALUES (1)")) == db.READ_ONLY
 
     holder = sa.create_engine(f"sqlite:///{sqlite_file}", isolation_level="AUTOCOMMIT")
-    impatient = sa.create_engine(f"sqlite:///{sqlite_file}", isolation_level="AUTOCOMMIT",
-                                 connect_args={"timeout": 0})
+    impatient = sa.create_engine(
+        f"sqlite:///{sqlite_file}", isolation_level="AUTOCOMMIT", connect_args={"timeout": 0}
+    )
     with holder.connect() as conn:
         conn.exec_driver_sql("BEGIN IMMEDIATE")  # holds the write lock
         assert db.classify(_fails(impatient, "BEGIN IMMEDIATE")) == db.BUSY
@@ -305,8 +358,9 @@ def test_guard_turns_a_failure_into_one_line_and_lets_a_bug_through(sqlite_file)
             conn.exec_driver_sql("INSERT INTO t VALUES (1)")
     assert err.value.kind == db.READ_ONLY
     assert str(err.value).startswith("the source database at sqlite:///file")
-    assert "is read-only (attempt to write a readonly database); nothing was committed" \
-        in str(err.value)
+    assert "is read-only (attempt to write a readonly database); nothing was committed" in str(
+        err.value
+    )
     assert "SOURCE_DATABASE_URL" in str(err.value) and "\n" not in str(err.value)
 
     with pytest.raises(sa.exc.OperationalError):  # a typo in SQL is nobody's setting
@@ -324,8 +378,10 @@ def test_postgresql_failures_are_classified_by_sqlstate(postgres, postgres_admin
     owner = sa.create_engine(url)
     with owner.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE t (k INTEGER PRIMARY KEY)")
-    assert db.classify(_fails(owner, "SET TRANSACTION READ ONLY; INSERT INTO t VALUES (1)")) \
+    assert (
+        db.classify(_fails(owner, "SET TRANSACTION READ ONLY; INSERT INTO t VALUES (1)"))
         == db.READ_ONLY
+    )
     assert db.classify(_fails(owner, "SELEC 1")) is None
     assert db.classify(_fails(owner, "INSERT INTO t VALUES (1), (1)")) is None
 

@@ -55,11 +55,19 @@ CONVERGE_DEADLINE = 240.0  # generous: the bound in docs/guarantees.md is far be
 DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.json")
 LIVE = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 # the long-lived processes of dagster dev: never killed here
-SERVERS = ("dagster dev", "dagster-webserver", "dagster-daemon", "dagster api grpc",
-           "dagster code-server", "dagster_webserver", "dagster._daemon")
+SERVERS = (
+    "dagster dev",
+    "dagster-webserver",
+    "dagster-daemon",
+    "dagster api grpc",
+    "dagster code-server",
+    "dagster_webserver",
+    "dagster._daemon",
+)
 
 
 # --- the oracle: what the files and the warehouse must hold, from the source ------------
+
 
 def instant(value) -> datetime:
     if isinstance(value, datetime):
@@ -95,8 +103,9 @@ def file_rows(data: bytes | None) -> list | None:
     return [(row["order_id"], Decimal(row["amount"])) for row in rows]
 
 
-def differences(source: sa.Engine, warehouse: sa.Engine, folder, first: date,
-                last: date) -> list[str]:
+def differences(
+    source: sa.Engine, warehouse: sa.Engine, folder, first: date, last: date
+) -> list[str]:
     """What still differs; empty once the pipeline has converged. ``folder`` is the
     ``paid_orders`` folder: a local ``Path`` or a bucket's ``UPath``."""
     src = table(source)
@@ -105,16 +114,20 @@ def differences(source: sa.Engine, warehouse: sa.Engine, folder, first: date,
     if wh != src:
         missing = sorted(set(src) - set(wh))
         stale = sorted(i for i in set(src) & set(wh) if src[i] != wh[i])
-        out.append(f"warehouse: {len(missing)} missing {missing[:5]}, {len(stale)} stale "
-                   f"{stale[:5]}")
+        out.append(
+            f"warehouse: {len(missing)} missing {missing[:5]}, {len(stale)} stale {stale[:5]}"
+        )
     want = expected_days(src, first, last)
-    stored = {name[:-5]: data for name, data in all_files(folder).items()
-              if DAY_FILE.fullmatch(name)}
+    stored = {
+        name[:-5]: data for name, data in all_files(folder).items() if DAY_FILE.fullmatch(name)
+    }
     for day in sorted(set(want) | set(stored)):
         got = file_rows(stored.get(day))
         if got != want.get(day, []):
-            out.append(f"{day}.json: {'missing' if got is None else f'{len(got)} rows'}, "
-                       f"source has {len(want.get(day, []))} paid")
+            out.append(
+                f"{day}.json: {'missing' if got is None else f'{len(got)} rows'}, "
+                f"source has {len(want.get(day, []))} paid"
+            )
             continue
         try:
             read_committed_day(str(folder), day)
@@ -124,6 +137,7 @@ def differences(source: sa.Engine, warehouse: sa.Engine, folder, first: date,
 
 
 # --- the killer -------------------------------------------------------------------------
+
 
 def cmdline(pid: int) -> str:
     try:
@@ -161,8 +175,9 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def workers(instance: DagsterInstance, sessions: set[int], runs,
-            celery: set[int] = frozenset()) -> list[tuple]:
+def workers(
+    instance: DagsterInstance, sessions: set[int], runs, celery: set[int] = frozenset()
+) -> list[tuple]:
     """(pid, role, run id, job) of the workers of ``runs``: the run worker is the process
     that reported RUN_START; the step workers are its child processes that run a step
     (from their start, not only once the step has reported STEP_START), or, with the
@@ -174,12 +189,16 @@ def workers(instance: DagsterInstance, sessions: set[int], runs,
         for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.RUN_START):
             pid = entry.dagster_event.pid
             found.append((pid, "run worker", run.run_id, run.job_name))
-            found += [(child, "step worker", run.run_id, run.job_name)
-                      for child in children(pid) if "spawn_main" in cmdline(child)]
+            found += [
+                (child, "step worker", run.run_id, run.job_name)
+                for child in children(pid)
+                if "spawn_main" in cmdline(child)
+            ]
         if celery:
-            found += [(entry.dagster_event.pid, "step worker", run.run_id, run.job_name)
-                      for entry in instance.all_logs(run.run_id,
-                                                     of_type=DagsterEventType.STEP_START)]
+            found += [
+                (entry.dagster_event.pid, "step worker", run.run_id, run.job_name)
+                for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_START)
+            ]
     return [w for w in found if killable(sessions | set(celery), w[0])]
 
 
@@ -198,9 +217,14 @@ def kill(worker: tuple, kills: list) -> None:
     kills.append((time.monotonic(), *worker))
 
 
-def load_killer(instance: DagsterInstance, sessions: set[int], rng: random.Random,
-                kills: list, stopped_at: datetime,
-                celery: Callable[[], set[int]] = frozenset) -> Callable[[], bool]:
+def load_killer(
+    instance: DagsterInstance,
+    sessions: set[int],
+    rng: random.Random,
+    kills: list,
+    stopped_at: datetime,
+    celery: Callable[[], set[int]] = frozenset,
+) -> Callable[[], bool]:
     """A probe that kills every live load it sees, and is true once it has killed one
     created after ``stopped_at`` (the app's last write): that load reads every write, and
     no later change will show, the trap of a cursor that advances on request. Half the
@@ -236,17 +260,21 @@ def load_killer(instance: DagsterInstance, sessions: set[int], rng: random.Rando
 
 # --- the scenario -----------------------------------------------------------------------
 
+
 def instance_yaml(retries: bool) -> str:
     config = yaml.safe_load((ROOT / "deploy" / "dagster-dev.yaml").read_text())
     config["run_retries"]["enabled"] = retries
     return yaml.safe_dump(config)
 
 
-@pytest.fixture(params=[
-    pytest.param(("sqlite", True), id="sqlite-retries-on"),
-    pytest.param(("postgresql", False), id="postgresql-retries-off",
-                 marks=pytest.mark.postgres),
-])
+@pytest.fixture(
+    params=[
+        pytest.param(("sqlite", True), id="sqlite-retries-on"),
+        pytest.param(
+            ("postgresql", False), id="postgresql-retries-off", marks=pytest.mark.postgres
+        ),
+    ]
+)
 def setting(request, tmp_path):
     backend, retries = request.param
     urls = database_urls(backend, tmp_path, request)
@@ -265,29 +293,49 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
     app_writer.create_table(source)
     app_writer.seed_orders(source, rng, sim_start - timedelta(days=2), 40)
 
-    server = start_dagster_dev(tmp_path, instance=instance_yaml(retries), settings={
-        "SOURCE_DATABASE_URL": urls["source"], "WAREHOUSE_DATABASE_URL": urls["warehouse"],
-        "PARTITIONS_START_DATE": first_day.isoformat(),
-    })
+    server = start_dagster_dev(
+        tmp_path,
+        instance=instance_yaml(retries),
+        settings={
+            "SOURCE_DATABASE_URL": urls["source"],
+            "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+            "PARTITIONS_START_DATE": first_day.isoformat(),
+        },
+    )
     instance = None
     try:
-        server.wait("code location loaded", lambda: location_loaded(server), 120,
-                    no_failed_runs=False)
+        server.wait(
+            "code location loaded", lambda: location_loaded(server), 120, no_failed_runs=False
+        )
         instance = DagsterInstance.from_config(str(server.home))
 
         app = subprocess.Popen(
-            [sys.executable, str(Path(app_writer.__file__)), urls["source"],
-             "--seed", str(SEED), "--seconds", str(WRITE_SECONDS),
-             "--sim-start", sim_start.isoformat(), "--sim-days", "9"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(Path(app_writer.__file__)),
+                urls["source"],
+                "--seed",
+                str(SEED),
+                "--seconds",
+                str(WRITE_SECONDS),
+                "--sim-start",
+                sim_start.isoformat(),
+                "--sim-days",
+                "9",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         kills: list[tuple] = []
         next_kill = time.monotonic() + rng.uniform(4, 8)
         while app.poll() is None:
             time.sleep(0.2)
             if time.monotonic() < next_kill:
                 continue
-            candidates = workers(instance, {server.proc.pid},
-                                 instance.get_run_records(RunsFilter(statuses=LIVE)))
+            candidates = workers(
+                instance, {server.proc.pid}, instance.get_run_records(RunsFilter(statuses=LIVE))
+            )
             if candidates:
                 kill(pick(rng, candidates), kills)
                 next_kill = time.monotonic() + rng.uniform(3, 8)
@@ -299,17 +347,36 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
 
         # every load from now on is killed, until one that was created after the app
         # stopped has died too (see load_killer)
-        server.wait("a load created after the app stopped, killed",
-                    load_killer(instance, {server.proc.pid}, rng, kills, stopped_at), 180,
-                    every=0.1, no_failed_runs=False)
+        server.wait(
+            "a load created after the app stopped, killed",
+            load_killer(instance, {server.proc.pid}, rng, kills, stopped_at),
+            180,
+            every=0.1,
+            no_failed_runs=False,
+        )
         last_kill = kills[-1][0]
 
-        healed = converge_and_verify(server, instance, source, warehouse,
-                                     server.data / "paid_orders", first_day, last_day,
-                                     last_kill)
+        healed = converge_and_verify(
+            server,
+            instance,
+            source,
+            warehouse,
+            server.data / "paid_orders",
+            first_day,
+            last_day,
+            last_kill,
+        )
         records = instance.get_run_records()
-        print(report(f"{backend} retries={'on' if retries else 'off'}", records, kills,
-                     written, healed, last_kill - app_stopped))
+        print(
+            report(
+                f"{backend} retries={'on' if retries else 'off'}",
+                records,
+                kills,
+                written,
+                healed,
+                last_kill - app_stopped,
+            )
+        )
         record_property("converged_after_last_kill_seconds", round(healed, 1))
         assert_never_two_loads_at_once(records)
     finally:
@@ -322,9 +389,16 @@ def test_the_pipeline_heals_after_runs_are_killed(setting, tmp_path, record_prop
             warehouse.dispose()
 
 
-def converge_and_verify(server: DevServer, instance: DagsterInstance, source: sa.Engine,
-                        warehouse: sa.Engine, folder, first_day: date, last_day: date,
-                        last_kill: float) -> float:
+def converge_and_verify(
+    server: DevServer,
+    instance: DagsterInstance,
+    source: sa.Engine,
+    warehouse: sa.Engine,
+    folder,
+    first_day: date,
+    last_day: date,
+    last_kill: float,
+) -> float:
     """Poll until the warehouse and every day file equal the source (``differences``),
     then require ``verify --require-all`` to agree; the seconds since ``last_kill``."""
     left: list[str] = []
@@ -335,29 +409,41 @@ def converge_and_verify(server: DevServer, instance: DagsterInstance, source: sa
         return not left
 
     try:
-        server.wait("the warehouse and every day file equal to the source", converged,
-                    CONVERGE_DEADLINE, every=1, no_failed_runs=False)
+        server.wait(
+            "the warehouse and every day file equal to the source",
+            converged,
+            CONVERGE_DEADLINE,
+            every=1,
+            no_failed_runs=False,
+        )
     except AssertionError as exc:
-        raise AssertionError(f"not converged: {left[:10]}\nruns:\n"
-                             f"{timeline(instance.get_run_records())}\n{exc}") from None
+        raise AssertionError(
+            f"not converged: {left[:10]}\nruns:\n{timeline(instance.get_run_records())}\n{exc}"
+        ) from None
     healed = time.monotonic() - last_kill
-    verified = subprocess.run([str(BIN / "pipeline-assets"), "verify", "--require-all"],
-                              env=server.env, capture_output=True, text=True, timeout=120)
+    verified = subprocess.run(
+        [str(BIN / "pipeline-assets"), "verify", "--require-all"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     return healed
 
 
-def report(stack: str, records, kills: list, written: dict, healed: float,
-           killing: float) -> str:
+def report(stack: str, records, kills: list, written: dict, healed: float, killing: float) -> str:
     """The line ``grep '^heal'`` picks (docs/guarantees.md quotes it), then the runs."""
     failed = sum(r.dagster_run.status != DagsterRunStatus.SUCCESS for r in records)
     retried = sum("dagster/retry_number" in r.dagster_run.tags for r in records)
     roles = sorted({k[2] for k in kills})
     killed = ", ".join(f"{role} x{sum(k[2] == role for k in kills)}" for role in roles)
-    return (f"\nheal seed={SEED} {stack}: {len(kills)} kills ({killed}), {failed} of "
-            f"{len(records)} runs not successful, {retried} Dagster retries; app wrote "
-            f"{written}; converged {healed:.1f} s after the last kill ({killing:.1f} s "
-            f"after the app stopped)\n{timeline(records)}")
+    return (
+        f"\nheal seed={SEED} {stack}: {len(kills)} kills ({killed}), {failed} of "
+        f"{len(records)} runs not successful, {retried} Dagster retries; app wrote "
+        f"{written}; converged {healed:.1f} s after the last kill ({killing:.1f} s "
+        f"after the app stopped)\n{timeline(records)}"
+    )
 
 
 def timeline(records) -> str:
@@ -372,18 +458,26 @@ def timeline(records) -> str:
         span = tags.get("dagster/partition") or (
             f"{tags.get('dagster/asset_partition_range_start')}..."
             f"{tags.get('dagster/asset_partition_range_end')}"
-            if "dagster/asset_partition_range_start" in tags else "")
-        lines.append(f"  +{(r.create_timestamp - t0).total_seconds():6.1f}s {run.job_name:16} "
-                     f"{run.status.value:9} {tags.get('dagster/run_key', '-')[-30:]:30} "
-                     f"retry={tags.get('dagster/retry_number', '-')} {span}")
+            if "dagster/asset_partition_range_start" in tags
+            else ""
+        )
+        lines.append(
+            f"  +{(r.create_timestamp - t0).total_seconds():6.1f}s {run.job_name:16} "
+            f"{run.status.value:9} {tags.get('dagster/run_key', '-')[-30:]:30} "
+            f"retry={tags.get('dagster/retry_number', '-')} {span}"
+        )
     return "\n".join(lines)
 
 
 def assert_never_two_loads_at_once(records) -> None:
     """The sensor's loads, as Dagster saw them, never overlap in time."""
-    loads = sorted((r.start_time, r.end_time, r.dagster_run.run_id) for r in records
-                   if r.dagster_run.tags.get("dagster/sensor_name") == "new_orders_sensor"
-                   and r.start_time is not None and r.end_time is not None)
+    loads = sorted(
+        (r.start_time, r.end_time, r.dagster_run.run_id)
+        for r in records
+        if r.dagster_run.tags.get("dagster/sensor_name") == "new_orders_sensor"
+        and r.start_time is not None
+        and r.end_time is not None
+    )
     for (_, end, first), (start, _, second) in zip(loads, loads[1:], strict=False):
         assert start >= end, f"loads {first} and {second} ran at the same time"
 
@@ -394,19 +488,30 @@ def assert_file_writers_never_overlap(instance: DagsterInstance, records) -> Non
     ``paid_orders_files`` (limit 1) holds on the instance, not in a worker."""
     spans = []
     for record in records:
-        events = [(entry.timestamp, entry.dagster_event.event_type) for entry in
-                  instance.all_logs(record.dagster_run.run_id,
-                                    of_type={DagsterEventType.STEP_START,
-                                             DagsterEventType.STEP_SUCCESS,
-                                             DagsterEventType.STEP_FAILURE})
-                  if entry.dagster_event.step_key == "paid_orders"]
+        events = [
+            (entry.timestamp, entry.dagster_event.event_type)
+            for entry in instance.all_logs(
+                record.dagster_run.run_id,
+                of_type={
+                    DagsterEventType.STEP_START,
+                    DagsterEventType.STEP_SUCCESS,
+                    DagsterEventType.STEP_FAILURE,
+                },
+            )
+            if entry.dagster_event.step_key == "paid_orders"
+        ]
         if not events:
             continue
         events.sort()
         last_time, last_kind = events[-1]
         ended = last_kind != DagsterEventType.STEP_START  # else it died: its run's end
-        spans.append((events[0][0], last_time if ended else record.end_time or last_time,
-                      record.dagster_run.run_id))
+        spans.append(
+            (
+                events[0][0],
+                last_time if ended else record.end_time or last_time,
+                record.dagster_run.run_id,
+            )
+        )
     spans.sort()
     for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
         assert start >= end, f"the file writers of {first} and {second} overlapped"
@@ -423,8 +528,9 @@ WORKER_CRASHES = ("load_after_merge", "files_before_manifest")
 @pytest.mark.postgres
 @pytest.mark.s3
 @pytest.mark.celery
-def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabbit,
-                                                monkeypatch, record_property):
+def test_the_pipeline_heals_on_the_celery_stack(
+    tmp_path, postgres, bucket, rabbit, monkeypatch, record_property
+):
     """The production stack of docs/deployment.md on one machine: a code server, the
     webserver and the daemon as processes of their own, the instance of
     ``deploy/dagster.yaml`` on PostgreSQL (run retries on), source and warehouse on
@@ -451,8 +557,11 @@ def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabb
     today = datetime.now(UTC).date()
     sim_start = datetime.combine(today - timedelta(days=11), datetime.min.time(), UTC)
     first_day, last_day = (sim_start - timedelta(days=3)).date(), today - timedelta(days=1)
-    urls = {"source": postgres.url("source"), "warehouse": postgres.url("warehouse"),
-            "instance": psycopg2_url(postgres.url("instance"))}
+    urls = {
+        "source": postgres.url("source"),
+        "warehouse": postgres.url("warehouse"),
+        "instance": psycopg2_url(postgres.url("instance")),
+    }
     source = app_writer.engine_for(urls["source"])
     warehouse = sa.create_engine(urls["warehouse"])
     app_writer.create_table(source)
@@ -462,24 +571,39 @@ def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabb
     monkeypatch.setenv("DAGSTER_POSTGRES_URL", urls["instance"])  # this test's instance
 
     deployment = start_deployment(
-        tmp_path, instance=production,
+        tmp_path,
+        instance=production,
         drop=CALLERS_SETTINGS + ("PAID_ORDERS", "DAGSTER_", "CELERY_"),
-        settings={"SOURCE_DATABASE_URL": urls["source"],
-                  "WAREHOUSE_DATABASE_URL": urls["warehouse"],
-                  "PARTITIONS_START_DATE": first_day.isoformat(),
-                  "PAID_ORDERS_URL": folder, "DAGSTER_POSTGRES_URL": urls["instance"],
-                  "PIPELINE_EXECUTOR": "celery", "CELERY_BROKER_URL": rabbit.url})
+        settings={
+            "SOURCE_DATABASE_URL": urls["source"],
+            "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+            "PARTITIONS_START_DATE": first_day.isoformat(),
+            "PAID_ORDERS_URL": folder,
+            "DAGSTER_POSTGRES_URL": urls["instance"],
+            "PIPELINE_EXECUTOR": "celery",
+            "CELERY_BROKER_URL": rabbit.url,
+        },
+    )
     server = deployment.web
     pool = []
     for n in (1, 2):  # each worker: a home and a data folder of its own, no shared disk
         home = tmp_path / f"worker{n}" / "home"
         home.mkdir(parents=True)
         (home / "dagster.yaml").write_text(production)
-        pool.append(CeleryWorker(f"w{n}", server.env | {
-            "DAGSTER_HOME": str(home), "PIPELINE_DATA_DIR": str(home.parent / "data"),
-            "PIPELINE_CRASH_AT": ",".join(WORKER_CRASHES), "PIPELINE_CRASH_MODE": "group",
-            "PIPELINE_CRASH_ONCE_FILE": str(tmp_path / "crashed")},
-            tmp_path / f"worker{n}.log"))
+        pool.append(
+            CeleryWorker(
+                f"w{n}",
+                server.env
+                | {
+                    "DAGSTER_HOME": str(home),
+                    "PIPELINE_DATA_DIR": str(home.parent / "data"),
+                    "PIPELINE_CRASH_AT": ",".join(WORKER_CRASHES),
+                    "PIPELINE_CRASH_MODE": "group",
+                    "PIPELINE_CRASH_ONCE_FILE": str(tmp_path / "crashed"),
+                },
+                tmp_path / f"worker{n}.log",
+            )
+        )
     instance = None
     kills: list[tuple] = []
     keeper = WorkerKeeper(pool, kills)
@@ -488,15 +612,29 @@ def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabb
             worker.start()
         for worker in pool:
             worker.wait_ready()
-        server.wait("code location loaded", lambda: location_loaded(server), 120,
-                    no_failed_runs=False)
+        server.wait(
+            "code location loaded", lambda: location_loaded(server), 120, no_failed_runs=False
+        )
         instance = DagsterInstance.from_config(str(deployment.web.home))
 
         app = subprocess.Popen(
-            [sys.executable, str(Path(app_writer.__file__)), urls["source"],
-             "--seed", str(SEED), "--seconds", str(WRITE_SECONDS),
-             "--sim-start", sim_start.isoformat(), "--sim-days", "9"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(Path(app_writer.__file__)),
+                urls["source"],
+                "--seed",
+                str(SEED),
+                "--seconds",
+                str(WRITE_SECONDS),
+                "--sim-start",
+                sim_start.isoformat(),
+                "--sim-days",
+                "9",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         keeper.start()  # a dead worker comes back two seconds later, whenever it dies
         started = time.monotonic()
         daemon_kill_at = started + rng.uniform(12, 24)
@@ -519,51 +657,97 @@ def test_the_pipeline_heals_on_the_celery_stack(tmp_path, postgres, bucket, rabb
         if daemon_back_at:  # what is still down comes back now, without waiting for it
             deployment.start_daemon()
 
-        server.wait("a load created after the app stopped, killed",
-                    load_killer(instance, deployment.sessions, rng, kills, stopped_at,
-                                lambda: {w.proc.pid for w in pool if w.alive}), 180,
-                    every=0.1, no_failed_runs=False)
+        server.wait(
+            "a load created after the app stopped, killed",
+            load_killer(
+                instance,
+                deployment.sessions,
+                rng,
+                kills,
+                stopped_at,
+                lambda: {w.proc.pid for w in pool if w.alive},
+            ),
+            180,
+            every=0.1,
+            no_failed_runs=False,
+        )
         # on a slow machine the first file writer may run only now: wait for a worker to
         # have died at each point (whenever) and to be back
         points = [f"crashed.{point}" for point in sorted(WORKER_CRASHES)]
         try:
-            server.wait("a worker dead at each crash point, and back", lambda: sorted(
-                p.name for p in tmp_path.glob("crashed.*")) == points and keeper.all_ready(),
-                180, every=0.5, no_failed_runs=False)
+            server.wait(
+                "a worker dead at each crash point, and back",
+                lambda: (
+                    sorted(p.name for p in tmp_path.glob("crashed.*")) == points
+                    and keeper.all_ready()
+                ),
+                180,
+                every=0.5,
+                no_failed_runs=False,
+            )
         except AssertionError as exc:
             fired = sorted(p.name for p in tmp_path.glob("crashed.*"))
-            raise AssertionError(f"no worker died at each point: {fired}\n"
-                                 f"{timeline(instance.get_run_records())}\n{exc}") from None
+            raise AssertionError(
+                f"no worker died at each point: {fired}\n"
+                f"{timeline(instance.get_run_records())}\n{exc}"
+            ) from None
         assert sum(k[2] == "celery worker" for k in kills) == 2, kills
         last_kill = max(k[0] for k in kills)
 
         store = UPath(folder, use_listings_cache=False)
-        healed = converge_and_verify(server, instance, source, warehouse, store, first_day,
-                                     last_day, last_kill)
+        healed = converge_and_verify(
+            server, instance, source, warehouse, store, first_day, last_day, last_kill
+        )
 
         # a step lost with its worker went back to the broker and finished on a worker
         records = instance.get_run_records()
         assert any(redelivered(instance, r.dagster_run.run_id) for r in records)
         # a range backfill launched as the UI does: one run, its steps on the workers
-        days = [(first_day + timedelta(days=n)).isoformat()
-                for n in range((last_day - first_day).days + 1)]
-        launched = server.graphql(LAUNCH_BACKFILL, {"params": {
-            "assetSelection": [{"path": ["paid_orders"]}, {"path": ["daily_revenue"]}],
-            "partitionNames": days}})["launchPartitionBackfill"]
+        days = [
+            (first_day + timedelta(days=n)).isoformat()
+            for n in range((last_day - first_day).days + 1)
+        ]
+        launched = server.graphql(
+            LAUNCH_BACKFILL,
+            {
+                "params": {
+                    "assetSelection": [{"path": ["paid_orders"]}, {"path": ["daily_revenue"]}],
+                    "partitionNames": days,
+                }
+            },
+        )["launchPartitionBackfill"]
         assert launched["__typename"] == "LaunchBackfillSuccess", launched
-        server.wait("the backfill's run done",
-                    lambda: backfill_runs_done(server, launched["backfillId"]), 300,
-                    every=1, no_failed_runs=False)
-        backfill = [r for r in instance.get_run_records(RunsFilter(
-            tags={"dagster/backfill": launched["backfillId"]}))]
+        server.wait(
+            "the backfill's run done",
+            lambda: backfill_runs_done(server, launched["backfillId"]),
+            300,
+            every=1,
+            no_failed_runs=False,
+        )
+        backfill = [
+            r
+            for r in instance.get_run_records(
+                RunsFilter(tags={"dagster/backfill": launched["backfillId"]})
+            )
+        ]
         assert len(backfill) == 1
-        assert any("Submitting celery task" in (e.user_message or "")
-                   for e in instance.all_logs(backfill[0].dagster_run.run_id))
+        assert any(
+            "Submitting celery task" in (e.user_message or "")
+            for e in instance.all_logs(backfill[0].dagster_run.run_id)
+        )
         assert differences(source, warehouse, store, first_day, last_day) == []
 
         records = instance.get_run_records()
-        print(report("celery (postgresql, bucket, retries on)", records, kills, written,
-                     healed, last_kill - app_stopped))
+        print(
+            report(
+                "celery (postgresql, bucket, retries on)",
+                records,
+                kills,
+                written,
+                healed,
+                last_kill - app_stopped,
+            )
+        )
         record_property("converged_after_last_kill_seconds", round(healed, 1))
         assert_never_two_loads_at_once(records)
         assert_file_writers_never_overlap(instance, records)
@@ -585,8 +769,9 @@ def redelivered(instance: DagsterInstance, run_id: str) -> bool:
     succeeded after starting again in another (the broker gave it back)."""
     started: dict[str, set[int]] = {}
     succeeded = set()
-    for entry in instance.all_logs(run_id, of_type={DagsterEventType.STEP_START,
-                                                    DagsterEventType.STEP_SUCCESS}):
+    for entry in instance.all_logs(
+        run_id, of_type={DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS}
+    ):
         event = entry.dagster_event
         if event.event_type == DagsterEventType.STEP_START:
             started.setdefault(event.step_key, set()).add(event.pid)

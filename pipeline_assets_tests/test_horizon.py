@@ -44,66 +44,137 @@ def d(text: str) -> date:
     return date.fromisoformat(text)
 
 
-@pytest.mark.parametrize("watermark, newest, touched, days, tz, anchored, first, last, extra", [
-    # the watermark's day and the six before it; the clock plays no part
-    (W, None, [], 7, UTC, WATERMARK, "2026-01-15", "2026-01-21", []),
-    # a watermark of months ago (history far behind the clock, a stalled source): the same
-    (W, datetime(2026, 1, 21, 9, tzinfo=UTC), [], 7, UTC, WATERMARK, "2026-01-15",
-     "2026-01-21", []),
-    # a newest row in the future does not drag the window: the watermark anchors it
-    (W, datetime(2099, 1, 1, tzinfo=UTC), ["2099-01-01"], 7, UTC, WATERMARK, "2026-01-15",
-     "2026-01-21", ["2099-01-01"]),
-    # touched days inside the window add nothing; outside it they are added
-    (W, None, ["2026-01-21", "2026-01-02", "2026-01-02"], 3, UTC, WATERMARK, "2026-01-19",
-     "2026-01-21", ["2026-01-02"]),
-    # the watermark's day is the zone's: 03:00 UTC on the 21st is the 20th in New York
-    (datetime(2026, 1, 21, 3, tzinfo=UTC), None, [], 2, NY, WATERMARK, "2026-01-19",
-     "2026-01-20", []),
-    # no watermark yet (only range loads): the newest stored row anchors it
-    (None, datetime(2026, 3, 5, 12, tzinfo=UTC), [], 1, UTC, NEWEST_ROW, "2026-03-05",
-     "2026-03-05", []),
-    # an empty warehouse: only what the batch touched
-    (None, None, ["2026-01-03"], 7, UTC, NOTHING, None, None, ["2026-01-03"]),
-    # RECONCILE_DAYS=0: only the touched days
-    (W, None, ["2026-01-20"], 0, UTC, WATERMARK, None, None, ["2026-01-20"]),
-])
-def test_the_window_ends_at_the_data(watermark, newest, touched, days, tz, anchored, first,
-                                     last, extra):
-    h = horizon(watermark=watermark, newest_row=newest, days_touched=touched,
-                reconcile_days=days, tz=tz)
+@pytest.mark.parametrize(
+    "watermark, newest, touched, days, tz, anchored, first, last, extra",
+    [
+        # the watermark's day and the six before it; the clock plays no part
+        (W, None, [], 7, UTC, WATERMARK, "2026-01-15", "2026-01-21", []),
+        # a watermark of months ago (history far behind the clock, a stalled source): the same
+        (
+            W,
+            datetime(2026, 1, 21, 9, tzinfo=UTC),
+            [],
+            7,
+            UTC,
+            WATERMARK,
+            "2026-01-15",
+            "2026-01-21",
+            [],
+        ),
+        # a newest row in the future does not drag the window: the watermark anchors it
+        (
+            W,
+            datetime(2099, 1, 1, tzinfo=UTC),
+            ["2099-01-01"],
+            7,
+            UTC,
+            WATERMARK,
+            "2026-01-15",
+            "2026-01-21",
+            ["2099-01-01"],
+        ),
+        # touched days inside the window add nothing; outside it they are added
+        (
+            W,
+            None,
+            ["2026-01-21", "2026-01-02", "2026-01-02"],
+            3,
+            UTC,
+            WATERMARK,
+            "2026-01-19",
+            "2026-01-21",
+            ["2026-01-02"],
+        ),
+        # the watermark's day is the zone's: 03:00 UTC on the 21st is the 20th in New York
+        (
+            datetime(2026, 1, 21, 3, tzinfo=UTC),
+            None,
+            [],
+            2,
+            NY,
+            WATERMARK,
+            "2026-01-19",
+            "2026-01-20",
+            [],
+        ),
+        # no watermark yet (only range loads): the newest stored row anchors it
+        (
+            None,
+            datetime(2026, 3, 5, 12, tzinfo=UTC),
+            [],
+            1,
+            UTC,
+            NEWEST_ROW,
+            "2026-03-05",
+            "2026-03-05",
+            [],
+        ),
+        # an empty warehouse: only what the batch touched
+        (None, None, ["2026-01-03"], 7, UTC, NOTHING, None, None, ["2026-01-03"]),
+        # RECONCILE_DAYS=0: only the touched days
+        (W, None, ["2026-01-20"], 0, UTC, WATERMARK, None, None, ["2026-01-20"]),
+    ],
+)
+def test_the_window_ends_at_the_data(
+    watermark, newest, touched, days, tz, anchored, first, last, extra
+):
+    h = horizon(
+        watermark=watermark, newest_row=newest, days_touched=touched, reconcile_days=days, tz=tz
+    )
     assert h.anchored_on == anchored
     assert (h.first, h.last) == ((d(first), d(last)) if first else (None, None))
     assert h.touched == tuple(map(d, extra))
-    window = [] if not first else \
-        [d(first) + timedelta(days=n) for n in range((d(last) - d(first)).days + 1)]
+    window = (
+        []
+        if not first
+        else [d(first) + timedelta(days=n) for n in range((d(last) - d(first)).days + 1)]
+    )
     assert h.days == sorted(set(window) | set(map(d, extra)))
 
 
 def test_spans_group_consecutive_days():
-    h = horizon(watermark=W, newest_row=None, days_touched=["2026-01-22", "2026-01-10"],
-                reconcile_days=2, tz=UTC)
+    h = horizon(
+        watermark=W,
+        newest_row=None,
+        days_touched=["2026-01-22", "2026-01-10"],
+        reconcile_days=2,
+        tz=UTC,
+    )
     assert h.spans() == [(d("2026-01-10"), d("2026-01-10")), (d("2026-01-20"), d("2026-01-22"))]
 
 
 def _agree(day: str) -> DayCounts:
-    return DayCounts(day, source_rows=2, source_checksum=9, warehouse_rows=2,
-                     warehouse_checksum=9)
+    return DayCounts(day, source_rows=2, source_checksum=9, warehouse_rows=2, warehouse_checksum=9)
 
 
 @pytest.mark.parametrize("spec", TABLES.values(), ids=list(TABLES))
-@pytest.mark.parametrize("days, holds_rows, reconcile_days, passed, says", [
-    ({"2026-01-21": _agree("2026-01-21")}, True, 7, True, None),
-    ({"2026-01-21": DayCounts("2026-01-21", source_rows=1, source_checksum=1)}, True, 7,
-     False, "1 day(s) differ between source and warehouse: 2026-01-21"),
-    ({}, True, 7, False, "compared no day, so this check cannot vouch for anything"),
-    ({}, True, 0, False, "RECONCILE_DAYS is 0"),
-    ({}, False, 7, True, "the warehouse holds no {rows} yet"),
-])
-def test_comparing_nothing_on_a_warehouse_with_rows_fails(spec, days, holds_rows,
-                                                          reconcile_days, passed, says):
+@pytest.mark.parametrize(
+    "days, holds_rows, reconcile_days, passed, says",
+    [
+        ({"2026-01-21": _agree("2026-01-21")}, True, 7, True, None),
+        (
+            {"2026-01-21": DayCounts("2026-01-21", source_rows=1, source_checksum=1)},
+            True,
+            7,
+            False,
+            "1 day(s) differ between source and warehouse: 2026-01-21",
+        ),
+        ({}, True, 7, False, "compared no day, so this check cannot vouch for anything"),
+        ({}, True, 0, False, "RECONCILE_DAYS is 0"),
+        ({}, False, 7, True, "the warehouse holds no {rows} yet"),
+    ],
+)
+def test_comparing_nothing_on_a_warehouse_with_rows_fails(
+    spec, days, holds_rows, reconcile_days, passed, says
+):
     """The same verdicts for every declared table, in its own words and commands."""
-    h = horizon(watermark=W if holds_rows else None, newest_row=None, days_touched=[],
-                reconcile_days=reconcile_days, tz=UTC)
+    h = horizon(
+        watermark=W if holds_rows else None,
+        newest_row=None,
+        days_touched=[],
+        reconcile_days=reconcile_days,
+        tz=UTC,
+    )
     verdict = judge(h, days, warehouse_holds_rows=holds_rows, spec=spec)
     assert (verdict.passed, verdict.days_compared) == (passed, len(days))
     if says is None:
@@ -114,19 +185,22 @@ def test_comparing_nothing_on_a_warehouse_with_rows_fails(spec, days, holds_rows
     assert all(f"--select {spec.name} " in command for command in verdict.repair)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("today", "2026-01-27"),
-    ("Yesterday", "2026-01-26"),
-    ("tomorrow", "2026-01-28"),
-    ("-2d", "2026-01-25"),
-    ("+10d", "2026-02-06"),
-    ("-30d", "2025-12-28"),
-    ("yesterday 20:00", "2026-01-26T20:00:00"),
-    ("today T07:05:09", "2026-01-27T07:05:09"),
-    ("-1d 9:30", "2026-01-26T09:30:00"),
-    ("2026-01-25", "2026-01-25"),  # anything else comes back as it was
-    ("soon", "soon"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("today", "2026-01-27"),
+        ("Yesterday", "2026-01-26"),
+        ("tomorrow", "2026-01-28"),
+        ("-2d", "2026-01-25"),
+        ("+10d", "2026-02-06"),
+        ("-30d", "2025-12-28"),
+        ("yesterday 20:00", "2026-01-26T20:00:00"),
+        ("today T07:05:09", "2026-01-27T07:05:09"),
+        ("-1d 9:30", "2026-01-26T09:30:00"),
+        ("2026-01-25", "2026-01-25"),  # anything else comes back as it was
+        ("soon", "soon"),
+    ],
+)
 def test_relative_days(text, expected):
     assert resolve_relative(text, date(2026, 1, 27)) == expected
 
@@ -143,11 +217,14 @@ def setup(tmp_path: Path, **env):
 def run_orders(settings, instance, config: dict | None = None):
     job = build_definitions(settings).resolve_job_def("orders_job")
     result = job.execute_in_process(
-        instance=instance, raise_on_error=False,
-        run_config={"ops": {"orders": {"config": config}}} if config else None)
+        instance=instance,
+        raise_on_error=False,
+        run_config={"ops": {"orders": {"config": config}}} if config else None,
+    )
     assert result.success
-    (check,) = [c for c in result.get_asset_check_evaluations()
-                if c.check_name == "orders_match_source"]
+    (check,) = [
+        c for c in result.get_asset_check_evaluations() if c.check_name == "orders_match_source"
+    ]
     return check
 
 
@@ -185,8 +262,9 @@ def test_a_stalled_source_keeps_being_compared(tmp_path, instance):
 def test_a_row_stamped_in_the_future_is_compared_on_its_day(tmp_path, instance):
     settings, source = setup(tmp_path)
     demo.init(source)
-    demo.set_order(source, 190, status="paid", amount="5.00", updated_at="2099-01-01T10:00:00",
-                   tz=UTC)
+    demo.set_order(
+        source, 190, status="paid", amount="5.00", updated_at="2099-01-01T10:00:00", tz=UTC
+    )
     check = run_orders(settings, instance)
     assert check.passed
     # the watermark did not follow the future row, and anchors the window
@@ -201,7 +279,9 @@ def test_without_a_watermark_the_newest_row_anchors_the_window(tmp_path, instanc
     check = run_orders(settings, instance, {"start": "2026-01-10", "end": "2026-01-20"})
     assert check.passed
     assert (meta(check)["anchored_on"], meta(check)["window"]) == (
-        "newest warehouse row", "2026-01-13...2026-01-19")
+        "newest warehouse row",
+        "2026-01-13...2026-01-19",
+    )
 
 
 def test_comparing_no_day_fails_with_a_reason(tmp_path, instance):
@@ -218,8 +298,12 @@ def test_comparing_no_day_fails_with_a_reason(tmp_path, instance):
     demo.init(source)
     run_orders(settings, instance)
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
-    wm.rewind(warehouse, datetime(2025, 6, 1, tzinfo=UTC), reason="test",
-              at=datetime(2026, 1, 27, tzinfo=UTC))
+    wm.rewind(
+        warehouse,
+        datetime(2025, 6, 1, tzinfo=UTC),
+        reason="test",
+        at=datetime(2026, 1, 27, tzinfo=UTC),
+    )
     h, days, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
     warehouse.dispose()
     assert (h.first, h.last, days) == (d("2025-05-26"), d("2025-06-01"), {})
@@ -229,6 +313,7 @@ def test_comparing_no_day_fails_with_a_reason(tmp_path, instance):
 
 
 # --- the days the load read whole ------------------------------------------------------------
+
 
 def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     """The check takes the source side of a day the load has just read whole from that
@@ -244,19 +329,27 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     first = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=now)
     assert (first.read_whole.first, first.read_whole.last) == (None, None)  # all of it
     assert sum(d.rows for d in first.read_whole.digests.values()) == 6
-    _, _, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7,
-                                      days_touched=first.days_touched,
-                                      read_whole=first.read_whole)
+    _, _, verdict = reconcile_horizon(
+        source,
+        warehouse,
+        UTC,
+        reconcile_days=7,
+        days_touched=first.days_touched,
+        read_whole=first.read_whole,
+    )
     assert verdict.passed and verdict.days_compared == 6
 
     again = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=now)
     assert (again.read_whole.first, again.read_whole.last) == (d("2026-01-19"), None)
-    demo.set_order(source, 107, status="paid", amount="9.00", updated_at="2026-01-20",
-                   tz=UTC)  # after the load read the 20th: the next load reads it
-    demo.set_order(source, 108, status="paid", amount="9.00", updated_at="2026-01-16",
-                   tz=UTC)  # before the window: no incremental load will ever read it
-    _, days, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7,
-                                         read_whole=again.read_whole)
+    demo.set_order(
+        source, 107, status="paid", amount="9.00", updated_at="2026-01-20", tz=UTC
+    )  # after the load read the 20th: the next load reads it
+    demo.set_order(
+        source, 108, status="paid", amount="9.00", updated_at="2026-01-16", tz=UTC
+    )  # before the window: no incremental load will ever read it
+    _, days, verdict = reconcile_horizon(
+        source, warehouse, UTC, reconcile_days=7, read_whole=again.read_whole
+    )
     assert not verdict.passed and verdict.differing == ["2026-01-16"]
     assert "2026-01-20" not in days  # as the load read it: no row that day, on either side
     _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
@@ -264,8 +357,7 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     warehouse.dispose()
 
 
-def test_the_check_names_the_orders_the_source_lost_and_its_repair_deletes_them(tmp_path,
-                                                                              instance):
+def test_the_check_names_the_orders_the_source_lost_and_its_repair_deletes_them(tmp_path, instance):
     settings, source = setup(tmp_path)
     demo.init(source)
     run_orders(settings, instance)
@@ -283,6 +375,7 @@ def test_the_check_names_the_orders_the_source_lost_and_its_repair_deletes_them(
     assert run_orders(settings, instance, config).passed
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
     with warehouse.connect() as conn:
-        assert conn.exec_driver_sql("SELECT count(*) FROM orders WHERE order_id = 104"
-                                    ).scalar() == 0
+        assert (
+            conn.exec_driver_sql("SELECT count(*) FROM orders WHERE order_id = 104").scalar() == 0
+        )
     warehouse.dispose()

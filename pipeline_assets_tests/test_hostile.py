@@ -29,8 +29,12 @@ from .conftest import NOW
 from .support import unavailable
 
 DAY = "2026-01-25"
-ROW = {"order_id": 105, "status": "paid", "amount": "22.00",
-       "updated_at": "2026-01-25T00:00:00+00:00"}
+ROW = {
+    "order_id": 105,
+    "status": "paid",
+    "amount": "22.00",
+    "updated_at": "2026-01-25T00:00:00+00:00",
+}
 
 
 @pytest.fixture
@@ -38,11 +42,15 @@ def tiny_disk(tmp_path):
     """A 64 KiB tmpfs: a real 'No space left on device'. Needs root (CI runs as root)."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        unavailable(f"mounting a tmpfs needs root here ({done.stderr.strip()})",
-                    ci_hint="CI runs as root")
+        unavailable(
+            f"mounting a tmpfs needs root here ({done.stderr.strip()})", ci_hint="CI runs as root"
+        )
     yield mount
     subprocess.run(["umount", str(mount)], check=True)
 

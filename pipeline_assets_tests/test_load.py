@@ -30,8 +30,7 @@ def run(engines, *, lookback=2, tz=UTC, **kw):
 
 
 def app_set(engines, order_id, status, amount, updated_at, tz=UTC):
-    demo.set_order(engines[0], order_id, status=status, amount=amount,
-                   updated_at=updated_at, tz=tz)
+    demo.set_order(engines[0], order_id, status=status, amount=amount, updated_at=updated_at, tz=tz)
 
 
 def snapshot(engines) -> dict[str, list[tuple]]:
@@ -40,8 +39,10 @@ def snapshot(engines) -> dict[str, list[tuple]]:
     with engines[1].connect() as conn:
         for table in metadata.sorted_tables:
             if sa.inspect(conn).has_table(table.name):
-                out[table.name] = [tuple(r) for r in conn.execute(
-                    sa.select(table).order_by(*table.primary_key.columns))]
+                out[table.name] = [
+                    tuple(r)
+                    for r in conn.execute(sa.select(table).order_by(*table.primary_key.columns))
+                ]
     return out
 
 
@@ -56,8 +57,14 @@ def test_the_chapter_story(engines, db_urls):
     assert (first.window_start, first.rows_read, first.inserted) == (None, 6, 6)
     assert first.watermark_before is None
     assert first.watermark_after == to_instant("2026-01-21", UTC)
-    assert first.days_touched == ("2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15",
-                                  "2026-01-19", "2026-01-21")
+    assert first.days_touched == (
+        "2026-01-03",
+        "2026-01-08",
+        "2026-01-12",
+        "2026-01-15",
+        "2026-01-19",
+        "2026-01-21",
+    )
 
     again = run(engines)  # nothing new: the window is re-read, nothing is stored twice
     assert again.window_start == to_instant("2026-01-19", UTC)
@@ -103,8 +110,7 @@ def test_an_unchanged_source_is_recognized_as_the_same_batch(engines):
 
 
 @pytest.mark.parametrize("point", ["load_before_commit", "load_after_commit"])
-def test_a_retry_after_a_crash_stores_nothing_twice(engines, db_urls, monkeypatch, tmp_path,
-                                                     point):
+def test_a_retry_after_a_crash_stores_nothing_twice(engines, db_urls, monkeypatch, tmp_path, point):
     demo.init(engines[0])
     run(engines)
     app_set(engines, 105, "paid", "22.00", "2026-01-25")
@@ -137,9 +143,11 @@ def test_a_retried_range_batch_is_skipped(engines):
 
 @pytest.mark.parametrize(
     "bad, column",
-    [(("paid", "22,00", "2026-01-25"), "amount"),
-     (("paid", "22.00", "25/01/2026"), "updated_at"),
-     ((None, "22.00", "2026-01-25"), "status")],
+    [
+        (("paid", "22,00", "2026-01-25"), "amount"),
+        (("paid", "22.00", "25/01/2026"), "updated_at"),
+        ((None, "22.00", "2026-01-25"), "status"),
+    ],
 )
 def test_bad_input_leaves_warehouse_and_watermark_exactly_as_they_were(engines, bad, column):
     demo.init(engines[0])
@@ -147,16 +155,20 @@ def test_bad_input_leaves_warehouse_and_watermark_exactly_as_they_were(engines, 
     app_set(engines, 105, "paid", "22.00", "2026-01-25")  # a good change in the same batch
     status, amount, updated_at = bad
     with engines[0].begin() as conn:  # the app writes a broken row
-        conn.execute(demo.source_orders.insert().values(
-            order_id=187, status=status, amount=amount, updated_at=updated_at))
+        conn.execute(
+            demo.source_orders.insert().values(
+                order_id=187, status=status, amount=amount, updated_at=updated_at
+            )
+        )
     before = snapshot(engines)
 
     with pytest.raises(InvalidRowError) as err:
         run(engines, chunk_size=1)  # the good row's chunk is upserted before 187 is seen
 
     assert err.value.order_id == 187 and err.value.column == column
-    assert "order 187" in str(err.value) and repr(bad[{"status": 0, "amount": 1,
-                                                       "updated_at": 2}[column]]) in str(err.value)
+    assert "order 187" in str(err.value) and repr(
+        bad[{"status": 0, "amount": 1, "updated_at": 2}[column]]
+    ) in str(err.value)
     assert snapshot(engines) == before
 
 
@@ -247,8 +259,7 @@ def test_the_watermark_history_records_loads_and_rewinds(engines):
     demo.init(engines[0])
     run(engines)
     later = NOW + timedelta(hours=1)
-    old, new = wm.rewind(engines[1], to_instant("2026-01-10", UTC), reason="reload Jan",
-                         at=later)
+    old, new = wm.rewind(engines[1], to_instant("2026-01-10", UTC), reason="reload Jan", at=later)
     assert old == to_instant("2026-01-21", UTC) and new == to_instant("2026-01-10", UTC)
     with pytest.raises(wm.WatermarkError, match="moves the watermark back"):
         wm.rewind(engines[1], to_instant("2026-01-30", UTC), reason="no", at=later)
@@ -258,8 +269,11 @@ def test_the_watermark_history_records_loads_and_rewinds(engines):
     assert result.window_start == to_instant("2026-01-08", UTC)
     assert result.watermark_after == to_instant("2026-01-21", UTC)
     with engines[1].connect() as conn:
-        rows = conn.execute(sa.select(watermark_history.c.kind, watermark_history.c.reason)
-                            .order_by(watermark_history.c.id)).all()
+        rows = conn.execute(
+            sa.select(watermark_history.c.kind, watermark_history.c.reason).order_by(
+                watermark_history.c.id
+            )
+        ).all()
     assert [tuple(r) for r in rows] == [("load", None), ("rewind", "reload Jan"), ("load", None)]
 
 
@@ -301,7 +315,8 @@ def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
                 conn.exec_driver_sql(
                     f"CREATE TABLE orders (order_id {ddl} NOT NULL, status TEXT NOT NULL, "
                     "amount TEXT NOT NULL, updated_at VARCHAR(32) NOT NULL, "
-                    "PRIMARY KEY (order_id))")
+                    "PRIMARY KEY (order_id))"
+                )
                 conn.exec_driver_sql("CREATE INDEX orders_updated_at_idx ON orders (updated_at)")
         engines = (source, warehouse)
         first = run(engines)
@@ -311,8 +326,11 @@ def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
             keyed = conn.exec_driver_sql(
                 "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlite_autoindex_orders%'"
             ).scalar()
-        results[name] = ((first.inserted, second.updated, second.days_touched),
-                         warehouse_rows(warehouse_url), keyed)
+        results[name] = (
+            (first.inserted, second.updated, second.days_touched),
+            warehouse_rows(warehouse_url),
+            keyed,
+        )
         source.dispose()
         warehouse.dispose()
     assert results["new"][:2] == results["old"][:2]

@@ -32,19 +32,15 @@ from .tables import PAYMENTS, delete_payment, make_payments, put_payments
 DAY = "2026-01-20"
 ROWS = [  # payment_id, attempt, status, cents, fee, rate, note, refundable, settle_on, stamp
     (7, 9, "failed", 1999, "0.00", None, None, False, None, "2026-01-20 09:00:00"),
-    (7, 10, "captured", 1999, "1.10", 0.5, "Grüße ☕ 𝄞", True, "2026-01-21",
-     "2026-01-20 10:00:00"),
-    (3, 1, "refunded", -500, "-0.50", -1e-07, "naïve 'quoted'", False, None,
-     "2026-01-21 12:00:00"),
-    (12, 1, "captured", 250000, "12345678.99", 2.5, "", True, "2026-01-22",
-     "2026-01-22 23:59:59"),
+    (7, 10, "captured", 1999, "1.10", 0.5, "Grüße ☕ 𝄞", True, "2026-01-21", "2026-01-20 10:00:00"),
+    (3, 1, "refunded", -500, "-0.50", -1e-07, "naïve 'quoted'", False, None, "2026-01-21 12:00:00"),
+    (12, 1, "captured", 250000, "12345678.99", 2.5, "", True, "2026-01-22", "2026-01-22 23:59:59"),
 ]
 
 
 def run(engines, **kw):
     source, warehouse = engines
-    return load_table(source, warehouse, spec=PAYMENTS, tz=UTC, lookback_days=2, now=NOW,
-                      **kw)
+    return load_table(source, warehouse, spec=PAYMENTS, tz=UTC, lookback_days=2, now=NOW, **kw)
 
 
 def stored(warehouse) -> dict[tuple, dict]:
@@ -88,11 +84,13 @@ def test_a_first_load_copies_every_payment_with_its_types_and_nulls(payments):
 def test_late_rows_moved_days_and_retries_by_key(payments):
     first = run(payments)
     # late (before the watermark, inside the lookback), and an update that moves (3, 1)
-    put_payments(payments[0], [
-        (5, 1, "captured", 100, "1.00", 1.0, "late", True, None, "2026-01-21 08:00:00"),
-        (3, 1, "captured", -500, "-0.50", -1e-07, "moved", False, None,
-         "2026-01-22 06:00:00"),
-    ])
+    put_payments(
+        payments[0],
+        [
+            (5, 1, "captured", 100, "1.00", 1.0, "late", True, None, "2026-01-21 08:00:00"),
+            (3, 1, "captured", -500, "-0.50", -1e-07, "moved", False, None, "2026-01-22 06:00:00"),
+        ],
+    )
     second = run(payments)
 
     assert (second.inserted, second.updated, second.late_rows) == (1, 1, 2)
@@ -122,8 +120,9 @@ def test_each_table_keeps_its_own_watermark_history_and_ledger(payments):
     demo.init(source)  # the chapter's orders, beside the payments
     orders = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     paid = run(payments)
-    wm.rewind(warehouse, at("2026-01-21 00:00:00"), reason="replay payments", at=NOW,
-              table="payments")
+    wm.rewind(
+        warehouse, at("2026-01-21 00:00:00"), reason="replay payments", at=NOW, table="payments"
+    )
 
     assert wm.current(warehouse, table="payments") == at("2026-01-21 00:00:00")
     assert wm.current(warehouse) == orders.watermark_after != at("2026-01-22 23:59:59")
@@ -147,10 +146,12 @@ def test_a_null_in_a_required_column_writes_nothing(payments):
             conn.exec_driver_sql("ALTER TABLE payments ALTER COLUMN fee DROP NOT NULL")
         elif dialect != "sqlite":
             conn.exec_driver_sql("ALTER TABLE payments MODIFY fee DECIMAL(10,2) NULL")
-        conn.execute(sa.text("UPDATE payments SET fee = NULL, note = 'x', modified_at = :m "
-                             "WHERE payment_id = 12"),
-                     {"m": "2026-01-23T00:00:00+00:00" if dialect == "sqlite"
-                      else "2026-01-23 00:00:00"})
+        conn.execute(
+            sa.text(
+                "UPDATE payments SET fee = NULL, note = 'x', modified_at = :m WHERE payment_id = 12"
+            ),
+            {"m": "2026-01-23T00:00:00+00:00" if dialect == "sqlite" else "2026-01-23 00:00:00"},
+        )
     with pytest.raises(InvalidRowError) as caught:
         run(payments)
 

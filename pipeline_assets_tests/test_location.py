@@ -37,7 +37,8 @@ def test_this_projects_location_declares_orders_as_it_is():
 
 def _dg_project(root: Path, tables: dict[str, dict]) -> None:
     """A user's project as Dagster's docs lay it out: one folder per declaration."""
-    (root / "pyproject.toml").write_text(textwrap.dedent("""\
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [project]
         name = "shop"
         version = "0.1.0"
@@ -47,10 +48,12 @@ def _dg_project(root: Path, tables: dict[str, dict]) -> None:
 
         [tool.dg.project]
         root_module = "shop"
-        """))
+        """)
+    )
     (root / "shop").mkdir()
     (root / "shop" / "__init__.py").write_text("")
-    (root / "shop" / "definitions.py").write_text(textwrap.dedent("""\
+    (root / "shop" / "definitions.py").write_text(
+        textwrap.dedent("""\
         from pathlib import Path
 
         import dagster as dg
@@ -59,12 +62,16 @@ def _dg_project(root: Path, tables: dict[str, dict]) -> None:
         @dg.definitions
         def defs():
             return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
-        """))
+        """)
+    )
     for folder, attributes in tables.items():
         (root / "shop" / "defs" / folder).mkdir(parents=True)
-        (root / "shop" / "defs" / folder / "defs.yaml").write_text(yaml.safe_dump(
-            {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
-            sort_keys=False))
+        (root / "shop" / "defs" / folder / "defs.yaml").write_text(
+            yaml.safe_dump(
+                {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
+                sort_keys=False,
+            )
+        )
 
 
 def test_a_users_dg_project_declares_each_of_its_tables(project):
@@ -79,22 +86,26 @@ def test_a_source_url_is_read_from_the_location_not_shown_in_metadata(project):
 
 
 def test_a_definitions_object_at_module_scope_is_found_too(project):
-    (project / "plain_location.py").write_text(textwrap.dedent("""\
+    (project / "plain_location.py").write_text(
+        textwrap.dedent("""\
         from pipeline_assets.definitions import build_definitions
         from pipeline_assets.settings import from_env
 
         defs = build_definitions(from_env())
-        """))
+        """)
+    )
     assert declared_tables("plain_location") == {"orders": ORDERS}
 
 
 def test_a_module_that_is_not_one_location_is_refused_naming_what_it_found(project):
-    (project / "two_locations.py").write_text(textwrap.dedent("""\
+    (project / "two_locations.py").write_text(
+        textwrap.dedent("""\
         import dagster as dg
 
         a = dg.Definitions()
         b = dg.Definitions()
-        """))
+        """)
+    )
     with pytest.raises(LocationError, match="two_locations.a, two_locations.b"):
         declared_tables("two_locations")
     with pytest.raises(LocationError, match="cannot import the code location 'nowhere'"):

@@ -44,53 +44,72 @@ def app(url: str, *statements: str, zone: str = "+00:00") -> None:
     import pymysql
 
     parsed = sa.engine.make_url(url)
-    with pymysql.connect(host=parsed.host, port=parsed.port or 3306, user=parsed.username,
-                         password=parsed.password or "", database=parsed.database,
-                         init_command=f"SET time_zone = '{zone}'", autocommit=True) as conn:
+    with pymysql.connect(
+        host=parsed.host,
+        port=parsed.port or 3306,
+        user=parsed.username,
+        password=parsed.password or "",
+        database=parsed.database,
+        init_command=f"SET time_zone = '{zone}'",
+        autocommit=True,
+    ) as conn:
         with conn.cursor() as cur:
             for statement in statements:
                 cur.execute(statement)
 
 
-@pytest.mark.parametrize("warehouse_backend", ["sqlite",
-                                               pytest.param("postgresql",
-                                                            marks=pytest.mark.postgres)])
-def test_the_story_with_the_app_on_mariadb(mysql, warehouse_backend, tmp_path, instance,
-                                           capsys, request):
+@pytest.mark.parametrize(
+    "warehouse_backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_the_story_with_the_app_on_mariadb(
+    mysql, warehouse_backend, tmp_path, instance, capsys, request
+):
     source_url = mysql.url("app")
-    warehouse_url = (f"sqlite:///{tmp_path / 'warehouse.db'}" if warehouse_backend == "sqlite"
-                     else request.getfixturevalue("postgres").url("warehouse"))
+    warehouse_url = (
+        f"sqlite:///{tmp_path / 'warehouse.db'}"
+        if warehouse_backend == "sqlite"
+        else request.getfixturevalue("postgres").url("warehouse")
+    )
     source = make_engine(source_url, role="source")
     demo.init(source)
-    env = {"PIPELINE_DATA_DIR": str(tmp_path / "data"), "SOURCE_DATABASE_URL": source_url,
-           "WAREHOUSE_DATABASE_URL": warehouse_url}
+    env = {
+        "PIPELINE_DATA_DIR": str(tmp_path / "data"),
+        "SOURCE_DATABASE_URL": source_url,
+        "WAREHOUSE_DATABASE_URL": warehouse_url,
+    }
     settings = from_env(env, cwd=tmp_path)
-    settings = dataclasses.replace(settings, source_url_from_env=False,
-                                   warehouse_url_from_env=False)
+    settings = dataclasses.replace(
+        settings, source_url_from_env=False, warehouse_url_from_env=False
+    )
     job = build_definitions(settings, clock=lambda: NOW).resolve_job_def("orders_job")
 
     def run():
         result = job.execute_in_process(instance=instance)
         assert result.success
-        [check] = [c for c in result.get_asset_check_evaluations()
-                   if c.check_name == "orders_match_source"]
+        [check] = [
+            c for c in result.get_asset_check_evaluations() if c.check_name == "orders_match_source"
+        ]
         [event] = result.get_asset_materialization_events()
         return {k: v.value for k, v in event.materialization.metadata.items()}, check
 
     first, check = run()
     assert (first["rows_read"], first["inserted"]) == (6, 6) and check.passed
-    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25",
-                   tz=UTC)
-    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24",
-                   tz=UTC)
+    demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
+    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
     second, check = run()
     assert (second["inserted"], second["updated"]) == (1, 1) and check.passed
     assert second["days_touched"] == ["2026-01-24", "2026-01-25"]
     assert second["watermark_after"].startswith("2026-01-25")
     warehouse = make_engine(warehouse_url, role="warehouse")
     assert [(r[0], r[2]) for r in warehouse_rows(warehouse_url)] == [
-        (101, "40.00"), (102, "15.50"), (103, "30.00"), (104, "12.75"), (105, "22.00"),
-        (106, "18.20"), (186, "30.00")]
+        (101, "40.00"),
+        (102, "15.50"),
+        (103, "30.00"),
+        (104, "12.75"),
+        (105, "22.00"),
+        (106, "18.20"),
+        (186, "30.00"),
+    ]
     warehouse.dispose()
 
     capsys.readouterr()
@@ -99,27 +118,40 @@ def test_the_story_with_the_app_on_mariadb(mysql, warehouse_backend, tmp_path, i
     source.dispose()
 
 
-NATIVE = ("CREATE TABLE orders (order_id INT PRIMARY KEY, status VARCHAR(20) NOT NULL, "
-          "amount DECIMAL(12, 2) NOT NULL, updated_at {kind} NOT NULL, "
-          "INDEX (updated_at))")
+NATIVE = (
+    "CREATE TABLE orders (order_id INT PRIMARY KEY, status VARCHAR(20) NOT NULL, "
+    "amount DECIMAL(12, 2) NOT NULL, updated_at {kind} NOT NULL, "
+    "INDEX (updated_at))"
+)
 
 
-@pytest.mark.parametrize("kind, written, zone, expected", [
-    # DATETIME has no zone: read in PIPELINE_TIMEZONE (New York, -05:00 in January)
-    ("DATETIME(6)", "2026-01-25 03:00:00.250000", "+05:00",
-     "2026-01-25T08:00:00.250000+00:00"),
-    # TIMESTAMP stores an instant: the app's session zone says which; ours reads UTC
-    ("TIMESTAMP(6)", "2026-01-25 03:00:00.250000", "+05:00",
-     "2026-01-24T22:00:00.250000+00:00"),
-    ("TIMESTAMP", "2026-01-25 03:00:00", "-08:00", "2026-01-25T11:00:00.000000+00:00"),
-    # a DATE belongs to that day whatever the zone: midnight in PIPELINE_TIMEZONE
-    ("DATE", "2026-01-25", "+05:00", "2026-01-25T05:00:00.000000+00:00"),
-])
+@pytest.mark.parametrize(
+    "kind, written, zone, expected",
+    [
+        # DATETIME has no zone: read in PIPELINE_TIMEZONE (New York, -05:00 in January)
+        ("DATETIME(6)", "2026-01-25 03:00:00.250000", "+05:00", "2026-01-25T08:00:00.250000+00:00"),
+        # TIMESTAMP stores an instant: the app's session zone says which; ours reads UTC
+        (
+            "TIMESTAMP(6)",
+            "2026-01-25 03:00:00.250000",
+            "+05:00",
+            "2026-01-24T22:00:00.250000+00:00",
+        ),
+        ("TIMESTAMP", "2026-01-25 03:00:00", "-08:00", "2026-01-25T11:00:00.000000+00:00"),
+        # a DATE belongs to that day whatever the zone: midnight in PIPELINE_TIMEZONE
+        ("DATE", "2026-01-25", "+05:00", "2026-01-25T05:00:00.000000+00:00"),
+    ],
+)
 def test_native_columns_read_by_the_contract_whatever_the_session_zone(
-        mysql, tmp_path, kind, written, zone, expected):
+    mysql, tmp_path, kind, written, zone, expected
+):
     url = mysql.url("native")
-    app(url, NATIVE.format(kind=kind),
-        f"INSERT INTO orders VALUES (7, 'paid', 40.5, '{written}')", zone=zone)
+    app(
+        url,
+        NATIVE.format(kind=kind),
+        f"INSERT INTO orders VALUES (7, 'paid', 40.5, '{written}')",
+        zone=zone,
+    )
     source = make_engine(url, role="source")
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")
@@ -140,11 +172,16 @@ def test_text_columns_take_every_form_the_contract_allows(mysql, tmp_path):
     url = mysql.url("text")
     source = make_engine(url, role="source")
     demo.init(source)
-    forms = ["2026-01-22", "2026-01-22T10:00:00", "2026-01-22 10:00:00.5", "2026-01-22T10:00Z",
-             "2026-01-22T15:30:00+05:30", "2026-01-22T05:00:00-05:00"]
+    forms = [
+        "2026-01-22",
+        "2026-01-22T10:00:00",
+        "2026-01-22 10:00:00.5",
+        "2026-01-22T10:00Z",
+        "2026-01-22T15:30:00+05:30",
+        "2026-01-22T05:00:00-05:00",
+    ]
     for n, text in enumerate(forms):
-        demo.set_order(source, 300 + n, status="paid", amount=f"{n}.5", updated_at=text,
-                       tz=UTC)
+        demo.set_order(source, 300 + n, status="paid", amount=f"{n}.5", updated_at=text, tz=UTC)
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
@@ -155,17 +192,23 @@ def test_text_columns_take_every_form_the_contract_allows(mysql, tmp_path):
     warehouse.dispose()
 
 
-@pytest.mark.parametrize("column, value", [("amount", "twelve"), ("amount", "1e3"),
-                                           ("updated_at", "2026-02-30"),
-                                           ("updated_at", "yesterday")])
-def test_a_row_the_contract_refuses_is_refused_with_the_same_message(mysql, tmp_path, column,
-                                                                     value):
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("amount", "twelve"),
+        ("amount", "1e3"),
+        ("updated_at", "2026-02-30"),
+        ("updated_at", "yesterday"),
+    ],
+)
+def test_a_row_the_contract_refuses_is_refused_with_the_same_message(
+    mysql, tmp_path, column, value
+):
     url = mysql.url("hostile")
     source = make_engine(url, role="source")
     demo.init(source)
     with source.begin() as conn:
-        conn.execute(sa.text(f"UPDATE orders SET {column} = :v WHERE order_id = 104"),
-                     {"v": value})
+        conn.execute(sa.text(f"UPDATE orders SET {column} = :v WHERE order_id = 104"), {"v": value})
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")
     with pytest.raises(InvalidRowError) as err:
@@ -197,8 +240,9 @@ def reader(mysql, mysql_admin):
         conn.exec_driver_sql(f"DROP USER IF EXISTS '{name}'@'%%'")
 
 
-def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(reader, mysql_admin,
-                                                                      tmp_path):
+def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(
+    reader, mysql_admin, tmp_path
+):
     url = reader.render_as_string(hide_password=False)
     source = make_engine(url, role="source")
     warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
@@ -211,8 +255,9 @@ def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(reader, m
     assert verify(source, warehouse, tmp_path / "paid_orders", tz=UTC).source_rows == 6
     admin = mysql_admin.url.set(database=reader.database).render_as_string(hide_password=False)
     app(admin, "DELETE FROM orders WHERE order_id = 103")
-    done = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=JANUARY[0],
-                       end=JANUARY[1])
+    done = load_orders(
+        source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=JANUARY[0], end=JANUARY[1]
+    )
     assert done.deleted_order_ids == (103,)
     source.dispose()
     warehouse.dispose()
@@ -224,12 +269,14 @@ def test_the_sensor_notices_new_late_and_re_stamped_rows(mysql):
     start = datetime(2026, 1, 19, tzinfo=UTC)
     first = sensing.observe(source, UTC, start)
     assert (first.rows, first.fingerprint is not None) == (2, True)
-    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-20",
-                   tz=UTC)  # a late row, older than the newest
+    demo.set_order(
+        source, 186, status="paid", amount="30.00", updated_at="2026-01-20", tz=UTC
+    )  # a late row, older than the newest
     late = sensing.observe(source, UTC, start)
     assert late.rows == 3 and late.newest == first.newest
-    demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-20T01:00",
-                   tz=UTC)  # re-stamped, still not the newest: only the fingerprint moves
+    demo.set_order(
+        source, 186, status="paid", amount="30.00", updated_at="2026-01-20T01:00", tz=UTC
+    )  # re-stamped, still not the newest: only the fingerprint moves
     moved = sensing.observe(source, UTC, start)
     assert (moved.rows, moved.id_sum, moved.newest) == (late.rows, late.id_sum, late.newest)
     assert moved.fingerprint != late.fingerprint
@@ -248,15 +295,24 @@ def _error(url: str, tmp_path: Path) -> DatabaseError:
         warehouse.dispose()
 
 
-def test_errors_name_the_cause_in_one_line_and_never_the_password(mysql, mysql_admin,
-                                                                  reader, tmp_path):
+def test_errors_name_the_cause_in_one_line_and_never_the_password(
+    mysql, mysql_admin, reader, tmp_path
+):
     empty = mysql.url("empty")
     password = reader.password
     cases = {
-        "unreachable": (sa.engine.make_url(empty).set(port=1, password=password)
-                        .render_as_string(hide_password=False), True, "cannot reach"),
-        "wrong password": (reader.set(password="wrong-" + password)
-                           .render_as_string(hide_password=False), True, "cannot reach"),
+        "unreachable": (
+            sa.engine.make_url(empty)
+            .set(port=1, password=password)
+            .render_as_string(hide_password=False),
+            True,
+            "cannot reach",
+        ),
+        "wrong password": (
+            reader.set(password="wrong-" + password).render_as_string(hide_password=False),
+            True,
+            "cannot reach",
+        ),
         "no table": (empty, False, "has no table 'orders'"),
     }
     for name, (url, retryable, words) in cases.items():
@@ -270,10 +326,12 @@ def test_errors_name_the_cause_in_one_line_and_never_the_password(mysql, mysql_a
     assert "lacks column(s) updated_at" in str(err) and not err.retryable
     database = reader.database
     with mysql_admin.connect() as conn:  # SELECT taken back: a right missing, not a down server
-        conn.exec_driver_sql(f"REVOKE SELECT ON `{database}`.`orders` "
-                             f"FROM '{reader.username}'@'%%'")
-        conn.exec_driver_sql(f"GRANT SELECT (order_id) ON `{database}`.`orders` "
-                             f"TO '{reader.username}'@'%%'")
+        conn.exec_driver_sql(
+            f"REVOKE SELECT ON `{database}`.`orders` FROM '{reader.username}'@'%%'"
+        )
+        conn.exec_driver_sql(
+            f"GRANT SELECT (order_id) ON `{database}`.`orders` TO '{reader.username}'@'%%'"
+        )
     err = _error(reader.render_as_string(hide_password=False), tmp_path)
     assert "refused the pipeline's role" in str(err) or "lacks column" in str(err)
     assert password not in str(err) and not err.retryable
@@ -297,8 +355,12 @@ def test_the_plain_oracle_reads_what_the_app_wrote(mysql):
 def test_timezone_of_rows_is_utc_in_the_warehouse(mysql, tmp_path):
     """The UTC session matters only for TIMESTAMP; the stored text is canonical UTC."""
     url = mysql.url("utc")
-    app(url, NATIVE.format(kind="TIMESTAMP(6)"),
-        "INSERT INTO orders VALUES (1, 'paid', 1, '2026-07-01 12:00:00')", zone="+02:00")
+    app(
+        url,
+        NATIVE.format(kind="TIMESTAMP(6)"),
+        "INSERT INTO orders VALUES (1, 'paid', 1, '2026-07-01 12:00:00')",
+        zone="+02:00",
+    )
     source = make_engine(url, role="source")
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")

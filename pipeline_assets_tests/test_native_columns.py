@@ -25,10 +25,13 @@ def make_source(url: str, updated_type: str, amount_type: str, rows: list[tuple]
     with engine.begin() as conn:
         conn.exec_driver_sql(
             f"CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status TEXT, "
-            f"amount {amount_type}, updated_at {updated_type})")
+            f"amount {amount_type}, updated_at {updated_type})"
+        )
         conn.exec_driver_sql("CREATE INDEX orders_updated_at_idx ON orders (updated_at)")
-        conn.execute(sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"),
-                     [dict(i=i, s=s, a=a, u=u) for i, s, a, u in rows])
+        conn.execute(
+            sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"),
+            [dict(i=i, s=s, a=a, u=u) for i, s, a, u in rows],
+        )
     return engine
 
 
@@ -42,8 +45,12 @@ ROWS = [
 @pytest.mark.postgres
 @pytest.mark.parametrize(
     "updated_type, kind",
-    [("TIMESTAMPTZ", "timestamptz"), ("TIMESTAMP", "timestamp"), ("DATE", "date"),
-     ("TEXT", "text")],
+    [
+        ("TIMESTAMPTZ", "timestamptz"),
+        ("TIMESTAMP", "timestamp"),
+        ("DATE", "date"),
+        ("TEXT", "text"),
+    ],
 )
 def test_postgres_native_columns(postgres, updated_type, kind):
     source = make_source(postgres.url("source"), updated_type, "NUMERIC(12, 2)", ROWS)
@@ -68,9 +75,12 @@ def test_postgres_native_columns(postgres, updated_type, kind):
 
 
 def test_sqlite_real_amounts_and_declared_timestamp_columns(tmp_path):
-    source = make_source(f"sqlite:///{tmp_path / 'app.db'}", "TIMESTAMP", "REAL",
-                         [(1, "paid", 40.5, "2026-01-20T10:00:00Z"),
-                          (2, "paid", 0.1, "2026-01-23")])
+    source = make_source(
+        f"sqlite:///{tmp_path / 'app.db'}",
+        "TIMESTAMP",
+        "REAL",
+        [(1, "paid", 40.5, "2026-01-20T10:00:00Z"), (2, "paid", 0.1, "2026-01-23")],
+    )
     warehouse = make_engine(f"sqlite:///{tmp_path / 'wh.db'}", role="warehouse")
     assert inspect_source(source).updated_at_kind == "text"
     result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)

@@ -52,8 +52,11 @@ def read_only_source(request, tmp_path: Path):
                 conn.execute(sql)
 
         request.node.app = app
-        yield (f"sqlite:///file:{path}?mode=ro&uri=true",
-               f"sqlite:///{tmp_path / 'warehouse.db'}", snapshot)
+        yield (
+            f"sqlite:///file:{path}?mode=ro&uri=true",
+            f"sqlite:///{tmp_path / 'warehouse.db'}",
+            snapshot,
+        )
         return
 
     dbs = request.getfixturevalue("postgres")
@@ -79,13 +82,13 @@ def read_only_source(request, tmp_path: Path):
     request.node.app = app
 
     try:
-        yield (reader_url.render_as_string(hide_password=False), dbs.url("ro_warehouse"),
-               snapshot)
+        yield (reader_url.render_as_string(hide_password=False), dbs.url("ro_warehouse"), snapshot)
     finally:
         with admin.connect() as conn:
             # end the reader's sessions (pooled engines of the sensor's resources)
-            conn.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                 f"WHERE usename = '{role}'")
+            conn.exec_driver_sql(
+                f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+            )
             conn.exec_driver_sql(f'DROP OWNED BY "{role}"')
             conn.exec_driver_sql(f'DROP ROLE "{role}"')
         admin.dispose()
@@ -103,23 +106,31 @@ def test_the_source_url_really_cannot_write(read_only_source):
     assert len(snapshot()) == CHAPTER_ROWS
 
 
-def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source, tmp_path,
-                                                               cli):
+def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source, tmp_path, cli):
     source_url, warehouse_url, snapshot = read_only_source
     before = snapshot()
-    env = {"PIPELINE_DATA_DIR": str(tmp_path / "data"), "SOURCE_DATABASE_URL": source_url,
-           "WAREHOUSE_DATABASE_URL": warehouse_url}
+    env = {
+        "PIPELINE_DATA_DIR": str(tmp_path / "data"),
+        "SOURCE_DATABASE_URL": source_url,
+        "WAREHOUSE_DATABASE_URL": warehouse_url,
+    }
     # plain URLs in the definitions (no EnvVar): the test's process environment stays as is
-    settings = dataclasses.replace(from_env(env, cwd=tmp_path), source_url_from_env=False,
-                                   warehouse_url_from_env=False)
+    settings = dataclasses.replace(
+        from_env(env, cwd=tmp_path), source_url_from_env=False, warehouse_url_from_env=False
+    )
     defs = build_definitions(settings, clock=lambda: NOW)
     sensor = defs.resolve_sensor_def("new_orders_sensor")
 
     with DagsterInstance.ephemeral() as instance:
+
         def tick(cursor=None):
-            with build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
-                                      resources=defs.resources,
-                                      sensor_name=sensor.name) as context:
+            with build_sensor_context(
+                instance=instance,
+                cursor=cursor,
+                definitions=defs,
+                resources=defs.resources,
+                sensor_name=sensor.name,
+            ) as context:
                 return sensor.evaluate_tick(context)
 
         first = tick()
@@ -130,8 +141,13 @@ def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source
         # the run the daemon launches for the request: the sensor finds it by its run key
         [request] = first.run_requests
         run = defs.resolve_job_def("orders_job").execute_in_process(
-            instance=instance, tags={**request.tags, "dagster/sensor_name": sensor.name,
-                                     "dagster/run_key": request.run_key})
+            instance=instance,
+            tags={
+                **request.tags,
+                "dagster/sensor_name": sensor.name,
+                "dagster/run_key": request.run_key,
+            },
+        )
         assert run.success
         [materialization] = run.asset_materializations_for_node("orders")
         assert materialization.metadata["inserted"].value == CHAPTER_ROWS
@@ -152,20 +168,23 @@ def test_sensor_load_plan_and_verify_work_on_a_read_only_source(read_only_source
     assert snapshot() == before  # read, never written
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("sqlite:////srv/app.db", "/srv/app.db"),
-    ("sqlite:///data/app.db", "data/app.db"),
-    ("sqlite:///file:/srv/app.db?mode=ro&uri=true", "/srv/app.db"),
-    ("sqlite:///file:///srv/app.db?mode=ro&uri=true", "/srv/app.db"),
-    ("sqlite:///file://localhost/srv/app.db?uri=true", "/srv/app.db"),
-    ("sqlite:///file:data/app.db?mode=ro&uri=true", "data/app.db"),
-    ("sqlite:///file:/srv/my%2520app.db?mode=ro&uri=true", "/srv/my app.db"),  # SQLite decodes
-    ("sqlite://", None),
-    ("sqlite:///:memory:", None),
-    ("sqlite:///file::memory:?uri=true", None),
-    ("sqlite:///file:/srv/app.db?mode=memory&uri=true", None),
-    ("postgresql+psycopg://u@127.0.0.1/app", None),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("sqlite:////srv/app.db", "/srv/app.db"),
+        ("sqlite:///data/app.db", "data/app.db"),
+        ("sqlite:///file:/srv/app.db?mode=ro&uri=true", "/srv/app.db"),
+        ("sqlite:///file:///srv/app.db?mode=ro&uri=true", "/srv/app.db"),
+        ("sqlite:///file://localhost/srv/app.db?uri=true", "/srv/app.db"),
+        ("sqlite:///file:data/app.db?mode=ro&uri=true", "data/app.db"),
+        ("sqlite:///file:/srv/my%2520app.db?mode=ro&uri=true", "/srv/my app.db"),  # SQLite decodes
+        ("sqlite://", None),
+        ("sqlite:///:memory:", None),
+        ("sqlite:///file::memory:?uri=true", None),
+        ("sqlite:///file:/srv/app.db?mode=memory&uri=true", None),
+        ("postgresql+psycopg://u@127.0.0.1/app", None),
+    ],
+)
 def test_the_sqlite_file_of_a_url(url, expected):
     """Every reader of a URL asks this one function (CLI, warehouse setup, the sensor):
     plain paths and SQLite URI filenames alike name the file SQLite opens."""
@@ -181,9 +200,15 @@ def test_a_range_load_deletes_what_a_read_only_source_lost(read_only_source, req
     try:
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
         request.node.app("DELETE FROM orders WHERE order_id = 103")
-        done = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                           start=datetime(2026, 1, 1, tzinfo=UTC),
-                           end=datetime(2026, 2, 1, tzinfo=UTC))
+        done = load_orders(
+            source,
+            warehouse,
+            tz=UTC,
+            lookback_days=2,
+            now=NOW,
+            start=datetime(2026, 1, 1, tzinfo=UTC),
+            end=datetime(2026, 2, 1, tzinfo=UTC),
+        )
         assert (done.rows_deleted, done.deleted_order_ids) == (1, (103,))
         assert len(snapshot()) == CHAPTER_ROWS - 1
     finally:

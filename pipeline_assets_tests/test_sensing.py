@@ -68,8 +68,13 @@ def test_which_window_a_tick_observes(cursor, current, expected):
         (SEEN, replace(SEEN, rows=3), JAN23, True, False),
         (FIRST, replace(FIRST, max_id=186), JAN19, True, False),
         # a rewind: the window starts earlier, so the observation differs
-        (SEEN, replace(SEEN, window_start=canonical(at("2026-01-10")), rows=5),
-         at("2026-01-10"), True, False),
+        (
+            SEEN,
+            replace(SEEN, window_start=canonical(at("2026-01-10")), rows=5),
+            at("2026-01-10"),
+            True,
+            False,
+        ),
     ],
 )
 def test_run_or_skip(cursor, seen, current, run, rebase):
@@ -80,16 +85,24 @@ def test_run_or_skip(cursor, seen, current, run, rebase):
 
 
 def test_run_keys_are_deterministic_and_differ_with_any_field():
-    variants = [SEEN, replace(SEEN, rows=3), replace(SEEN, id_sum=1), replace(SEEN, newest="x"),
-                replace(SEEN, fingerprint=None), replace(SEEN, window_start=None), FIRST]
+    variants = [
+        SEEN,
+        replace(SEEN, rows=3),
+        replace(SEEN, id_sum=1),
+        replace(SEEN, newest="x"),
+        replace(SEEN, fingerprint=None),
+        replace(SEEN, window_start=None),
+        FIRST,
+    ]
     keys = [sensing.load_run_key(v, None) for v in variants]
     assert len(set(keys)) == len(keys)
     assert sensing.load_run_key(Observation(**vars(SEEN)), None) == keys[0]
     assert all(k.startswith("new-orders-") for k in keys)
 
 
-@pytest.mark.parametrize("text", [None, "", "{", "[]", '{"v": 99}', '{"v": 1, "bogus": 1}',
-                                  "12345"])
+@pytest.mark.parametrize(
+    "text", [None, "", "{", "[]", '{"v": 99}', '{"v": 1, "bogus": 1}', "12345"]
+)
 def test_an_unreadable_cursor_counts_as_a_first_look(text):
     assert Observation.from_cursor(text) is None
 
@@ -117,8 +130,7 @@ START, YESTERDAY = date(2026, 1, 1), date(2026, 1, 25)
     ],
 )
 def test_only_days_that_exist_as_partitions_are_asked_for(touched, kept, left_out):
-    assert sensing.partition_days(touched, first_day=START, last_day=YESTERDAY) == \
-        (kept, left_out)
+    assert sensing.partition_days(touched, first_day=START, last_day=YESTERDAY) == (kept, left_out)
 
 
 @pytest.mark.parametrize(
@@ -128,8 +140,10 @@ def test_only_days_that_exist_as_partitions_are_asked_for(touched, kept, left_ou
         (["2026-01-24"], [("2026-01-24", "2026-01-24")]),
         (["2026-01-25", "2026-01-24"], [("2026-01-24", "2026-01-25")]),
         # a gap is not rebuilt: exactly the touched days
-        (["2026-01-03", "2026-01-08", "2026-01-09", "2026-01-10"],
-         [("2026-01-03", "2026-01-03"), ("2026-01-08", "2026-01-10")]),
+        (
+            ["2026-01-03", "2026-01-08", "2026-01-09", "2026-01-10"],
+            [("2026-01-03", "2026-01-03"), ("2026-01-08", "2026-01-10")],
+        ),
         # a month boundary is no gap
         (["2026-01-31", "2026-02-01"], [("2026-01-31", "2026-02-01")]),
     ],
@@ -141,8 +155,9 @@ def test_touched_days_become_blocks_of_consecutive_days(days, blocks):
 def test_refresh_run_keys_name_the_request_and_the_block():
     block = DayBlock("2026-01-24", "2026-01-25")
     assert block.days == 2
-    assert sensing.refresh_run_key("0", 42, block) == \
-        "paid-orders-refresh-0.42-2026-01-24-2026-01-25"
+    assert (
+        sensing.refresh_run_key("0", 42, block) == "paid-orders-refresh-0.42-2026-01-24-2026-01-25"
+    )
     assert sensing.refresh_run_key("0", 43, block) != sensing.refresh_run_key("0", 42, block)
     # a reset cursor (started when the sensor had launched 12 runs) never reuses a key
     assert sensing.refresh_run_key("12", 42, block) != sensing.refresh_run_key("0", 42, block)
@@ -157,10 +172,13 @@ def test_each_tables_run_keys_carry_its_name():
 
     block = DayBlock("2026-01-24", "2026-01-24")
     assert sensing.load_run_key(SEEN, None).startswith("new-orders-")
-    assert sensing.load_run_key(SEEN, None, prefix=run_key_prefix(PAYMENTS)) == \
-        "new-payments-" + sensing.load_run_key(SEEN, None).removeprefix("new-orders-")
-    assert sensing.refresh_run_key("0", 1, block, "captured_payments") == \
-        "captured-payments-refresh-0.1-2026-01-24-2026-01-24"
+    assert sensing.load_run_key(
+        SEEN, None, prefix=run_key_prefix(PAYMENTS)
+    ) == "new-payments-" + sensing.load_run_key(SEEN, None).removeprefix("new-orders-")
+    assert (
+        sensing.refresh_run_key("0", 1, block, "captured_payments")
+        == "captured-payments-refresh-0.1-2026-01-24-2026-01-24"
+    )
 
 
 @pytest.mark.parametrize(
@@ -173,10 +191,12 @@ def test_each_tables_run_keys_carry_its_name():
 )
 def test_the_newest_partition_is_yesterday_in_the_pipeline_zone(now, tz, last):
     from pipeline_assets.core.times import zone
+
     assert yesterday(now, zone(tz)) == last
 
 
 # --- what became of a requested run: the healing decisions ------------------------------
+
 
 def run(status, at=T0 + 1, **kw):
     return RunView(f"r{at:.0f}", status, at, **kw)
@@ -197,14 +217,19 @@ def run(status, at=T0 + 1, **kw):
         ([run("FAILURE", ended_at=T0 + 5)], T0 + 10, "failed"),
         ([run("CANCELED", ended_at=T0 + 5)], T0 + 10, "canceled"),
         # retried by Dagster: a failed run whose retry is promised, then launched
-        ([run("FAILURE", ended_at=T0 + 5, will_retry=True)], T0 + 10,
-         "awaiting Dagster's retry"),
+        ([run("FAILURE", ended_at=T0 + 5, will_retry=True)], T0 + 10, "awaiting Dagster's retry"),
         ([run("FAILURE", ended_at=T0 + 5), run("QUEUED", at=T0 + 6)], T0 + 10, "in flight"),
         ([run("FAILURE", ended_at=T0 + 5), run("STARTED", at=T0 + 6)], T0 + 10, "in flight"),
         ([run("FAILURE", ended_at=T0 + 5), run("SUCCESS", at=T0 + 6)], T0 + 10, "succeeded"),
         # retries exhausted: every run failed, the last one without a retry promised
-        ([run("FAILURE", ended_at=T0 + 5, will_retry=True),
-          run("FAILURE", at=T0 + 6, ended_at=T0 + 8)], T0 + 10, "failed"),
+        (
+            [
+                run("FAILURE", ended_at=T0 + 5, will_retry=True),
+                run("FAILURE", at=T0 + 6, ended_at=T0 + 8),
+            ],
+            T0 + 10,
+            "failed",
+        ),
         # a retry promised that never came (the daemon is down): stop waiting after grace
         ([run("FAILURE", ended_at=T0 + 5, will_retry=True)], T0 + 66, "failed"),
         # no run yet: the daemon creates it right after the tick; gone after grace
@@ -219,16 +244,19 @@ def test_what_became_of_a_request(runs, now, state):
     outcome = sensing.request_outcome(runs, requested_at=T0, now=now)
     assert outcome.state == state
     assert (outcome.landed, outcome.busy, outcome.again) == (
-        state == "succeeded", state in ("in flight", "awaiting Dagster's retry"),
-        state in ("failed", "canceled", "lost"))
+        state == "succeeded",
+        state in ("in flight", "awaiting Dagster's retry"),
+        state in ("failed", "canceled", "lost"),
+    )
 
 
 SEEN2 = replace(SEEN, rows=3, id_sum=397)
 PENDING = sensing.LoadCursor(SEEN, sensing.Request("new-orders-k1", T0, 1), "new-orders-k1")
 SAME = sensing.decide(SEEN, SEEN, JAN19)  # the source did not change
 CHANGED = sensing.decide(SEEN, SEEN2, JAN19)  # it did
-MOVED = sensing.Decision(False, replace(SEEN, window_start=canonical(JAN23)), "moved",
-                         rebase=True)  # the watermark moved on, nothing new
+MOVED = sensing.Decision(
+    False, replace(SEEN, window_start=canonical(JAN23)), "moved", rebase=True
+)  # the watermark moved on, nothing new
 
 
 def outcome(state):
@@ -255,9 +283,12 @@ def outcome(state):
     ],
 )
 def test_run_or_wait_from_the_pending_request(result, decision, run, attempt, pending):
-    tick = sensing.decide_load(PENDING, outcome(result),
-                               None if result in ("in flight", "awaiting Dagster's retry")
-                               else decision, T0 + 15)
+    tick = sensing.decide_load(
+        PENDING,
+        outcome(result),
+        None if result in ("in flight", "awaiting Dagster's retry") else decision,
+        T0 + 15,
+    )
     assert tick.run == run
     assert (tick.cursor.pending is not None) == pending
     if pending:
@@ -270,8 +301,10 @@ def test_run_or_wait_from_the_pending_request(result, decision, run, attempt, pe
         assert tick.cursor.last_key == PENDING.last_key
 
 
-@pytest.mark.parametrize("failures, delay", [(0, 0), (1, 0), (3, 0), (5, 0), (6, 30),
-                                             (7, 60), (10, 480), (11, 600), (30, 600)])
+@pytest.mark.parametrize(
+    "failures, delay",
+    [(0, 0), (1, 0), (3, 0), (5, 0), (6, 30), (7, 60), (10, 480), (11, 600), (30, 600)],
+)
 def test_work_that_keeps_failing_is_requested_again_ever_more_slowly(failures, delay):
     """A killed run is requested again at once; a bad row or a full disk that fails every
     attempt the same way must not launch a run every tick forever."""
@@ -305,8 +338,9 @@ def test_a_rebuild_failing_again_and_again_backs_off():
     assert "backing off" in " ".join(tick.notes)
     later = sensing.refresh_tick(tick.cursor, [], {}, T0 + 36)
     assert [(r.first, r.last) for r in later.requests] == [("2026-01-24", "2026-01-25")]
-    done = sensing.refresh_tick(later.cursor, [], {
-        later.requests[0].key: sensing.Outcome("succeeded", "ok")}, T0 + 80)
+    done = sensing.refresh_tick(
+        later.cursor, [], {later.requests[0].key: sensing.Outcome("succeeded", "ok")}, T0 + 80
+    )
     assert done.cursor.owed == {} and done.cursor.failures == {}
 
 
@@ -334,15 +368,21 @@ def test_the_load_cursor_round_trips():
 
 # --- the refresh: the days owed ---------------------------------------------------------
 
+
 def touched(storage_id, *days, batch="b"):
     return sensing.Touched(storage_id, tuple(days), batch)
 
 
 def owing(after, owed, *pending, requests=None):
-    pending = tuple(sensing.RefreshRequest(key, first, last, covers, T0)
-                    for key, first, last, covers in pending)
-    return sensing.RefreshCursor(after, {d: (sid, "b") for d, sid in owed.items()}, pending,
-                                 requests if requests is not None else len(pending))
+    pending = tuple(
+        sensing.RefreshRequest(key, first, last, covers, T0) for key, first, last, covers in pending
+    )
+    return sensing.RefreshCursor(
+        after,
+        {d: (sid, "b") for d, sid in owed.items()},
+        pending,
+        requests if requests is not None else len(pending),
+    )
 
 
 R1 = ("paid-orders-refresh-0.1-2026-01-24-2026-01-25", "2026-01-24", "2026-01-25", 7)
@@ -352,32 +392,66 @@ R1 = ("paid-orders-refresh-0.1-2026-01-24-2026-01-25", "2026-01-24", "2026-01-25
     "cursor, events, result, requested, owed_after",
     [
         # new loads: their days become owed and requested in blocks
-        (owing(None, {}), [touched(5, "2026-01-24"), touched(7, "2026-01-25", "2026-01-20")],
-         None, [("2026-01-20", "2026-01-20"), ("2026-01-24", "2026-01-25")],
-         {"2026-01-20": 7, "2026-01-24": 5, "2026-01-25": 7}),
+        (
+            owing(None, {}),
+            [touched(5, "2026-01-24"), touched(7, "2026-01-25", "2026-01-20")],
+            None,
+            [("2026-01-20", "2026-01-20"), ("2026-01-24", "2026-01-25")],
+            {"2026-01-20": 7, "2026-01-24": 5, "2026-01-25": 7},
+        ),
         # succeeded: the days are paid
         (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "succeeded", [], {}),
         # requested then failed / canceled / lost: the same days again, under a new key
-        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "failed",
-         [("2026-01-24", "2026-01-25")], {"2026-01-24": 5, "2026-01-25": 7}),
-        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "canceled",
-         [("2026-01-24", "2026-01-25")], {"2026-01-24": 5, "2026-01-25": 7}),
-        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "lost",
-         [("2026-01-24", "2026-01-25")], {"2026-01-24": 5, "2026-01-25": 7}),
+        (
+            owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+            [],
+            "failed",
+            [("2026-01-24", "2026-01-25")],
+            {"2026-01-24": 5, "2026-01-25": 7},
+        ),
+        (
+            owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+            [],
+            "canceled",
+            [("2026-01-24", "2026-01-25")],
+            {"2026-01-24": 5, "2026-01-25": 7},
+        ),
+        (
+            owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+            [],
+            "lost",
+            [("2026-01-24", "2026-01-25")],
+            {"2026-01-24": 5, "2026-01-25": 7},
+        ),
         # still running (or Dagster will retry it): nothing over its days, not even when
         # a new load touches one of them; other days go ahead
-        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
-         [touched(9, "2026-01-25", "2026-01-27")], "in flight",
-         [("2026-01-27", "2026-01-27")], {"2026-01-24": 5, "2026-01-25": 9, "2026-01-27": 9}),
-        (owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), [], "awaiting Dagster's retry",
-         [], {"2026-01-24": 5, "2026-01-25": 7}),
+        (
+            owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+            [touched(9, "2026-01-25", "2026-01-27")],
+            "in flight",
+            [("2026-01-27", "2026-01-27")],
+            {"2026-01-24": 5, "2026-01-25": 9, "2026-01-27": 9},
+        ),
+        (
+            owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
+            [],
+            "awaiting Dagster's retry",
+            [],
+            {"2026-01-24": 5, "2026-01-25": 7},
+        ),
         # succeeded, but a load touched the 25th after it was requested: the 25th stays owed
-        (owing(9, {"2026-01-24": 5, "2026-01-25": 9}, R1), [], "succeeded",
-         [("2026-01-25", "2026-01-25")], {"2026-01-25": 9}),
+        (
+            owing(9, {"2026-01-24": 5, "2026-01-25": 9}, R1),
+            [],
+            "succeeded",
+            [("2026-01-25", "2026-01-25")],
+            {"2026-01-25": 9},
+        ),
     ],
 )
-def test_the_refresh_owes_days_until_a_run_rebuilt_them(cursor, events, result, requested,
-                                                        owed_after):
+def test_the_refresh_owes_days_until_a_run_rebuilt_them(
+    cursor, events, result, requested, owed_after
+):
     """The refresh's decision table: a day leaves the cursor only when a successful run
     requested after its last load has rebuilt it; a day is never in two runs at once."""
     outcomes = {r.key: outcome(result) for r in cursor.pending} if result else {}
@@ -394,14 +468,16 @@ def test_the_refresh_owes_days_until_a_run_rebuilt_them(cursor, events, result, 
 
 
 def test_the_refresh_cursor_round_trips_and_reads_the_first_version():
-    cursor = replace(owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
-                     failures={"2026-01-24": (2, T0)})
+    cursor = replace(
+        owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1), failures={"2026-01-24": (2, T0)}
+    )
     assert sensing.RefreshCursor.from_cursor(cursor.to_cursor()) == cursor
     assert sensing.RefreshCursor.from_cursor("42") == sensing.RefreshCursor(after=42)
     assert sensing.RefreshCursor.from_cursor("{") == sensing.RefreshCursor()
 
 
 # --- the observation on real sources ------------------------------------------------------
+
 
 def test_what_the_observation_notices(engines):
     """Each change the app can make, against the observation of the window from the 19th."""
@@ -412,8 +488,9 @@ def test_what_the_observation_notices(engines):
         return sensing.observe(source, UTC, JAN19)
 
     def app(order_id, status, updated_at, amount="30.00"):
-        demo.set_order(source, order_id, status=status, amount=amount, updated_at=updated_at,
-                       tz=UTC)
+        demo.set_order(
+            source, order_id, status=status, amount=amount, updated_at=updated_at, tz=UTC
+        )
 
     base = look()
     assert (base.rows, base.id_sum, base.newest) == (2, 105 + 106, "2026-01-21")
@@ -468,8 +545,9 @@ def test_a_tick_follows_the_watermark_without_a_second_run(engines):
     runs = Runs()
 
     def tick(cursor, now=T0):
-        return sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=cursor,
-                                    runs_for=runs, now=now)
+        return sensing.check_source(
+            source, warehouse, tz=UTC, lookback_days=2, cursor=cursor, runs_for=runs, now=now
+        )
 
     first = tick(None)
     assert first.run and first.observation.window_start is None
@@ -505,11 +583,19 @@ def test_a_killed_load_is_requested_again_with_nothing_new_in_the_source(engines
     runs = Runs()
 
     def tick(cursor, now):
-        return sensing.check_source(source, warehouse, tz=UTC, lookback_days=2,
-                                    cursor=cursor.to_cursor(), runs_for=runs, now=now)
+        return sensing.check_source(
+            source,
+            warehouse,
+            tz=UTC,
+            lookback_days=2,
+            cursor=cursor.to_cursor(),
+            runs_for=runs,
+            now=now,
+        )
 
-    first = sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None,
-                                 runs_for=runs, now=T0)
+    first = sensing.check_source(
+        source, warehouse, tz=UTC, lookback_days=2, cursor=None, runs_for=runs, now=T0
+    )
     runs.add(first.run_key, "FAILURE", ended_at=T0 + 5)  # killed before it committed
     second = tick(first.cursor, T0 + 15)
     assert second.run and second.cursor.pending.attempt == 2
@@ -537,8 +623,9 @@ def test_a_version_1_cursor_reads_as_settled(engines):
     demo.init(source)
     state = sensing.LoadCursor.from_cursor(FIRST.to_cursor())
     assert state == sensing.LoadCursor(seen=FIRST)
-    steady = sensing.check_source(source, warehouse, tz=UTC, lookback_days=2,
-                                  cursor=FIRST.to_cursor())
+    steady = sensing.check_source(
+        source, warehouse, tz=UTC, lookback_days=2, cursor=FIRST.to_cursor()
+    )
     assert not steady.run and steady.cursor.seen == FIRST
 
 
@@ -558,23 +645,30 @@ def test_the_observation_on_native_postgres_columns(postgres, updated_type):
     """The same question in the column's own type: an index range, and a fingerprint."""
     source = make_engine(postgres.url("source"), role="source")
     with source.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE orders (order_id BIGINT PRIMARY KEY, status TEXT, "
-                             f"amount NUMERIC(12, 2), updated_at {updated_type})")
+        conn.exec_driver_sql(
+            f"CREATE TABLE orders (order_id BIGINT PRIMARY KEY, status TEXT, "
+            f"amount NUMERIC(12, 2), updated_at {updated_type})"
+        )
         conn.exec_driver_sql("CREATE INDEX orders_updated_at_idx ON orders (updated_at)")
-        conn.exec_driver_sql("INSERT INTO orders VALUES (1, 'paid', 40.00, '2026-01-10'), "
-                             "(2, 'paid', 12.50, '2026-01-21'), (3, 'paid', 5.00, '2026-01-22')")
+        conn.exec_driver_sql(
+            "INSERT INTO orders VALUES (1, 'paid', 40.00, '2026-01-10'), "
+            "(2, 'paid', 12.50, '2026-01-21'), (3, 'paid', 5.00, '2026-01-22')"
+        )
     try:
         first = sensing.observe(source, UTC, JAN19)
         assert (first.rows, first.id_sum) == (2, 5)
         assert first.newest.startswith("2026-01-22") and first.fingerprint is not None
         with source.begin() as conn:  # re-set updated_at of a row already in the window
-            conn.exec_driver_sql("UPDATE orders SET updated_at = '2026-01-20' "
-                                 "WHERE order_id = 2")
+            conn.exec_driver_sql("UPDATE orders SET updated_at = '2026-01-20' WHERE order_id = 2")
         second = sensing.observe(source, UTC, JAN19)
-        assert (second.rows, second.id_sum, second.newest) == \
-            (first.rows, first.id_sum, first.newest)
+        assert (second.rows, second.id_sum, second.newest) == (
+            first.rows,
+            first.id_sum,
+            first.newest,
+        )
         assert second.fingerprint != first.fingerprint
         assert sensing.observe(source, UTC, None) == Observation(
-            None, newest=first.newest, max_id=3)
+            None, newest=first.newest, max_id=3
+        )
     finally:
         source.dispose()

@@ -104,10 +104,16 @@ CRASH_VARS = ("PIPELINE_CRASH_AT", "PIPELINE_CRASH_MODE", "PIPELINE_CRASH_ONCE_F
 
 # What a crash at each point leaves behind (raise mode: the process survives, so
 # `finally` blocks run). Loads: committed or not. Files: which steps of the write landed.
-LOAD_COMMITTED = {"load_after_stage": False, "load_after_compare": False,
-                  "load_before_delete": False, "load_after_delete": False,
-                  "load_after_merge": False, "load_after_watermark": False,
-                  "load_before_commit": False, "load_after_commit": True}
+LOAD_COMMITTED = {
+    "load_after_stage": False,
+    "load_after_compare": False,
+    "load_before_delete": False,
+    "load_after_delete": False,
+    "load_after_merge": False,
+    "load_after_watermark": False,
+    "load_before_commit": False,
+    "load_after_commit": True,
+}
 RANGE_ONLY = {"load_before_delete", "load_after_delete"}  # the delete step of a range load
 FILES_LANDED = {  # point → (day files replaced: "none" | "first" | "all", manifest written)
     "day_file_before_rename": ("none", False),
@@ -133,19 +139,32 @@ STATS: Counter = Counter()
 
 order_ids = st.integers(101, 118)  # 101–106 come from `demo init`
 statuses = st.sampled_from(STATUSES)
-amounts = st.builds(lambda n, scale: format(Decimal(n).scaleb(-scale), "f"),
-                    st.integers(-500, 100_000), st.integers(0, 3))
+amounts = st.builds(
+    lambda n, scale: format(Decimal(n).scaleb(-scale), "f"),
+    st.integers(-500, 100_000),
+    st.integers(0, 3),
+)
 clocks = st.one_of(
-    st.sampled_from([time(0), time(23, 59, 59, 999_999), time(0, 0, 0, 1), time(3, 0),
-                     time(2, 30), time(19, 0), time(5, 0)]),
+    st.sampled_from(
+        [
+            time(0),
+            time(23, 59, 59, 999_999),
+            time(0, 0, 0, 1),
+            time(3, 0),
+            time(2, 30),
+            time(19, 0),
+            time(5, 0),
+        ]
+    ),
     st.times(),
 )
 forms = st.sampled_from(["date", "naive", "space", "utc", "z", "local", "minus5", "plus0530"])
 # (local day index, local wall clock, text form): midnights and DST-gap clocks included
 when = st.tuples(st.integers(0, N_DAYS - 1), clocks, forms)
 lateness = st.sampled_from(["edge", "just_outside", "inside", "far", "at_watermark"])
-bounds = st.one_of(st.tuples(st.just("midnight"), st.integers(0, N_DAYS)),
-                   st.tuples(st.just("at"), when))
+bounds = st.one_of(
+    st.tuples(st.just("midnight"), st.integers(0, N_DAYS)), st.tuples(st.just("at"), when)
+)
 load_crashes = st.lists(st.sampled_from(INCREMENTAL_POINTS), max_size=2)
 range_crashes = st.lists(st.sampled_from(LOAD_POINTS), max_size=2)
 file_crashes = st.lists(st.sampled_from(FILE_POINTS), max_size=2)
@@ -305,10 +324,17 @@ class LoadHistories(RuleBasedStateMachine):
     # --- loads ------------------------------------------------------------------------
 
     def _call_load(self, start=None, end=None, dry_run=False, allow=False):
-        return self.load(self.source, self.warehouse, tz=self.tz,
-                         lookback_days=self.model.lookback_days, now=NOW,
-                         start=start, end=end, dry_run=dry_run,
-                         deletes=DeletePolicy(allow=allow))
+        return self.load(
+            self.source,
+            self.warehouse,
+            tz=self.tz,
+            lookback_days=self.model.lookback_days,
+            now=NOW,
+            start=start,
+            end=end,
+            dry_run=dry_run,
+            deletes=DeletePolicy(allow=allow),
+        )
 
     def _late_instant(self, late: str, seconds: int) -> datetime:
         """An instant older than the watermark: inside the lookback, on its edge, beyond."""
@@ -323,8 +349,7 @@ class LoadHistories(RuleBasedStateMachine):
         }[late]
 
     def _load(self, start, end, crashes, retry, allow=False):
-        if start is not None and self.model.predict_load(start, end,
-                                                         allow_deletes=allow).refused:
+        if start is not None and self.model.predict_load(start, end, allow_deletes=allow).refused:
             with pytest.raises(DeleteRefused):  # nothing written: every invariant holds
                 self._call_load(start, end, allow=allow)
             STATS["refused deletes"] += 1
@@ -347,13 +372,36 @@ class LoadHistories(RuleBasedStateMachine):
         STATS[f"deleted {self.rows_noun}"] += len(prediction.deleted)
 
     def _check_result(self, result, p) -> None:
-        got = (result.kind, result.skipped, result.window_start, result.window_end,
-               result.watermark_before, result.watermark_after, result.rows_read,
-               result.inserted, result.updated, result.unchanged, result.newest_read,
-               result.rows_deleted, result.deleted_order_ids)
-        want = (p.kind, p.skipped, p.window_start, p.window_end, p.watermark_before,
-                p.watermark_after, len(p.read), p.inserted, p.updated, p.unchanged, p.newest,
-                len(p.deleted) if p.kind == "range" else None, p.deleted[:20])
+        got = (
+            result.kind,
+            result.skipped,
+            result.window_start,
+            result.window_end,
+            result.watermark_before,
+            result.watermark_after,
+            result.rows_read,
+            result.inserted,
+            result.updated,
+            result.unchanged,
+            result.newest_read,
+            result.rows_deleted,
+            result.deleted_order_ids,
+        )
+        want = (
+            p.kind,
+            p.skipped,
+            p.window_start,
+            p.window_end,
+            p.watermark_before,
+            p.watermark_after,
+            len(p.read),
+            p.inserted,
+            p.updated,
+            p.unchanged,
+            p.newest,
+            len(p.deleted) if p.kind == "range" else None,
+            p.deleted[:20],
+        )
         assert got == want
         touched = set(result.days_touched)
         assert p.needed_days <= touched, f"days_touched misses {p.needed_days - touched}"
@@ -377,8 +425,7 @@ class LoadHistories(RuleBasedStateMachine):
             STATS["dry runs"] += 1
         self._load(None, None, crashes, retry)
 
-    @rule(start=bounds, end=bounds, crashes=range_crashes, retry=st.booleans(),
-          allow=st.booleans())
+    @rule(start=bounds, end=bounds, crashes=range_crashes, retry=st.booleans(), allow=st.booleans())
     def range_load(self, start, end, crashes, retry, allow):
         """A backfill of the load over [start, end): the watermark must not move; the
         orders of the range the app deleted go, within the guard unless allowed."""
@@ -413,8 +460,11 @@ class LoadHistories(RuleBasedStateMachine):
 
         Found by the mark ``@invariant`` leaves, so a new invariant is never left out; if a
         Hypothesis release renames the mark, nothing is found and this fails loudly."""
-        checks = [name for name, f in inspect.getmembers(type(self))
-                  if hasattr(f, "hypothesis_stateful_invariant")]
+        checks = [
+            name
+            for name, f in inspect.getmembers(type(self))
+            if hasattr(f, "hypothesis_stateful_invariant")
+        ]
         assert len(checks) >= self.min_invariants, f"invariants not found: {checks}"
         for name in checks:
             getattr(self, name)()
@@ -431,16 +481,38 @@ class LoadHistories(RuleBasedStateMachine):
         b = batches.c
         with self.warehouse.connect() as conn:
             count, distinct = conn.execute(
-                sa.select(sa.func.count(), sa.func.count(sa.distinct(b.batch_id)))).one()
-            rows = conn.execute(sa.select(
-                b.batch_id, b.kind, b.window_start, b.window_end, b.rows_read, b.inserted,
-                b.updated, b.unchanged, b.watermark_before, b.watermark_after,
-                b.rows_deleted).where(of_table(b.table_name, self.spec.name))).all()
+                sa.select(sa.func.count(), sa.func.count(sa.distinct(b.batch_id)))
+            ).one()
+            rows = conn.execute(
+                sa.select(
+                    b.batch_id,
+                    b.kind,
+                    b.window_start,
+                    b.window_end,
+                    b.rows_read,
+                    b.inserted,
+                    b.updated,
+                    b.unchanged,
+                    b.watermark_before,
+                    b.watermark_after,
+                    b.rows_deleted,
+                ).where(of_table(b.table_name, self.spec.name))
+            ).all()
         assert count == distinct
         # the table's own rows, and no other table's batch came or went
         assert count == len(rows) + self.other_batches
-        columns = ("kind", "window_start", "window_end", "rows_read", "inserted", "updated",
-                   "unchanged", "watermark_before", "watermark_after", "rows_deleted")
+        columns = (
+            "kind",
+            "window_start",
+            "window_end",
+            "rows_read",
+            "inserted",
+            "updated",
+            "unchanged",
+            "watermark_before",
+            "watermark_after",
+            "rows_deleted",
+        )
         got = Counter(tuple(r[1:]) for r in rows)
         want = Counter(tuple(e[c] for c in columns) for e in self.model.ledger.values())
         assert got == want
@@ -455,7 +527,8 @@ class LoadHistories(RuleBasedStateMachine):
         history = wm.history(self.warehouse, table=self.spec.name)
         assert [(h.kind, h.old_value, h.new_value) for h in history] == [
             ("load", old and canonical(old), canonical(new))
-            for old, new in self.model.watermark_changes]
+            for old, new in self.model.watermark_changes
+        ]
         for old, new in self.model.watermark_changes:
             assert old is None or new > old
 
@@ -463,10 +536,11 @@ class LoadHistories(RuleBasedStateMachine):
         kind, first, count = choice
         if kind == "touched":
             return list(self.model.last_days_touched) or WINDOW_DAYS[:1]
-        return WINDOW_DAYS[first:first + count]
+        return WINDOW_DAYS[first : first + count]
 
-    @precondition(lambda self: not self.repaired
-                  and set(self.model.warehouse) - set(self.model.source))
+    @precondition(
+        lambda self: not self.repaired and set(self.model.warehouse) - set(self.model.source)
+    )
     @rule()
     def repair_everything(self):
         """The repair verify prints, of every day at once: a range load of all of time with
@@ -475,8 +549,11 @@ class LoadHistories(RuleBasedStateMachine):
         self._step("repair_everything")
         self.repaired = True  # once a history: it rewrites every day file
         self._load(EVERYTHING[0], EVERYTHING[1], [], True, allow=True)
-        days = sorted(set(WINDOW_DAYS) | set(self.model.vouched)
-                      | {v.day(self.tz).isoformat() for v in self.model.warehouse.values()})
+        days = sorted(
+            set(WINDOW_DAYS)
+            | set(self.model.vouched)
+            | {v.day(self.tz).isoformat() for v in self.model.warehouse.values()}
+        )
         self._write(days, f"h{self.history}-s{self.steps}-repair", None)
         assert self.model.warehouse == self.model.source
         assert not self.model.stale()
@@ -508,8 +585,13 @@ class LoadHistories(RuleBasedStateMachine):
         try:
             with crashing_at(point) if point else nullcontext():
                 written = write_day_files(
-                    self.folder, by_day, run_id=run_id, written_at=NOW,
-                    watermark=watermark_text, spec=self.spec)
+                    self.folder,
+                    by_day,
+                    run_id=run_id,
+                    written_at=NOW,
+                    watermark=watermark_text,
+                    spec=self.spec,
+                )
         except SimulatedCrash:
             assert point is not None, "crashed with no crash point set"
             STATS[f"crash {point}"] += 1
@@ -534,11 +616,11 @@ class LoadHistories(RuleBasedStateMachine):
         assert manifest["days_written"] == sorted(days)
         assert manifest["watermark"] == watermark_text
         assert manifest["written_at"] == NOW.isoformat()
-        assert {d: f["rows"] for d, f in manifest["files"].items()} == \
-            {d: len(rows) for d, rows in expected.items()}
+        assert {d: f["rows"] for d, f in manifest["files"].items()} == {
+            d: len(rows) for d, rows in expected.items()
+        }
 
-    @rule(choice=day_choices, crashes=file_crashes, retry=st.booleans(),
-          same_run_id=st.booleans())
+    @rule(choice=day_choices, crashes=file_crashes, retry=st.booleans(), same_run_id=st.booleans())
     def rebuild_days(self, choice, crashes, retry, same_run_id):
         """The table's daily files (paid_orders) for some days; crashes, then a retry (a
         step retry keeps the run id)."""
@@ -587,9 +669,12 @@ class LoadHistories(RuleBasedStateMachine):
         assert found == self.planted
         if self.folder.exists():
             for entry in self.folder.iterdir():
-                assert (DAY_FILE_RE.fullmatch(entry.name) or MANIFEST_RE.fullmatch(entry.name)
-                        or entry.name in (".lock", "_committed") or entry in self.planted), \
-                    f"unexpected file {entry.name}"
+                assert (
+                    DAY_FILE_RE.fullmatch(entry.name)
+                    or MANIFEST_RE.fullmatch(entry.name)
+                    or entry.name in (".lock", "_committed")
+                    or entry in self.planted
+                ), f"unexpected file {entry.name}"
 
 
 class PipelineHistories(LoadHistories):
@@ -611,12 +696,14 @@ class PipelineHistories(LoadHistories):
         demo.init(self.source)
         for order_id, status, amount, updated_at in demo.CHAPTER_ORDERS:
             instant = datetime.combine(date.fromisoformat(updated_at), time(0), tzinfo=self.tz)
-            self.model.set_order(order_id, Version(status, amount, updated_at,
-                                                   instant.astimezone(UTC)))
+            self.model.set_order(
+                order_id, Version(status, amount, updated_at, instant.astimezone(UTC))
+            )
 
     def _set(self, order_id: int, status: str, amount: str, text: str, instant: datetime):
-        demo.set_order(self.source, order_id, status=status, amount=amount, updated_at=text,
-                       tz=self.tz)
+        demo.set_order(
+            self.source, order_id, status=status, amount=amount, updated_at=text, tz=self.tz
+        )
         self.model.set_order(order_id, Version(status, amount, text, instant))
 
     @rule(order_id=order_ids, status=statuses, amount=amounts, at=when)
@@ -631,14 +718,23 @@ class PipelineHistories(LoadHistories):
         self._step("app_flips_paid")
         order_id = data.draw(st.sampled_from(sorted(self.model.source)), label="order_id")
         old = self.model.source[order_id]
-        status = "paid" if old.status != "paid" else data.draw(
-            st.sampled_from(STATUSES[1:]), label="status")
+        status = (
+            "paid"
+            if old.status != "paid"
+            else data.draw(st.sampled_from(STATUSES[1:]), label="status")
+        )
         text, instant = (old.updated_at, old.instant) if at is None else self._at(at)
         self._set(order_id, status, old.amount, text, instant)
 
     @precondition(lambda self: self.model.watermark is not None)
-    @rule(order_id=order_ids, status=statuses, amount=amounts, late=lateness, form=forms,
-          seconds=st.integers(1, 2 * 86_400))
+    @rule(
+        order_id=order_ids,
+        status=statuses,
+        amount=amounts,
+        late=lateness,
+        form=forms,
+        seconds=st.integers(1, 2 * 86_400),
+    )
     def app_writes_late_row(self, order_id, status, amount, late, form, seconds):
         """A row older than the watermark: inside the lookback, on its edge, or beyond."""
         self._step("app_writes_late_row")
@@ -660,22 +756,33 @@ class PipelineHistories(LoadHistories):
     def _warehouse_rows(self) -> dict[int, tuple]:
         rows: dict[int, tuple] = {}
         with self.warehouse.connect() as conn:
-            count, distinct = conn.execute(sa.select(
-                sa.func.count(), sa.func.count(sa.distinct(orders.c.order_id)))).one()
+            count, distinct = conn.execute(
+                sa.select(sa.func.count(), sa.func.count(sa.distinct(orders.c.order_id)))
+            ).one()
             assert count == distinct, "an order is stored twice"
             for row in conn.execute(sa.select(orders)):
-                rows[int(row.order_id)] = (int(row.order_id), row.status, row.amount,
-                                           row.updated_at)
+                rows[int(row.order_id)] = (
+                    int(row.order_id),
+                    row.status,
+                    row.amount,
+                    row.updated_at,
+                )
         return rows
 
     @invariant()
     def source_only_changes_through_the_app(self):
         t = demo.source_orders
         with self.source.connect() as conn:
-            rows = {r[0]: tuple(r[1:]) for r in conn.execute(
-                sa.select(t.c.order_id, t.c.status, t.c.amount, t.c.updated_at))}
-        assert rows == {oid: (v.status, v.amount, v.updated_at)
-                        for oid, v in self.model.source.items()}
+            rows = {
+                r[0]: tuple(r[1:])
+                for r in conn.execute(
+                    sa.select(t.c.order_id, t.c.status, t.c.amount, t.c.updated_at)
+                )
+            }
+        assert rows == {
+            oid: (v.status, v.amount, v.updated_at) for oid, v in self.model.source.items()
+        }
+
 
 # --- the second declared table: payments -------------------------------------------------
 
@@ -683,12 +790,15 @@ class PipelineHistories(LoadHistories):
 # app writes into tables.PAYMENTS' source table (tables.make_payments' DDL, one per dialect).
 PAYMENT_STATUSES = ["captured", "failed", "pending", "refunded"]
 payment_keys = st.tuples(st.integers(1, 6), st.integers(1, 3))  # several attempts an id
-cents = st.one_of(st.integers(-10**6, 10**9), st.sampled_from([0, -(2**63), 2**63 - 1]))
-fees = st.builds(lambda n: Decimal(n).scaleb(-2),  # decimal(10,2): every digit, both signs
-                 st.one_of(st.integers(-10**4, 10**6), st.sampled_from([10**10 - 1,
-                                                                          1 - 10**10])))
+cents = st.one_of(st.integers(-(10**6), 10**9), st.sampled_from([0, -(2**63), 2**63 - 1]))
+fees = st.builds(
+    lambda n: Decimal(n).scaleb(-2),  # decimal(10,2): every digit, both signs
+    st.one_of(st.integers(-(10**4), 10**6), st.sampled_from([10**10 - 1, 1 - 10**10])),
+)
 payment_values = st.tuples(
-    st.sampled_from(PAYMENT_STATUSES), cents, fees,
+    st.sampled_from(PAYMENT_STATUSES),
+    cents,
+    fees,
     st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),  # rate
     st.one_of(st.none(), st.text(st.characters(codec="utf-8"), max_size=8)),  # note
     st.booleans(),  # refundable
@@ -720,26 +830,49 @@ class PaymentHistories(LoadHistories):
         load_orders(self.source, self.warehouse, tz=self.tz, lookback_days=lookback, now=NOW)
         self.neighbour = self._orders_state()
 
-    def _put(self, key: tuple[int, int], values, text: str, instant: datetime,
-             trim: bool = False) -> None:
+    def _put(
+        self, key: tuple[int, int], values, text: str, instant: datetime, trim: bool = False
+    ) -> None:
         """Insert or replace one attempt as the app does (one transaction)."""
         status, amount_cents, fee, rate, note, refundable, settle_on = values
         if self.backend != "sqlite" and note is not None:
             note = note.replace("\x00", "\ufffd")  # a server's text holds no NUL
-        payment = Payment(status, amount_cents, fee, rate, note, refundable, settle_on,
-                          text if self.backend == "sqlite" else instant.isoformat(), instant)
+        payment = Payment(
+            status,
+            amount_cents,
+            fee,
+            rate,
+            note,
+            refundable,
+            settle_on,
+            text if self.backend == "sqlite" else instant.isoformat(),
+            instant,
+        )
         with self.source.begin() as conn:
-            conn.execute(sa.text("DELETE FROM payments WHERE payment_id = :p AND attempt = :a"),
-                         {"p": key[0], "a": key[1]})
-            conn.execute(sa.text(
-                "INSERT INTO payments (payment_id, attempt, status, amount_cents, fee, rate, "
-                "note, refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, "
-                ":c, :f, :r, :n, :b, :d, :m, 'x')"), {
-                    "p": key[0], "a": key[1], "s": status, "c": amount_cents,
-                    "f": format(fee.normalize() if trim else fee, "f"), "r": rate, "n": note,
-                    "b": refundable, "d": settle_on and settle_on.isoformat(),
+            conn.execute(
+                sa.text("DELETE FROM payments WHERE payment_id = :p AND attempt = :a"),
+                {"p": key[0], "a": key[1]},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO payments (payment_id, attempt, status, amount_cents, fee, rate, "
+                    "note, refundable, settle_on, modified_at, legacy_code) VALUES (:p, :a, :s, "
+                    ":c, :f, :r, :n, :b, :d, :m, 'x')"
+                ),
+                {
+                    "p": key[0],
+                    "a": key[1],
+                    "s": status,
+                    "c": amount_cents,
+                    "f": format(fee.normalize() if trim else fee, "f"),
+                    "r": rate,
+                    "n": note,
+                    "b": refundable,
+                    "d": settle_on and settle_on.isoformat(),
                     # SQLite keeps the text as written; a server's timestamptz the instant
-                    "m": text if self.backend == "sqlite" else instant})
+                    "m": text if self.backend == "sqlite" else instant,
+                },
+            )
         self.model.set_row(key, payment)
 
     @rule(key=payment_keys, values=payment_values, at=when, trim=st.booleans())
@@ -754,15 +887,27 @@ class PaymentHistories(LoadHistories):
         self._step("app_flips_captured")
         key = data.draw(st.sampled_from(sorted(self.model.source)), label="key")
         old = self.model.source[key]
-        status = "captured" if old.status != "captured" else data.draw(
-            st.sampled_from(PAYMENT_STATUSES[1:]), label="status")
+        status = (
+            "captured"
+            if old.status != "captured"
+            else data.draw(st.sampled_from(PAYMENT_STATUSES[1:]), label="status")
+        )
         text, instant = (old.modified_at, old.instant) if at is None else self._at(at)
-        self._put(key, (status, old.amount_cents, old.fee, old.rate, old.note,
-                        old.refundable, old.settle_on), text, instant)
+        self._put(
+            key,
+            (status, old.amount_cents, old.fee, old.rate, old.note, old.refundable, old.settle_on),
+            text,
+            instant,
+        )
 
     @precondition(lambda self: self.model.watermark is not None)
-    @rule(key=payment_keys, values=payment_values, late=lateness, form=forms,
-          seconds=st.integers(1, 2 * 86_400))
+    @rule(
+        key=payment_keys,
+        values=payment_values,
+        late=lateness,
+        form=forms,
+        seconds=st.integers(1, 2 * 86_400),
+    )
     def app_writes_late_payment(self, key, values, late, form, seconds):
         """An attempt older than the watermark: inside the lookback, on its edge, beyond."""
         self._step("app_writes_late_payment")
@@ -827,13 +972,25 @@ class PaymentHistories(LoadHistories):
     def source_only_changes_through_the_app(self):
         names = PAYMENTS.column_names
         with self.source.connect() as conn:
-            rows = {tuple(r[:2]): tuple(self._source_value(n, v) for n, v in zip(
-                names[2:], r[2:], strict=True)) for r in conn.execute(sa.text(
-                    f"SELECT {', '.join(names)} FROM payments"))}
-        assert rows == {key: (p.status, p.amount_cents, p.fee, p.rate, p.note, p.refundable,
-                              p.settle_on and p.settle_on.isoformat(),
-                              p.modified_at if self.backend == "sqlite" else p.instant)
-                        for key, p in self.model.source.items()}
+            rows = {
+                tuple(r[:2]): tuple(
+                    self._source_value(n, v) for n, v in zip(names[2:], r[2:], strict=True)
+                )
+                for r in conn.execute(sa.text(f"SELECT {', '.join(names)} FROM payments"))
+            }
+        assert rows == {
+            key: (
+                p.status,
+                p.amount_cents,
+                p.fee,
+                p.rate,
+                p.note,
+                p.refundable,
+                p.settle_on and p.settle_on.isoformat(),
+                p.modified_at if self.backend == "sqlite" else p.instant,
+            )
+            for key, p in self.model.source.items()
+        }
 
     def _orders_state(self) -> tuple:
         """orders' rows, watermark, history and ledger, as they are (one connection)."""
@@ -842,10 +999,15 @@ class PaymentHistories(LoadHistories):
             return (
                 sorted(tuple(r) for r in conn.execute(sa.select(orders))),
                 conn.execute(sa.select(w.name, w.value).where(w.name == ORDERS.name)).all(),
-                conn.execute(sa.select(h.kind, h.new_value, h.batch_id).where(
-                    of_table(h.table_name, ORDERS.name)).order_by(h.id)).all(),
-                conn.execute(sa.select(b.batch_id).where(
-                    of_table(b.table_name, ORDERS.name))).scalars().all())
+                conn.execute(
+                    sa.select(h.kind, h.new_value, h.batch_id)
+                    .where(of_table(h.table_name, ORDERS.name))
+                    .order_by(h.id)
+                ).all(),
+                conn.execute(sa.select(b.batch_id).where(of_table(b.table_name, ORDERS.name)))
+                .scalars()
+                .all(),
+            )
 
     @invariant()
     def orders_beside_it_left_alone(self):
@@ -873,17 +1035,25 @@ def _run(machine: type[RuleBasedStateMachine], default_examples: int) -> None:
     run_seed = int(chosen) if chosen else secrets.randbits(32)
     STATS.clear()
     STATS["seed"] = run_seed
-    print(f"\nstateful {machine.backend}: seed {run_seed} "
-          f"(replay: PIPELINE_STATEFUL_SEED={run_seed})")
-    config = settings(max_examples=EXAMPLES or default_examples, stateful_step_count=STEPS,
-                      deadline=None, derandomize=False, database=None, print_blob=True,
-                      suppress_health_check=[HealthCheck.too_slow])
+    print(
+        f"\nstateful {machine.backend}: seed {run_seed} (replay: PIPELINE_STATEFUL_SEED={run_seed})"
+    )
+    config = settings(
+        max_examples=EXAMPLES or default_examples,
+        stateful_step_count=STEPS,
+        deadline=None,
+        derandomize=False,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     try:
         with no_crash_settings_from_outside():
             if get_state_machine_test is not None:
                 seed(run_seed)(get_state_machine_test(machine, settings=config))()
             else:  # pragma: no cover
                 from hypothesis.stateful import run_state_machine_as_test
+
                 run_state_machine_as_test(machine, settings=config)
     finally:
         summary = ", ".join(f"{k}: {v}" for k, v in sorted(STATS.items()) if k != "seed")
@@ -914,34 +1084,86 @@ def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
         with no_crash_settings_from_outside():
             step("start", zone="America/New_York", lookback=2)
             for n, point in enumerate(INCREMENTAL_POINTS):  # each load has new rows to write
-                step("app_writes_order", order_id=107 + n, status="paid", amount=f"{n}.50",
-                     at=(4 + n, time(23, 59, 59, 999_999),
-                         ("utc", "naive", "date", "z", "local", "minus5")[n]))
+                step(
+                    "app_writes_order",
+                    order_id=107 + n,
+                    status="paid",
+                    amount=f"{n}.50",
+                    at=(
+                        4 + n,
+                        time(23, 59, 59, 999_999),
+                        ("utc", "naive", "date", "z", "local", "minus5")[n],
+                    ),
+                )
                 step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
-            step("app_writes_order", order_id=101, status="refunded", amount="40.00",
-                 at=(0, time(0), "local"))
-            step("range_load", start=("midnight", 0), end=("midnight", 2),
-                 crashes=LOAD_POINTS[:2], retry=False, allow=False)
-            step("range_load", start=("midnight", 0), end=("midnight", 2), crashes=[],
-                 retry=True, allow=False)
+            step(
+                "app_writes_order",
+                order_id=101,
+                status="refunded",
+                amount="40.00",
+                at=(0, time(0), "local"),
+            )
+            step(
+                "range_load",
+                start=("midnight", 0),
+                end=("midnight", 2),
+                crashes=LOAD_POINTS[:2],
+                retry=False,
+                allow=False,
+            )
+            step(
+                "range_load",
+                start=("midnight", 0),
+                end=("midnight", 2),
+                crashes=[],
+                retry=True,
+                allow=False,
+            )
             for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
                 step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
-                step("app_writes_order", order_id=111 + n, status="paid", amount="7.05",
-                     at=(n + 1, time(2, 30), "space"))
+                step(
+                    "app_writes_order",
+                    order_id=111 + n,
+                    status="paid",
+                    amount="7.05",
+                    at=(n + 1, time(2, 30), "space"),
+                )
                 step("incremental_load", plan_first=False, crashes=[], retry=True)
-                step("rebuild_days", choice=("range", n, 3), crashes=[point], retry=True,
-                     same_run_id=n % 2 == 0)
-            step("rebuild_days", choice=("touched", 0, 0), crashes=FILE_POINTS[:2],
-                 retry=False, same_run_id=True)
+                step(
+                    "rebuild_days",
+                    choice=("range", n, 3),
+                    crashes=[point],
+                    retry=True,
+                    same_run_id=n % 2 == 0,
+                )
+            step(
+                "rebuild_days",
+                choice=("touched", 0, 0),
+                crashes=FILE_POINTS[:2],
+                retry=False,
+                same_run_id=True,
+            )
             # the app deletes an order; range loads die at the delete step, then repair
             step("app_deletes_order", data=_Fixed(107))
-            step("range_load", start=("midnight", 0), end=("midnight", N_DAYS),
-                 crashes=sorted(RANGE_ONLY), retry=True, allow=False)
+            step(
+                "range_load",
+                start=("midnight", 0),
+                end=("midnight", N_DAYS),
+                crashes=sorted(RANGE_ONLY),
+                retry=True,
+                allow=False,
+            )
             step("app_deletes_order", data=_Fixed(108))
             for order_id in (111, 112):  # two of the three orders of days 1–3: refused
                 step("app_deletes_order", data=_Fixed(order_id))
-            step("range_load", start=("midnight", 1), end=("midnight", 4), crashes=[],
-                 retry=True, allow=False)
+            step(
+                "range_load",
+                start=("midnight", 1),
+                end=("midnight", 4),
+                crashes=[],
+                retry=True,
+                allow=False,
+            )
             step("repair_everything")
     finally:
         machine.teardown()
@@ -973,6 +1195,7 @@ def test_every_crash_point_in_a_fixed_history_postgresql(postgres_admin):
 @pytest.mark.mysql
 def test_every_crash_point_in_a_fixed_history_mariadb(mysql_admin):
     """The same history with the source on MariaDB: every crash point of the load."""
+
     class OnMariaDB(PipelineHistories):
         backend = "mariadb"
         admin = mysql_admin
@@ -1018,8 +1241,14 @@ def test_step_retry_dying_twice_after_its_manifest_keeps_days_committed(tmp_path
     write the same manifest name with different sequences; the newest manifest lists the
     day and matches the file, so the day stays committed."""
     folder = tmp_path / "paid_orders"
-    rows = [{"order_id": 7, "status": "paid", "amount": "12.50",
-             "updated_at": "2026-03-02T03:00:00-05:00"}]
+    rows = [
+        {
+            "order_id": 7,
+            "status": "paid",
+            "amount": "12.50",
+            "updated_at": "2026-03-02T03:00:00-05:00",
+        }
+    ]
     for _attempt in range(2):  # the run, then its step retry: both die after the manifest
         with crashing_at("files_after_manifest"), pytest.raises(SimulatedCrash):
             write_day_files(folder, {"2026-03-02": rows}, run_id="run-1", written_at=NOW)
@@ -1047,34 +1276,79 @@ def _fixed_payments_history(machine_class: type[PaymentHistories]) -> Counter:
         with no_crash_settings_from_outside():
             step("start", zone="America/New_York", lookback=2)
             for n, point in enumerate(INCREMENTAL_POINTS):  # each load has new rows to write
-                step("app_writes_payment", key=(n + 1, 1), values=values,
-                     at=(4 + n, time(23, 59, 59, 999_999),
-                         ("utc", "naive", "date", "z", "local", "minus5")[n]), trim=n % 2 == 0)
-                step("app_writes_payment", key=(n + 1, 2),
-                     values=("failed", -(2**63), Decimal("-99999999.99"), None, None, False,
-                             None), at=(4 + n, time(0), "date"), trim=True)
+                step(
+                    "app_writes_payment",
+                    key=(n + 1, 1),
+                    values=values,
+                    at=(
+                        4 + n,
+                        time(23, 59, 59, 999_999),
+                        ("utc", "naive", "date", "z", "local", "minus5")[n],
+                    ),
+                    trim=n % 2 == 0,
+                )
+                step(
+                    "app_writes_payment",
+                    key=(n + 1, 2),
+                    values=("failed", -(2**63), Decimal("-99999999.99"), None, None, False, None),
+                    at=(4 + n, time(0), "date"),
+                    trim=True,
+                )
                 step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
-            step("app_writes_late_payment", key=(1, 3), values=("pending", *values[1:]),
-                 late="edge", form="plus0530", seconds=1)
+            step(
+                "app_writes_late_payment",
+                key=(1, 3),
+                values=("pending", *values[1:]),
+                late="edge",
+                form="plus0530",
+                seconds=1,
+            )
             step("app_flips_captured", data=_Fixed((1, 3)), at=None)  # to captured, same stamp
             step("incremental_load", plan_first=False, crashes=[], retry=True)
             for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
                 step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
-                step("app_writes_payment", key=(n + 1, 3), values=values,  # day n + 1
-                     at=(n + 1, time(2, 30), "space"), trim=False)
+                step(
+                    "app_writes_payment",
+                    key=(n + 1, 3),
+                    values=values,  # day n + 1
+                    at=(n + 1, time(2, 30), "space"),
+                    trim=False,
+                )
                 step("incremental_load", plan_first=False, crashes=[], retry=True)
-                step("rebuild_days", choice=("range", n, 3), crashes=[point], retry=True,
-                     same_run_id=n % 2 == 0)
-            step("rebuild_days", choice=("touched", 0, 0), crashes=FILE_POINTS[:2],
-                 retry=False, same_run_id=True)
+                step(
+                    "rebuild_days",
+                    choice=("range", n, 3),
+                    crashes=[point],
+                    retry=True,
+                    same_run_id=n % 2 == 0,
+                )
+            step(
+                "rebuild_days",
+                choice=("touched", 0, 0),
+                crashes=FILE_POINTS[:2],
+                retry=False,
+                same_run_id=True,
+            )
             # the app deletes one attempt; a range load dies at its delete step, then repairs
             step("app_deletes_payment", data=_Fixed((1, 2)))
-            step("range_load", start=("midnight", 0), end=("midnight", N_DAYS),
-                 crashes=sorted(RANGE_ONLY), retry=True, allow=False)
+            step(
+                "range_load",
+                start=("midnight", 0),
+                end=("midnight", N_DAYS),
+                crashes=sorted(RANGE_ONLY),
+                retry=True,
+                allow=False,
+            )
             for key in ((2, 1), (2, 2), (3, 1), (3, 2)):  # four of the six of days 5–6
                 step("app_deletes_payment", data=_Fixed(key))
-            step("range_load", start=("midnight", 5), end=("midnight", 7), crashes=[],
-                 retry=True, allow=False)
+            step(
+                "range_load",
+                start=("midnight", 5),
+                end=("midnight", 7),
+                crashes=[],
+                retry=True,
+                allow=False,
+            )
             step("repair_everything")
     finally:
         machine.teardown()

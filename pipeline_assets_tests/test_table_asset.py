@@ -51,10 +51,11 @@ def test_a_declared_table_loads_under_its_own_names_and_keys(payments, instance)
     assert meta["future_rows"] == 1 and meta["future_keys"] == [[3, 1]]
     assert "future_order_ids" not in meta
     assert {(e.check_name, e.passed) for e in first.get_asset_check_evaluations()} == {
-        ("payments_match_source", True), ("lateness_within_lookback", True)}
+        ("payments_match_source", True),
+        ("lateness_within_lookback", True),
+    }
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
-    assert wm.current(warehouse, table="payments") == \
-        datetime(2026, 1, 21, 11, tzinfo=timezone.utc)
+    assert wm.current(warehouse, table="payments") == datetime(2026, 1, 21, 11, tzinfo=timezone.utc)
     assert wm.current(warehouse) is None  # orders' own watermark: untouched
     warehouse.dispose()
 
@@ -62,7 +63,7 @@ def test_a_declared_table_loads_under_its_own_names_and_keys(payments, instance)
     delete_payment(source, 1, 2)
     config = {"start": "2026-01-21", "end": "2026-01-22", "allow_deletes": True}
     ranged = defs.resolve_job_def("payments_job").execute_in_process(
-        instance=instance, run_config={"ops": {"payments": {"config": config}}})
+        instance=instance, run_config={"ops": {"payments": {"config": config}}}
+    )
     meta = _metadata(ranged)
-    assert (meta["kind"], meta["rows_deleted"], meta["deleted_keys"]) == \
-        ("range", 1, [[1, 2]])
+    assert (meta["kind"], meta["rows_deleted"], meta["deleted_keys"]) == ("range", 1, [[1, 2]])

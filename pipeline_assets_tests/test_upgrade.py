@@ -31,10 +31,14 @@ def restore(backend: str, urls: dict[str, str]) -> tuple[sa.Engine, sa.Engine]:
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     rows = json.loads((HERE / "source.json").read_text())
     with source.begin() as conn:
-        conn.exec_driver_sql("CREATE TABLE orders (order_id BIGINT PRIMARY KEY, status TEXT, "
-                             "amount TEXT, updated_at TEXT)")
-        conn.execute(sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"),
-                     [dict(i=i, s=s, a=a, u=u) for i, s, a, u in rows])
+        conn.exec_driver_sql(
+            "CREATE TABLE orders (order_id BIGINT PRIMARY KEY, status TEXT, "
+            "amount TEXT, updated_at TEXT)"
+        )
+        conn.execute(
+            sa.text("INSERT INTO orders VALUES (:i, :s, :a, :u)"),
+            [dict(i=i, s=s, a=a, u=u) for i, s, a, u in rows],
+        )
     dump = (HERE / f"{backend}.sql").read_text()
     with warehouse.connect() as conn:
         if backend == "sqlite":
@@ -48,17 +52,25 @@ def restore(backend: str, urls: dict[str, str]) -> tuple[sa.Engine, sa.Engine]:
 
 def everything(warehouse: sa.Engine) -> dict[str, list[tuple]]:
     with warehouse.connect() as conn:
-        return {t.name: [tuple(r)[:len(OLD_COLUMNS[t.name])] for r in conn.execute(
-            sa.select(*[t.c[c] for c in OLD_COLUMNS[t.name]]).order_by(
-                *t.primary_key.columns))]
-            for t in (orders, batches, watermark_history)}
+        return {
+            t.name: [
+                tuple(r)[: len(OLD_COLUMNS[t.name])]
+                for r in conn.execute(
+                    sa.select(*[t.c[c] for c in OLD_COLUMNS[t.name]]).order_by(
+                        *t.primary_key.columns
+                    )
+                )
+            ]
+            for t in (orders, batches, watermark_history)
+        }
 
 
 OLD_COLUMNS = {  # every column the old release wrote
     "orders": ("order_id", "status", "amount", "updated_at"),
     "pipeline_batches": tuple(c.name for c in batches.columns if c.name != "table_name"),
-    "pipeline_watermark_history": tuple(c.name for c in watermark_history.columns
-                                        if c.name != "table_name"),
+    "pipeline_watermark_history": tuple(
+        c.name for c in watermark_history.columns if c.name != "table_name"
+    ),
 }
 
 
@@ -81,8 +93,9 @@ def test_the_first_run_carries_everything_over_and_reloads_nothing(previous):
     last_batch = before["pipeline_batches"][-1][1]
     assert old_watermark is not None and len(old_history) == 3  # load, rewind, load
 
-    result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                         announced_batch=last_batch)
+    result = load_orders(
+        source, warehouse, tz=UTC, lookback_days=2, now=NOW, announced_batch=last_batch
+    )
 
     # nothing reloaded: the window starts at the old watermark minus the lookback
     assert result.watermark_before == old_watermark == result.watermark_after
@@ -94,8 +107,11 @@ def test_the_first_run_carries_everything_over_and_reloads_nothing(previous):
     assert after["pipeline_watermark_history"] == before["pipeline_watermark_history"]
     # the same window and rows as a batch of the old release (the one before the rewind):
     # the same id, skipped
-    same_window = [row[1] for row in before["pipeline_batches"]
-                   if row[3] == result.window_start.isoformat(timespec="microseconds")]
+    same_window = [
+        row[1]
+        for row in before["pipeline_batches"]
+        if row[3] == result.window_start.isoformat(timespec="microseconds")
+    ]
     assert result.skipped and [result.batch_id] == same_window
     assert after["pipeline_batches"] == before["pipeline_batches"]
     assert wm.history(warehouse) == old_history  # the old rows are orders' history
@@ -104,34 +120,36 @@ def test_the_first_run_carries_everything_over_and_reloads_nothing(previous):
 
 def test_a_batch_the_old_release_committed_is_recognized_by_its_id(previous):
     source, warehouse = previous
-    old_range = next(row for row in everything(warehouse)["pipeline_batches"]
-                     if row[2] == "range")
+    old_range = next(row for row in everything(warehouse)["pipeline_batches"] if row[2] == "range")
     start, end = (datetime.fromisoformat(old_range[3]), datetime.fromisoformat(old_range[4]))
 
-    again = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                        start=start, end=end)
+    again = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=start, end=end)
 
     assert again.batch_id == old_range[1] and again.skipped
     with warehouse.connect() as conn:
-        assert conn.execute(sa.select(sa.func.count()).select_from(batches)).scalar() == \
-            len(everything(warehouse)["pipeline_batches"])
+        assert conn.execute(sa.select(sa.func.count()).select_from(batches)).scalar() == len(
+            everything(warehouse)["pipeline_batches"]
+        )
 
 
 def test_a_late_row_after_the_upgrade_is_loaded_as_before(previous):
     source, warehouse = previous
     old_watermark = wm.current(warehouse)
     with source.begin() as conn:  # late: an hour before the watermark
-        conn.execute(sa.text("UPDATE orders SET status = 'refunded', updated_at = :u "
-                             "WHERE order_id = 101"),
-                     {"u": (old_watermark - timedelta(hours=1)).isoformat()})
+        conn.execute(
+            sa.text("UPDATE orders SET status = 'refunded', updated_at = :u WHERE order_id = 101"),
+            {"u": (old_watermark - timedelta(hours=1)).isoformat()},
+        )
 
     result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
 
     assert (result.updated, result.late_rows) == (1, 1)
     assert result.watermark_after == old_watermark
     with warehouse.connect() as conn:
-        assert conn.execute(sa.select(orders.c.status).where(orders.c.order_id == 101)
-                            ).scalar() == "refunded"
+        assert (
+            conn.execute(sa.select(orders.c.status).where(orders.c.order_id == 101)).scalar()
+            == "refunded"
+        )
         tables = dict(conn.execute(sa.select(batches.c.batch_id, batches.c.table_name)).all())
     assert tables[result.batch_id] == "orders"
     assert sum(name is None for name in tables.values()) == 4  # the old release's batches

@@ -32,8 +32,14 @@ from .conftest import NOW
 from .table_sources import TableSource, stamp
 from .tables import TABLES
 
-DAYS = {1: "2026-01-03T10:00", 2: "2026-01-03T11:00", 3: "2026-01-05T09:00",
-        4: "2026-01-05T12:00", 5: "2026-01-08T08:00", 6: "2026-01-08T23:59"}
+DAYS = {
+    1: "2026-01-03T10:00",
+    2: "2026-01-03T11:00",
+    3: "2026-01-05T09:00",
+    4: "2026-01-05T12:00",
+    5: "2026-01-08T08:00",
+    6: "2026-01-08T23:59",
+}
 
 
 @pytest.fixture(params=list(TABLES))
@@ -48,21 +54,46 @@ def table(request, engines):
     return app, warehouse
 
 
-def load(app: TableSource, warehouse, start: str | None = None, end: str | None = None,
-         allow: bool = False):
-    bound = {} if start is None else {"start": datetime.fromisoformat(start).replace(
-        tzinfo=UTC), "end": datetime.fromisoformat(end).replace(tzinfo=UTC)}
-    return load_table(app.engine, warehouse, spec=app.spec, tz=UTC, lookback_days=2,
-                      now=NOW, deletes=DeletePolicy(allow=allow), **bound)
+def load(
+    app: TableSource,
+    warehouse,
+    start: str | None = None,
+    end: str | None = None,
+    allow: bool = False,
+):
+    bound = (
+        {}
+        if start is None
+        else {
+            "start": datetime.fromisoformat(start).replace(tzinfo=UTC),
+            "end": datetime.fromisoformat(end).replace(tzinfo=UTC),
+        }
+    )
+    return load_table(
+        app.engine,
+        warehouse,
+        spec=app.spec,
+        tz=UTC,
+        lookback_days=2,
+        now=NOW,
+        deletes=DeletePolicy(allow=allow),
+        **bound,
+    )
 
 
 def check(app: TableSource, warehouse, folder: Path):
-    return verify(app.engine, warehouse, folder, tz=UTC, today=NOW.date(),
-                  partitions_start=date(2026, 1, 1), spec=app.spec)
+    return verify(
+        app.engine,
+        warehouse,
+        folder,
+        tz=UTC,
+        today=NOW.date(),
+        partitions_start=date(2026, 1, 1),
+        spec=app.spec,
+    )
 
 
-def test_verify_names_the_rows_that_differ_by_key_and_its_repair_makes_it_agree(
-        table, tmp_path):
+def test_verify_names_the_rows_that_differ_by_key_and_its_repair_makes_it_agree(table, tmp_path):
     app, warehouse = table
     spec = app.spec
     agreed = check(app, warehouse, tmp_path)
@@ -79,32 +110,41 @@ def test_verify_names_the_rows_that_differ_by_key_and_its_repair_makes_it_agree(
     assert differs["2026-01-05"].detail == (
         "source 1 rows, warehouse 2 rows: 1 changed since the last load, 1 only in the "
         f"warehouse: the source no longer has them ({gone}); a range load of the day "
-        "deletes them")
+        "deletes them"
+    )
     assert differs["2026-01-08"].detail == "source 3 rows, warehouse 2 rows: 1 not loaded"
-    assert result.repair == tuple(Repairs(spec).commands(
-        ["2026-01-05", "2026-01-08"], ["2026-01-05", "2026-01-08"]))
+    assert result.repair == tuple(
+        Repairs(spec).commands(["2026-01-05", "2026-01-08"], ["2026-01-05", "2026-01-08"])
+    )
     assert all(spec.name in command for command in result.repair)
-    assert (differs["2026-01-05"].subject, json.loads(json.dumps(result.to_json()))["days"][1]
-            .get("deleted_keys")) == ((None, None) if spec.name == "orders" else (
-                "payments", [dict(zip(spec.primary_key, app.key(3), strict=True))]))
+    assert (
+        differs["2026-01-05"].subject,
+        json.loads(json.dumps(result.to_json()))["days"][1].get("deleted_keys"),
+    ) == (
+        (None, None)
+        if spec.name == "orders"
+        else ("payments", [dict(zip(spec.primary_key, app.key(3), strict=True))])
+    )
 
     load(app, warehouse, "2026-01-05", "2026-01-09")  # what the printed command runs
-    assert not [p for p in check(app, warehouse, tmp_path).problems
-                if p.kind == DIFFERS_FROM_SOURCE]
+    assert not [
+        p for p in check(app, warehouse, tmp_path).problems if p.kind == DIFFERS_FROM_SOURCE
+    ]
 
 
 def test_the_check_tells_a_deleted_row_from_one_that_moved(table):
     app, warehouse = table
     app.delete(5)
     app.restamp(6, stamp("2025-12-01T10:00"))  # moved before the window: never deleted
-    _, days, verdict = reconcile_horizon(app.engine, warehouse, UTC, reconcile_days=7,
-                                         spec=app.spec)
+    _, days, verdict = reconcile_horizon(
+        app.engine, warehouse, UTC, reconcile_days=7, spec=app.spec
+    )
     key = app.key(5)[0] if len(app.spec.primary_key) == 1 else app.key(5)
-    assert {d: (c.only_in_warehouse, c.deleted_ids) for d, c in days.items()
-            if c.only_in_warehouse} == {"2026-01-08": (1, [key])}
+    assert {
+        d: (c.only_in_warehouse, c.deleted_ids) for d, c in days.items() if c.only_in_warehouse
+    } == {"2026-01-08": (1, [key])}
     assert verdict.differing == ["2026-01-08"] and not verdict.passed
-    deleted = "order 5" if app.spec.name == "orders" else \
-        "payments (payment_id=5, attempt=3)"
+    deleted = "order 5" if app.spec.name == "orders" else "payments (payment_id=5, attempt=3)"
     assert f"2026-01-08: 1 ({deleted})" in verdict.description
     assert newest_row(warehouse, app.spec) == stamp("2026-01-08T23:59")
 
@@ -113,25 +153,42 @@ def _commit(folder: Path, files: dict[str, bytes]) -> None:
     """Day files committed as docs/reader-protocol.md lays them out (not by the writer)."""
     (folder / "_committed").mkdir(parents=True)
     manifest = "_manifest_r1.json"
-    entries = {day: {"rows": len(json.loads(data)),
-                     "sha256": hashlib.sha256(data).hexdigest()} for day, data in files.items()}
+    entries = {
+        day: {"rows": len(json.loads(data)), "sha256": hashlib.sha256(data).hexdigest()}
+        for day, data in files.items()
+    }
     for day, data in files.items():
         (folder / f"{day}.json").write_bytes(data)
-        (folder / "_committed" / f"{day}.json").write_text(json.dumps(
-            {"day": day, "manifest": manifest, "run_id": "r1", "sequence": 1, **entries[day]}))
-    (folder / manifest).write_text(json.dumps({
-        "days_written": sorted(files), "files": entries, "run_id": "r1", "sequence": 1,
-        "watermark": None, "written_at": NOW.isoformat()}))
-    (folder / "_committed" / "_head.json").write_text(json.dumps(
-        {"manifest": manifest, "sequence": 1, "state": "done"}))
+        (folder / "_committed" / f"{day}.json").write_text(
+            json.dumps(
+                {"day": day, "manifest": manifest, "run_id": "r1", "sequence": 1, **entries[day]}
+            )
+        )
+    (folder / manifest).write_text(
+        json.dumps(
+            {
+                "days_written": sorted(files),
+                "files": entries,
+                "run_id": "r1",
+                "sequence": 1,
+                "watermark": None,
+                "written_at": NOW.isoformat(),
+            }
+        )
+    )
+    (folder / "_committed" / "_head.json").write_text(
+        json.dumps({"manifest": manifest, "sequence": 1, "state": "done"})
+    )
 
 
 def test_each_day_file_is_checked_against_its_own_view(table, tmp_path):
     app, warehouse = table
     view = app.spec.daily_files[0]
     days = [(date(2026, 1, 1) + timedelta(n)).isoformat() for n in range(26)]
-    files = {day: serialize_day(day, rows, app.spec, view)
-             for day, rows in day_rows(warehouse, days, UTC, app.spec, view).items()}
+    files = {
+        day: serialize_day(day, rows, app.spec, view)
+        for day, rows in day_rows(warehouse, days, UTC, app.spec, view).items()
+    }
     assert json.loads(files["2026-01-03"]) and len(json.loads(files["2026-01-03"])) == 1
     _commit(tmp_path, files)
     assert check(app, warehouse, tmp_path).problems == ()
@@ -142,9 +199,11 @@ def test_each_day_file_is_checked_against_its_own_view(table, tmp_path):
     assert (problem.day, problem.kind, problem.fails) == ("2026-01-05", FILE_DIFFERS, True)
     held = "paid order(s)" if app.spec.name == "orders" else "row(s) of captured_payments"
     gone = "paid" if app.spec.name == "orders" else "in captured_payments"
-    assert problem.detail == (f"the committed file has 2 row(s), the warehouse 2 {held}: 0 "
-                              f"missing from the file, 0 no longer {gone} on this day, 1 "
-                              "with other values")
+    assert problem.detail == (
+        f"the committed file has 2 row(s), the warehouse 2 {held}: 0 "
+        f"missing from the file, 0 no longer {gone} on this day, 1 "
+        "with other values"
+    )
     assert problem.subject == (None if app.spec.name == "orders" else "captured_payments")
     assert problem.repair == (Repairs(app.spec).rebuild("2026-01-05", "2026-01-05", view),)
 
@@ -158,22 +217,23 @@ def test_the_observation_notices_new_and_restamped_rows(table):
     assert sensing.observe(app.engine, UTC, since, spec=spec) == base
     app.restamp(5, stamp("2026-01-08T08:30"))  # re-stamped, not the newest
     touched = sensing.observe(app.engine, UTC, since, spec=spec)
-    assert (touched.rows, touched.id_sum, touched.newest) == (base.rows, base.id_sum,
-                                                              base.newest)
+    assert (touched.rows, touched.id_sum, touched.newest) == (base.rows, base.id_sum, base.newest)
     assert touched.fingerprint != base.fingerprint
     app.put(8, stamp("2026-01-06T10:00"))  # a late row
     assert sensing.observe(app.engine, UTC, since, spec=spec).rows == 5
     first = sensing.observe(app.engine, UTC, None, spec=spec)
     assert first.window_start is None and first.max_id == 8
     assert f"highest {spec.primary_key[0]} 8, newest {spec.cursor}" in first.describe(spec)
-    tick = sensing.check_source(app.engine, warehouse, tz=UTC, lookback_days=2, cursor=None,
-                                spec=spec)
+    tick = sensing.check_source(
+        app.engine, warehouse, tz=UTC, lookback_days=2, cursor=None, spec=spec
+    )
     assert tick.run and tick.observation.start == stamp("2026-01-06T23:59")
 
 
 @pytest.mark.parametrize("spec", TABLES.values(), ids=list(TABLES))
 def test_the_check_and_verify_count_every_day_alike_through_every_reader(
-        spec, tmp_path, monkeypatch):
+    spec, tmp_path, monkeypatch
+):
     """The per-day figures have one home: the check's totals (both sides read at once)
     and verify's match by key are equal day by day, on a few hundred rows with a change
     not loaded yet; and the same again when the SQLite warehouse is read by the reader
@@ -194,22 +254,37 @@ def test_the_check_and_verify_count_every_day_alike_through_every_reader(
         days = [date(2026, 1, 1) + timedelta(days=n) for n in range(30)]
 
         def figures(counts):
-            return {d: (c.source_rows, c.source_checksum, c.source_paid, c.warehouse_rows,
-                        c.warehouse_checksum, c.warehouse_paid) for d, c in counts.items()}
+            return {
+                d: (
+                    c.source_rows,
+                    c.source_checksum,
+                    c.source_paid,
+                    c.warehouse_rows,
+                    c.warehouse_checksum,
+                    c.warehouse_paid,
+                )
+                for d, c in counts.items()
+            }
 
-        matched, n_source, n_warehouse = compare_rows(source, warehouse, UTC, batch_rows=40,
-                                                      spec=spec)
+        matched, n_source, n_warehouse = compare_rows(
+            source, warehouse, UTC, batch_rows=40, spec=spec
+        )
         totals = compare_days(source, warehouse, UTC, days, spec=spec)
         assert (n_source, n_warehouse) == (300, 300)
         assert figures(totals) == figures(matched)
-        assert differing_days(totals) == [d for d, c in matched.items() if not c.agrees] \
+        assert (
+            differing_days(totals)
+            == [d for d, c in matched.items() if not c.agrees]
             == ["2026-01-11", "2026-01-24"]
+        )
         monkeypatch.setattr(sides, "SMALL_WINDOW", 10)
         monkeypatch.setattr(sides, "READER_ROWS", 10)
-        assert compare_rows(source, warehouse, UTC, batch_rows=40, spec=spec) == \
-            (matched, n_source, n_warehouse)
-        assert figures(compare_days(source, warehouse, UTC, days, spec=spec)) == \
-            figures(totals)
+        assert compare_rows(source, warehouse, UTC, batch_rows=40, spec=spec) == (
+            matched,
+            n_source,
+            n_warehouse,
+        )
+        assert figures(compare_days(source, warehouse, UTC, days, spec=spec)) == figures(totals)
     finally:
         source.dispose()
         warehouse.dispose()

@@ -36,24 +36,39 @@ from .devserver import BIN
 from .stores import all_files
 
 # a range backfill of paid_orders and daily_revenue: one run over 25 days
-RANGE_TAGS = {"dagster/asset_partition_range_start": "2026-01-01",
-              "dagster/asset_partition_range_end": "2026-01-26"}
+RANGE_TAGS = {
+    "dagster/asset_partition_range_start": "2026-01-01",
+    "dagster/asset_partition_range_end": "2026-01-26",
+}
 DAILY = ("daily_job", {"dagster/partition": "2026-01-25"})
 BACKFILL = ("daily_files_job", RANGE_TAGS)
 # what a job run of a world never inherits from the test run's environment
-CALLERS = ("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE", "PAID_ORDERS",
-           "CELERY_", "DAGSTER_")
+CALLERS = (
+    "PIPELINE_",
+    "SOURCE_DATABASE",
+    "WAREHOUSE_DATABASE",
+    "PAID_ORDERS",
+    "CELERY_",
+    "DAGSTER_",
+)
 
 
 def psycopg2_url(url: str) -> str:
     """The same database for dagster-postgres, which needs psycopg2 (a bare postgresql://
     means psycopg 3 to SQLAlchemy 2.1, and dagster-postgres's NOTIFY fails under it)."""
-    return sa.engine.make_url(url).set(drivername="postgresql+psycopg2").render_as_string(
-        hide_password=False)
+    return (
+        sa.engine.make_url(url)
+        .set(drivername="postgresql+psycopg2")
+        .render_as_string(hide_password=False)
+    )
 
 
-def demo_world(data: Path, source_url: str | None = None, warehouse_url: str | None = None,
-               paid_orders_url: str | None = None) -> dict[str, str]:
+def demo_world(
+    data: Path,
+    source_url: str | None = None,
+    warehouse_url: str | None = None,
+    paid_orders_url: str | None = None,
+) -> dict[str, str]:
     """The demo's orders with 105 paid late (the 25th) and 186 moved to the 24th, in
     ``source_url`` (default: a SQLite file in ``data``); the settings that reach it, with
     the automations off."""
@@ -68,22 +83,35 @@ def demo_world(data: Path, source_url: str | None = None, warehouse_url: str | N
     source = make_engine(source_url or f"sqlite:///{data / 'app.db'}", role="source")
     try:
         demo.init(source)
-        demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25",
-                       tz=UTC)
-        demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24",
-                       tz=UTC)
+        demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
+        demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
     finally:
         source.dispose()
     return env
 
 
-def execute_job(job: str, tags: Mapping[str, str], env: Mapping[str, str],
-                cwd: Path) -> subprocess.CompletedProcess:
+def execute_job(
+    job: str, tags: Mapping[str, str], env: Mapping[str, str], cwd: Path
+) -> subprocess.CompletedProcess:
     """``dagster job execute`` of ``job`` with ``tags``; fails the test unless it succeeds."""
     done = subprocess.run(
-        [str(BIN / "dagster"), "job", "execute", "-m", "pipeline_assets.definitions",
-         "-j", job, "--tags", json.dumps(dict(tags))],
-        cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=600)
+        [
+            str(BIN / "dagster"),
+            "job",
+            "execute",
+            "-m",
+            "pipeline_assets.definitions",
+            "-j",
+            job,
+            "--tags",
+            json.dumps(dict(tags)),
+        ],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return done
 
@@ -93,12 +121,14 @@ def warehouse_tables(url: str) -> dict[str, list[tuple]]:
     engine = make_engine(url, role="warehouse")
     try:
         with engine.connect() as conn:
-            return {query: [tuple(str(v) for v in r) for r in conn.execute(sa.text(query))]
-                    for query in (
-                        "SELECT order_id, status, amount, updated_at FROM orders "
-                        "ORDER BY order_id",
-                        "SELECT * FROM daily_revenue ORDER BY day",
-                        "SELECT name, value FROM pipeline_watermark ORDER BY name")}
+            return {
+                query: [tuple(str(v) for v in r) for r in conn.execute(sa.text(query))]
+                for query in (
+                    "SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id",
+                    "SELECT * FROM daily_revenue ORDER BY day",
+                    "SELECT name, value FROM pipeline_watermark ORDER BY name",
+                )
+            }
     finally:
         engine.dispose()
 
@@ -114,12 +144,21 @@ def in_process(root: Path) -> tuple[dict[str, bytes], dict[str, list[tuple]]]:
     data = root / "data"
     defs = build_definitions(from_env(demo_world(data)))
     with DagsterInstance.ephemeral() as instance:
-        assert defs.resolve_job_def(DAILY[0]).execute_in_process(
-            instance=instance, partition_key=DAILY[1]["dagster/partition"]).success
-        assert defs.resolve_job_def(BACKFILL[0]).execute_in_process(
-            instance=instance, tags=BACKFILL[1]).success
-    files = {name: data for name, data in all_files(data / "paid_orders").items()
-             if name.startswith("2026-")}
+        assert (
+            defs.resolve_job_def(DAILY[0])
+            .execute_in_process(instance=instance, partition_key=DAILY[1]["dagster/partition"])
+            .success
+        )
+        assert (
+            defs.resolve_job_def(BACKFILL[0])
+            .execute_in_process(instance=instance, tags=BACKFILL[1])
+            .success
+        )
+    files = {
+        name: data
+        for name, data in all_files(data / "paid_orders").items()
+        if name.startswith("2026-")
+    }
     return files, warehouse_tables(f"sqlite:///{data / 'warehouse.db'}")
 
 
@@ -131,8 +170,15 @@ class Pipeline:
     (:meth:`load`, :meth:`build`, :meth:`verify`), or as Dagster runs its jobs on
     ``instance`` (:meth:`run_orders_job`, :meth:`run_daily_files_job`)."""
 
-    def __init__(self, data: Path, source_url: str | None = None,
-                 warehouse_url: str | None = None, *, instance=None, **settings: str):
+    def __init__(
+        self,
+        data: Path,
+        source_url: str | None = None,
+        warehouse_url: str | None = None,
+        *,
+        instance=None,
+        **settings: str,
+    ):
         data.mkdir(parents=True, exist_ok=True)
         self.environ = {"PIPELINE_DATA_DIR": str(data), **settings}
         if source_url:  # in the environment: the definitions name it (EnvVar), read at run time
@@ -152,8 +198,9 @@ class Pipeline:
         return dict(self.environ)
 
     def app_set(self, order_id, status, amount, updated_at):
-        demo.set_order(self.source, order_id, status=status, amount=amount,
-                       updated_at=updated_at, tz=self.tz)
+        demo.set_order(
+            self.source, order_id, status=status, amount=amount, updated_at=updated_at, tz=self.tz
+        )
 
     # --- through core ---
 
@@ -164,13 +211,20 @@ class Pipeline:
         """One ``paid_orders`` run over ``days``, as the asset and its IO manager do it."""
         self.runs += 1
         by_day = paid_orders_by_day(self.warehouse, days, self.tz)
-        write_day_files(self.folder, by_day, run_id=f"run-{self.runs}",
-                        written_at=NOW, watermark=NOW)
+        write_day_files(
+            self.folder, by_day, run_id=f"run-{self.runs}", written_at=NOW, watermark=NOW
+        )
 
     def verify(self, **options):
-        return verify(self.source, self.warehouse, self.folder, tz=self.tz,
-                      today=NOW.astimezone(self.tz).date(),
-                      partitions_start=date(2026, 1, 1), **options)
+        return verify(
+            self.source,
+            self.warehouse,
+            self.folder,
+            tz=self.tz,
+            today=NOW.astimezone(self.tz).date(),
+            partitions_start=date(2026, 1, 1),
+            **options,
+        )
 
     # --- as Dagster runs it ---
 
@@ -182,15 +236,15 @@ class Pipeline:
 
     def run_orders_job(self) -> list[str]:
         """``orders_job`` in this process: the days its load touched."""
-        result = self.defs.resolve_job_def("orders_job").execute_in_process(
-            instance=self.instance)
+        result = self.defs.resolve_job_def("orders_job").execute_in_process(instance=self.instance)
         assert result.success
         (event,) = result.get_asset_materialization_events()
         return event.materialization.metadata["days_touched"].value
 
     def run_daily_files_job(self, partition: str | None = None, tags: dict | None = None):
         result = self.defs.resolve_job_def("daily_files_job").execute_in_process(
-            instance=self.instance, partition_key=partition, tags=tags)
+            instance=self.instance, partition_key=partition, tags=tags
+        )
         assert result.success
         return result
 

@@ -99,15 +99,16 @@ class _Parser(argparse.ArgumentParser):
 
 # --- the parser -------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Operate the pipeline of a code location's declared tables (this "
-                    "project's orders by default): demo data, the watermark, dry runs, "
-                    "verify.",
+        "project's orders by default): demo data, the watermark, dry runs, "
+        "verify.",
         epilog="Settings come from the environment (PIPELINE_DATA_DIR, SOURCE_DATABASE_URL, "
-               "WAREHOUSE_DATABASE_URL, LOOKBACK_DAYS, PIPELINE_TIMEZONE). Exit 0: done; "
-               "1: failed, nothing written; 2: bad command line.",
+        "WAREHOUSE_DATABASE_URL, LOOKBACK_DAYS, PIPELINE_TIMEZONE). Exit 0: done; "
+        "1: failed, nothing written; 2: bad command line.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_demo(commands)
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- running a command ------------------------------------------------------------------
 
+
 def _fail(message: str, urls: Sequence[str] = ()) -> int:
     text = one_line(message) or "failed"
     for url in urls:  # core already redacts; this catches anything a driver echoed
@@ -127,8 +129,13 @@ def _fail(message: str, urls: Sequence[str] = ()) -> int:
     return 1
 
 
-def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-         clock: Clock = utc_now, parser: argparse.ArgumentParser | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    clock: Clock = utc_now,
+    parser: argparse.ArgumentParser | None = None,
+) -> int:
     """Run one command; returns the exit code. ``environ``/``clock`` default to the real
     ones, ``parser`` to :func:`build_parser`'s (whose subcommands name their handler)."""
     try:

@@ -51,8 +51,10 @@ class Context:
         path = sqlite_file(url)
         if must_exist and path is not None and not path.exists():
             if own:
-                raise DatabaseError(f"the source database {redact(url)} of the table "
-                                    f"{spec.name} does not exist: check its source_url")
+                raise DatabaseError(
+                    f"the source database {redact(url)} of the table "
+                    f"{spec.name} does not exist: check its source_url"
+                )
             raise DatabaseError(
                 f"the source database {redact(url)} does not exist: create the demo with "
                 f"`{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app database"
@@ -70,12 +72,14 @@ class Context:
         return declared_tables(module)
 
     def lookback_days(self, spec: TableSpec) -> int:
-        return spec.lookback_days if spec.lookback_days is not None \
-            else self.settings.lookback_days
+        return spec.lookback_days if spec.lookback_days is not None else self.settings.lookback_days
 
     def max_delete_share(self, spec: TableSpec) -> float:
-        return spec.max_delete_share if spec.max_delete_share is not None \
+        return (
+            spec.max_delete_share
+            if spec.max_delete_share is not None
             else self.settings.max_delete_share
+        )
 
     def warehouse_for_reading(self) -> tuple[Engine, bool]:
         """The warehouse, or an empty in-memory one if its SQLite file does not exist yet.
@@ -107,12 +111,20 @@ def option(name: str, parse: Callable, *values):
 
 
 def add_location(p: argparse.ArgumentParser, *, every: bool = False) -> None:
-    p.add_argument("-m", "--module", default=DEFINITIONS_MODULE, metavar="MODULE",
-                   help="the code location, as `dagster -m` names it "
-                   f"(default: {DEFINITIONS_MODULE})")
-    p.add_argument("--table", metavar="N",
-                   help="the declared table (default: every table)" if every else
-                   "the declared table; needed only when the location declares several")
+    p.add_argument(
+        "-m",
+        "--module",
+        default=DEFINITIONS_MODULE,
+        metavar="MODULE",
+        help=f"the code location, as `dagster -m` names it (default: {DEFINITIONS_MODULE})",
+    )
+    p.add_argument(
+        "--table",
+        metavar="N",
+        help="the declared table (default: every table)"
+        if every
+        else "the declared table; needed only when the location declares several",
+    )
 
 
 def chosen_tables(args, ctx: Context, *, every: bool = False) -> list[TableSpec]:
@@ -122,17 +134,22 @@ def chosen_tables(args, ctx: Context, *, every: bool = False) -> list[TableSpec]
     tables = ctx.tables(module)
     names = ", ".join(tables)
     if not tables:
-        raise CommandError(f"the code location {module} declares no table: "
-                           "declare one with the pipeline_assets.IncrementalTable component")
+        raise CommandError(
+            f"the code location {module} declares no table: "
+            "declare one with the pipeline_assets.IncrementalTable component"
+        )
     if args.table is not None:
         if args.table not in tables:
-            raise CommandError(f"--table {args.table}: the code location {module} declares "
-                               f"no such table; its tables: {names}")
+            raise CommandError(
+                f"--table {args.table}: the code location {module} declares "
+                f"no such table; its tables: {names}"
+            )
         return [tables[args.table]]
     if every or len(tables) == 1:
         return list(tables.values())
-    raise CommandError(f"the code location {module} declares {len(tables)} tables "
-                       f"({names}): name one with --table")
+    raise CommandError(
+        f"the code location {module} declares {len(tables)} tables ({names}): name one with --table"
+    )
 
 
 def chosen_table(args, ctx: Context) -> TableSpec:

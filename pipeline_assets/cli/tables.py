@@ -25,24 +25,27 @@ from .context import (
 
 def add_watermark(commands) -> None:
     group = commands.add_parser("watermark", help="show, rewind and list the watermark")
-    sub = group.add_subparsers(dest="watermark_command", metavar="WATERMARK_COMMAND",
-                               required=True)
+    sub = group.add_subparsers(dest="watermark_command", metavar="WATERMARK_COMMAND", required=True)
 
     p = sub.add_parser("show", help="print the watermark and the lookback as JSON")
     add_location(p)
     p.set_defaults(handler=_watermark_show)
 
     p = sub.add_parser("rewind", help="move the watermark back, recording why")
-    p.add_argument("value", metavar="VALUE",
-                   help="date or timestamp (no offset: PIPELINE_TIMEZONE), or a relative "
-                   "day such as yesterday or -3d")
+    p.add_argument(
+        "value",
+        metavar="VALUE",
+        help="date or timestamp (no offset: PIPELINE_TIMEZONE), or a relative "
+        "day such as yesterday or -3d",
+    )
     p.add_argument("--reason", required=True, help="recorded in the watermark history")
     add_location(p)
     p.set_defaults(handler=_watermark_rewind)
 
     p = sub.add_parser("history", help="every change of the watermark, oldest first")
-    p.add_argument("--json", action="store_true",
-                   help="print a JSON array instead of one line per change")
+    p.add_argument(
+        "--json", action="store_true", help="print a JSON array instead of one line per change"
+    )
     add_location(p)
     p.set_defaults(handler=_watermark_history)
 
@@ -55,15 +58,26 @@ def add_plan(commands) -> None:
 
 def add_verify(commands) -> None:
     p = commands.add_parser(
-        "verify", help="reconcile source vs warehouse per day and every day file vs its "
-        "manifest and the warehouse; exit 1 with the repair commands when anything differs")
-    p.add_argument("--require-all", action="store_true",
-                   help="also fail on days with paid orders but no file yet (not built)")
+        "verify",
+        help="reconcile source vs warehouse per day and every day file vs its "
+        "manifest and the warehouse; exit 1 with the repair commands when anything differs",
+    )
+    p.add_argument(
+        "--require-all",
+        action="store_true",
+        help="also fail on days with paid orders but no file yet (not built)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--days-from", metavar="DATE",
-                   help="first day to report, YYYY-MM-DD (inclusive; default: the first)")
-    p.add_argument("--days-to", metavar="DATE",
-                   help="last day to report, YYYY-MM-DD (inclusive; default: the last)")
+    p.add_argument(
+        "--days-from",
+        metavar="DATE",
+        help="first day to report, YYYY-MM-DD (inclusive; default: the first)",
+    )
+    p.add_argument(
+        "--days-to",
+        metavar="DATE",
+        help="last day to report, YYYY-MM-DD (inclusive; default: the last)",
+    )
     add_location(p, every=True)
     p.set_defaults(handler=_verify)
 
@@ -78,22 +92,29 @@ def _iso_stored(value: str | None) -> str | None:
 
 # --- watermark --------------------------------------------------------------------------
 
+
 def _watermark_show(args, ctx: Context) -> int:
     spec = chosen_table(args, ctx)
     engine, _ = ctx.warehouse_for_reading()
     current = wm.current(engine, table=spec.name)
     lookback = ctx.lookback_days(spec)
-    print_json({
-        "watermark": _iso(current),
-        "lookback_days": lookback,
-        "window_start": _iso(wm.window_start(current, lookback)),
-    })
+    print_json(
+        {
+            "watermark": _iso(current),
+            "lookback_days": lookback,
+            "window_start": _iso(wm.window_start(current, lookback)),
+        }
+    )
     return 0
 
 
 def _watermark_rewind(args, ctx: Context) -> int:
-    value = option("VALUE", to_instant, option("VALUE", resolve_relative, args.value,
-                                                 ctx.today()), ctx.settings.tz)
+    value = option(
+        "VALUE",
+        to_instant,
+        option("VALUE", resolve_relative, args.value, ctx.today()),
+        ctx.settings.tz,
+    )
     spec = chosen_table(args, ctx)
     engine, _ = ctx.warehouse_for_reading()  # no file: no watermark, and core says so
     old, new = wm.rewind(engine, value, reason=args.reason, at=ctx.clock(), table=spec.name)
@@ -121,22 +142,35 @@ def _watermark_history(args, ctx: Context) -> int:
     if not changes:
         print("no watermark changes yet")
     for c in changes:
-        why = f"batch {c['batch_id']}" if c["kind"] == "load" else \
-            f"reason: {one_line(c['reason'] or '')}"
-        print(f"{c['changed_at']}  {c['kind']:<6}  {c['old_value'] or 'none'} -> "
-              f"{c['new_value'] or 'none'}  {why}")
+        why = (
+            f"batch {c['batch_id']}"
+            if c["kind"] == "load"
+            else f"reason: {one_line(c['reason'] or '')}"
+        )
+        print(
+            f"{c['changed_at']}  {c['kind']:<6}  {c['old_value'] or 'none'} -> "
+            f"{c['new_value'] or 'none'}  {why}"
+        )
     return 0
 
 
 # --- plan -------------------------------------------------------------------------------
+
 
 def _plan(args, ctx: Context) -> int:
     spec = chosen_table(args, ctx)
     source = ctx.source(spec=spec)
     warehouse, exists = ctx.warehouse_for_reading()
     lookback = ctx.lookback_days(spec)
-    result = load_table(source, warehouse, spec=spec, tz=ctx.settings.tz,
-                        lookback_days=lookback, now=ctx.clock(), dry_run=True)
+    result = load_table(
+        source,
+        warehouse,
+        spec=spec,
+        tz=ctx.settings.tz,
+        lookback_days=lookback,
+        now=ctx.clock(),
+        dry_run=True,
+    )
     plan = result.to_json()
     plan["lookback_days"] = lookback
     plan["warehouse"] = redact(ctx.settings.warehouse_url)
@@ -147,12 +181,12 @@ def _plan(args, ctx: Context) -> int:
 
 # --- verify -----------------------------------------------------------------------------
 
+
 def _verify(args, ctx: Context) -> int:
     days_from = option("--days-from", parse_day, args.days_from) if args.days_from else None
     days_to = option("--days-to", parse_day, args.days_to) if args.days_to else None
     specs = chosen_tables(args, ctx, every=True)
-    results = {spec.name: _verify_table(spec, args, ctx, days_from, days_to)
-               for spec in specs}
+    results = {spec.name: _verify_table(spec, args, ctx, days_from, days_to) for spec in specs}
     if len(results) == 1:  # one table: the report as it always was
         (result,) = results.values()
         if args.json:
@@ -162,9 +196,15 @@ def _verify(args, ctx: Context) -> int:
         return result.exit_code
     exit_code = max(r.exit_code for r in results.values())
     if args.json:
-        print_json({"ok": exit_code == 0, "exit_code": exit_code, "module": args.module,
-                     "repair": [c for r in results.values() for c in r.repair],
-                     "tables": {name: r.to_json() for name, r in results.items()}})
+        print_json(
+            {
+                "ok": exit_code == 0,
+                "exit_code": exit_code,
+                "module": args.module,
+                "repair": [c for r in results.values() for c in r.repair],
+                "tables": {name: r.to_json() for name, r in results.items()},
+            }
+        )
         return exit_code
     for i, (name, result) in enumerate(results.items()):
         print(("\n" if i else "") + f"table {name} ({args.module}):")
@@ -176,11 +216,18 @@ def _verify_table(spec: TableSpec, args, ctx: Context, days_from, days_to):
     settings = ctx.settings
     source = ctx.source(spec=spec)
     warehouse, _ = ctx.warehouse_for_reading()
-    folders = {f.name: settings_module.files_location(settings, spec, f)
-               for f in spec.daily_files}
-    return verify(source, warehouse, folders, tz=settings.tz,
-                  today=day_of(ctx.clock(), settings.tz),
-                  partitions_start=settings.partitions_start, days_from=days_from,
-                  days_to=days_to, require_all=args.require_all,
-                  max_delete_share=ctx.max_delete_share(spec), spec=spec,
-                  module=args.module)
+    folders = {f.name: settings_module.files_location(settings, spec, f) for f in spec.daily_files}
+    return verify(
+        source,
+        warehouse,
+        folders,
+        tz=settings.tz,
+        today=day_of(ctx.clock(), settings.tz),
+        partitions_start=settings.partitions_start,
+        days_from=days_from,
+        days_to=days_to,
+        require_all=args.require_all,
+        max_delete_share=ctx.max_delete_share(spec),
+        spec=spec,
+        module=args.module,
+    )

@@ -35,8 +35,10 @@ def zone_name(tz: tzinfo) -> str | None:
 
 def zone_rules_hold(instant) -> pa.Array:
     """Which instants Arrow's zone rules give as Python's do."""
-    return pc.and_(pc.greater_equal(instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)),
-                   pc.less(instant, pa.scalar(_ZONE_RULES_UNTIL, INSTANT)))
+    return pc.and_(
+        pc.greater_equal(instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)),
+        pc.less(instant, pa.scalar(_ZONE_RULES_UNTIL, INSTANT)),
+    )
 
 
 def localize(naive: pa.Array, zone: str) -> tuple[pa.Array, pa.Array]:
@@ -47,10 +49,8 @@ def localize(naive: pa.Array, zone: str) -> tuple[pa.Array, pa.Array]:
     reads it), which the round trip back to local time detects.
     """
     if zone == "UTC":
-        return pc.cast(pc.cast(naive, pa.timestamp("us", tz="UTC")), INSTANT), \
-            pc.is_valid(naive)
-    local = pc.assume_timezone(naive, timezone=zone, ambiguous="earliest",
-                               nonexistent="earliest")
+        return pc.cast(pc.cast(naive, pa.timestamp("us", tz="UTC")), INSTANT), pc.is_valid(naive)
+    local = pc.assume_timezone(naive, timezone=zone, ambiguous="earliest", nonexistent="earliest")
     back = pc.local_timestamp(local)
     return pc.cast(local, INSTANT), pc.fill_null(pc.equal(back, naive), False)
 
@@ -63,8 +63,7 @@ def canonical_text(instant: pa.Array) -> pa.Array:
     wall = pc.cast(instant, pa.timestamp("us"))  # the UTC wall clock
     day = pc.cast(pc.cast(wall, pa.date32()), pa.string())
     clock = pc.cast(pc.cast(wall, pa.time64("us")), pa.string())  # HH:MM:SS.ffffff
-    return pc.binary_join_element_wise(pc.binary_join_element_wise(day, clock, "T"),
-                                       "+00:00", "")
+    return pc.binary_join_element_wise(pc.binary_join_element_wise(day, clock, "T"), "+00:00", "")
 
 
 def local_text(instant: pa.Array, tz: tzinfo) -> pa.Array:
@@ -75,29 +74,41 @@ def local_text(instant: pa.Array, tz: tzinfo) -> pa.Array:
     zone = zone_name(tz)
     if isinstance(instant, pa.ChunkedArray):
         instant = instant.combine_chunks()
-    hold = pc.fill_null(zone_rules_hold(instant), True) if zone not in (None, "UTC") \
-        else None
+    hold = pc.fill_null(zone_rules_hold(instant), True) if zone not in (None, "UTC") else None
     if zone is None or (hold is not None and not pc.any(hold).as_py()):
-        return pa.array([None if moment is None else moment.astimezone(tz).isoformat()
-                         for moment in instant.to_pylist()], pa.string())
+        return pa.array(
+            [
+                None if moment is None else moment.astimezone(tz).isoformat()
+                for moment in instant.to_pylist()
+            ],
+            pa.string(),
+        )
     if zone == "UTC":
         wall, offset = pc.cast(instant, pa.timestamp("us")), pa.scalar("+00:00")
     else:
         safe = pc.if_else(hold, instant, pa.scalar(_ZONE_RULES_FROM, INSTANT))
         wall = pc.local_timestamp(pc.cast(safe, pa.timestamp("us", tz=zone)))
-        shift = pc.subtract(pc.cast(pc.cast(wall, pa.timestamp("us", tz="UTC")), pa.int64()),
-                            pc.cast(safe, pa.int64()))  # the zone's offset, in µs
+        shift = pc.subtract(
+            pc.cast(pc.cast(wall, pa.timestamp("us", tz="UTC")), pa.int64()),
+            pc.cast(safe, pa.int64()),
+        )  # the zone's offset, in µs
         shifts = pc.unique(shift).to_pylist()
         names = pa.array([_offset_text(us) for us in shifts], pa.string())
         offset = pc.take(names, pc.index_in(shift, value_set=pa.array(shifts, pa.int64())))
     day = pc.cast(pc.cast(wall, pa.date32()), pa.string())
-    clock = pc.replace_substring_regex(pc.cast(pc.cast(wall, pa.time64("us")), pa.string()),
-                                       r"\.000000$", "")
+    clock = pc.replace_substring_regex(
+        pc.cast(pc.cast(wall, pa.time64("us")), pa.string()), r"\.000000$", ""
+    )
     text = pc.binary_join_element_wise(day, "T", clock, offset, "")
     if hold is None or pc.all(hold).as_py():
         return text
-    exact = pa.array([moment.astimezone(tz).isoformat()
-                      for moment in instant.filter(pc.invert(hold)).to_pylist()], pa.string())
+    exact = pa.array(
+        [
+            moment.astimezone(tz).isoformat()
+            for moment in instant.filter(pc.invert(hold)).to_pylist()
+        ],
+        pa.string(),
+    )
     return pc.replace_with_mask(text, pc.invert(hold), exact)
 
 
@@ -115,17 +126,26 @@ def day_numbers(instant: pa.Array, tz: tzinfo) -> pa.Array:
     if isinstance(instant, pa.ChunkedArray):
         instant = instant.combine_chunks()
     if zone is None:
-        return pa.array([None if moment is None else (day_of(moment, tz) - EPOCH).days
-                         for moment in instant.to_pylist()], pa.int32())
+        return pa.array(
+            [
+                None if moment is None else (day_of(moment, tz) - EPOCH).days
+                for moment in instant.to_pylist()
+            ],
+            pa.int32(),
+        )
     if zone == "UTC":
         return zone_day_numbers(instant, zone)
     hold = pc.fill_null(zone_rules_hold(instant), True)
     if pc.all(hold).as_py():
         return zone_day_numbers(instant, zone)
-    exact = pa.array([(day_of(moment, tz) - EPOCH).days
-                      for moment in instant.filter(pc.invert(hold)).to_pylist()], pa.int32())
-    fast = zone_day_numbers(pc.if_else(hold, instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)),
-                            zone)
+    exact = pa.array(
+        [
+            (day_of(moment, tz) - EPOCH).days
+            for moment in instant.filter(pc.invert(hold)).to_pylist()
+        ],
+        pa.int32(),
+    )
+    fast = zone_day_numbers(pc.if_else(hold, instant, pa.scalar(_ZONE_RULES_FROM, INSTANT)), zone)
     return pc.replace_with_mask(fast, pc.invert(hold), exact)
 
 

@@ -24,8 +24,7 @@ CONNECT_ATTEMPTS = 3
 # is noticed by the broker after two missed heartbeats.
 HEARTBEAT_SECONDS = 10
 # kombu's own name of each scheme, for the default port of the message
-_DEFAULT_PORTS = {"amqp": 5672, "pyamqp": 5672, "amqps": 5671, "redis": 6379,
-                  "rediss": 6379}
+_DEFAULT_PORTS = {"amqp": 5672, "pyamqp": 5672, "amqps": 5671, "redis": 6379, "rediss": 6379}
 
 
 def where(url: str) -> str:
@@ -69,8 +68,12 @@ def celery_settings(backend_url: str) -> dict:
         "broker_connection_max_retries": None,
         "broker_heartbeat": HEARTBEAT_SECONDS,
         # the run worker's publish retries: as few and short as its transport's
-        "task_publish_retry_policy": {"max_retries": 3, "interval_start": 0,
-                                      "interval_step": 0.2, "interval_max": 0.5},
+        "task_publish_retry_policy": {
+            "max_retries": 3,
+            "interval_start": 0,
+            "interval_step": 0.2,
+            "interval_max": 0.5,
+        },
         "worker_hijack_root_logger": False,
     }
     if backend_url.startswith("redis"):
@@ -79,17 +82,24 @@ def celery_settings(backend_url: str) -> dict:
     return settings
 
 
-def check_reachable(broker_url: str, attempts: int = CONNECT_ATTEMPTS,
-                    timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
+def check_reachable(
+    broker_url: str, attempts: int = CONNECT_ATTEMPTS, timeout: float = CONNECT_TIMEOUT_SECONDS
+) -> None:
     """Connect to the broker once, or raise :class:`BrokerUnreachable` naming where it is
     (never its password) within about ``attempts`` × ``timeout`` seconds."""
     from kombu import Connection
 
-    connection = Connection(broker_url, connect_timeout=timeout,
-                            transport_options={"socket_connect_timeout": timeout})
+    connection = Connection(
+        broker_url, connect_timeout=timeout, transport_options={"socket_connect_timeout": timeout}
+    )
     try:
-        connection.ensure_connection(max_retries=max(attempts - 1, 0), interval_start=0.5,
-                                     interval_step=0.5, interval_max=1.0, timeout=timeout)
+        connection.ensure_connection(
+            max_retries=max(attempts - 1, 0),
+            interval_start=0.5,
+            interval_step=0.5,
+            interval_max=1.0,
+            timeout=timeout,
+        )
     except Exception as exc:  # kombu, amqp, redis and socket errors alike
         raise unreachable(broker_url, exc) from None
     finally:
@@ -102,8 +112,12 @@ def connection_errors(broker_url: str) -> tuple[type[BaseException], ...]:
     from kombu.exceptions import OperationalError
 
     connection = Connection(broker_url)
-    return (*connection.connection_errors, *connection.recoverable_connection_errors,
-            OperationalError, ConnectionError)
+    return (
+        *connection.connection_errors,
+        *connection.recoverable_connection_errors,
+        OperationalError,
+        ConnectionError,
+    )
 
 
 def unreachable(broker_url: str, exc: BaseException) -> BrokerUnreachable:
@@ -113,4 +127,5 @@ def unreachable(broker_url: str, exc: BaseException) -> BrokerUnreachable:
         f"the Celery broker ({where(broker_url)}, CELERY_BROKER_URL) did not answer: "
         f"{detail.splitlines()[0].rstrip('.') if detail else 'no reason given'}. Start the "
         "broker (or fix CELERY_BROKER_URL); the sensors request the "
-        "run again once it answers.")
+        "run again once it answers."
+    )

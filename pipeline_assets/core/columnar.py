@@ -47,10 +47,26 @@ from .spec import ORDERS, TableSpec
 from .times import UTC
 
 # Every public name this module had before it was split: callers import them from here.
-__all__ = ["ARROW_TYPES", "INSTANT", "NORMAL", "STORED", "canonical_text", "day_numbers",
-           "day_text", "days_of", "keys_of", "local_text", "newest_per_key",
-           "newest_per_order", "normal_schema", "normalize", "orders_rules", "parse_row",
-           "within", "zone_name"]
+__all__ = [
+    "ARROW_TYPES",
+    "INSTANT",
+    "NORMAL",
+    "STORED",
+    "canonical_text",
+    "day_numbers",
+    "day_text",
+    "days_of",
+    "keys_of",
+    "local_text",
+    "newest_per_key",
+    "newest_per_order",
+    "normal_schema",
+    "normalize",
+    "orders_rules",
+    "parse_row",
+    "within",
+    "zone_name",
+]
 
 # The Arrow type of each column type's stored form (ColumnType.stored).
 ARROW_TYPES = {
@@ -69,15 +85,16 @@ def normal_schema(spec: TableSpec = ORDERS) -> pa.Schema:
     order, then ``instant`` (the cursor as an instant; a ``date`` cursor is midnight of
     its day in the pipeline's zone) and ``day`` (the cursor's day in that zone, as days
     since 1970-01-01). Every field is nullable (a nullable column's NULL stays NULL)."""
-    return pa.schema([(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
-                     + [("instant", INSTANT), ("day", pa.int32())])
+    return pa.schema(
+        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
+        + [("instant", INSTANT), ("day", pa.int32())]
+    )
 
 
 NORMAL = normal_schema(ORDERS)  # order_id, status, amount, updated_at, instant, day
 
 
-def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo, spec: TableSpec = ORDERS
-              ) -> pa.Table:
+def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo, spec: TableSpec = ORDERS) -> pa.Table:
     """Validate and normalize every row of ``raw`` (``spec``'s declared columns, as the
     source scan returns them) into :func:`normal_schema`; raises :class:`InvalidRowError`
     naming the first invalid row.

@@ -28,23 +28,36 @@ DAILY_FILES = ("paid_orders", "daily_revenue")  # ORDERS' daily assets, as rebui
 DEMO_INIT = "pipeline-assets demo init"
 
 
-def materialize(select: Sequence[str], *, first: str | None = None, last: str | None = None,
-                config: dict | None = None, module: str = DEFINITIONS_MODULE) -> str:
+def materialize(
+    select: Sequence[str],
+    *,
+    first: str | None = None,
+    last: str | None = None,
+    config: dict | None = None,
+    module: str = DEFINITIONS_MODULE,
+) -> str:
     """``dagster asset materialize -m module`` of ``select``: for days ``first``…``last``
     (inclusive, one ``--partition`` when they are the same day) and/or with run
     ``config``."""
     parts = ["dagster", "asset", "materialize", "-m", module, "--select", ",".join(select)]
     if first is not None:
         last = last or first
-        parts += (["--partition", first] if first == last
-                  else ["--partition-range", f"{first}...{last}"])
+        parts += (
+            ["--partition", first] if first == last else ["--partition-range", f"{first}...{last}"]
+        )
     if config is not None:
         parts += ["--config-json", json.dumps(config)]
     return shlex.join(parts)
 
 
-def range_command(first: str, last: str, *, allow_deletes: bool = False,
-                  spec: TableSpec = ORDERS, module: str = DEFINITIONS_MODULE) -> str:
+def range_command(
+    first: str,
+    last: str,
+    *,
+    allow_deletes: bool = False,
+    spec: TableSpec = ORDERS,
+    module: str = DEFINITIONS_MODULE,
+) -> str:
     """The explicit-range run of ``spec``'s asset that reloads days ``first``…``last``
     (inclusive); with ``allow_deletes``, one that may delete more than MAX_DELETE_SHARE
     of them."""
@@ -64,30 +77,50 @@ def daily_assets(spec: TableSpec = ORDERS, files: str | None = None) -> list[str
     the file named ``files``, when given)."""
     chosen = [f for f in spec.daily_files if files is None or f.name == files]
     if not chosen:
-        raise ValueError(f"{spec.name} declares no daily files"
-                         + (f" named {files!r}" if files is not None else ""))
+        raise ValueError(
+            f"{spec.name} declares no daily files"
+            + (f" named {files!r}" if files is not None else "")
+        )
     return [name for f in chosen for name in (f.name, f.totals and f.totals.name) if name]
 
 
-def rebuild_command(first: str, last: str | None = None, *, spec: TableSpec = ORDERS,
-                    module: str = DEFINITIONS_MODULE, files: str | None = None) -> str:
+def rebuild_command(
+    first: str,
+    last: str | None = None,
+    *,
+    spec: TableSpec = ORDERS,
+    module: str = DEFINITIONS_MODULE,
+    files: str | None = None,
+) -> str:
     """The run that rebuilds days ``first``…``last`` of ``spec``'s daily files and their
     totals (``paid_orders`` + ``daily_revenue`` for ``orders``; only ``files`` when
     given)."""
-    return materialize(daily_assets(spec, files), first=first, last=last or first,
-                       module=module)
+    return materialize(daily_assets(spec, files), first=first, last=last or first, module=module)
 
 
-def repair_commands(load_days: Iterable[str], rebuild_days: Iterable[str],
-                    allow_deletes: Iterable[str] = (), *, spec: TableSpec = ORDERS,
-                    module: str = DEFINITIONS_MODULE) -> list[str]:
+def repair_commands(
+    load_days: Iterable[str],
+    rebuild_days: Iterable[str],
+    allow_deletes: Iterable[str] = (),
+    *,
+    spec: TableSpec = ORDERS,
+    module: str = DEFINITIONS_MODULE,
+) -> list[str]:
     """Loads first (they change the warehouse), then the rebuilds that read it; one
     command per range of consecutive days. A load over any of ``allow_deletes`` (days
     whose named deletions are more than MAX_DELETE_SHARE of the day) allows them."""
     allowed = set(allow_deletes)
-    loads = [range_command(a, b, allow_deletes=bool(allowed & set(days_between(
-                 date.fromisoformat(a), date.fromisoformat(b)))), spec=spec, module=module)
-             for a, b in runs(load_days)]
-    rebuilds = [rebuild_command(a, b, spec=spec, module=module)
-                for a, b in runs(rebuild_days)]
+    loads = [
+        range_command(
+            a,
+            b,
+            allow_deletes=bool(
+                allowed & set(days_between(date.fromisoformat(a), date.fromisoformat(b)))
+            ),
+            spec=spec,
+            module=module,
+        )
+        for a, b in runs(load_days)
+    ]
+    rebuilds = [rebuild_command(a, b, spec=spec, module=module) for a, b in runs(rebuild_days)]
     return loads + rebuilds

@@ -57,4 +57,3 @@ def crash_point(name: str) -> None:
     if mode == "group":
         os.killpg(os.getpgrp(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
-

@@ -31,7 +31,7 @@ def sqlite_file(url: str | URL) -> Path | None:
         return None
     if not name.startswith("file:"):
         return Path(name)
-    path, _, query = name[len("file:"):].partition("?")
+    path, _, query = name[len("file:") :].partition("?")
     if "mode=memory" in query.split("&"):
         return None
     path = path.split("#", 1)[0]
@@ -91,8 +91,9 @@ def make_engine(url: str, *, role: str) -> Engine:
     try:
         engine = sa.create_engine(parsed, pool_pre_ping=True)
     except Exception as exc:  # a missing driver, an unknown dialect
-        raise DatabaseError(f"cannot use the {role} database {redact(url)}: {scrub(str(exc), url)}"
-                            ) from None
+        raise DatabaseError(
+            f"cannot use the {role} database {redact(url)}: {scrub(str(exc), url)}"
+        ) from None
     if engine.dialect.name == "sqlite":
         _sqlite_transactions(engine, wal=(role == "warehouse"))
     if dialect_of(engine) == MYSQL:
@@ -100,7 +101,8 @@ def make_engine(url: str, *, role: str) -> Engine:
             raise DatabaseError(
                 f"the warehouse database {redact(url)} is MySQL or MariaDB, which the "
                 "pipeline reads as a source only; point WAREHOUSE_DATABASE_URL at SQLite or "
-                "PostgreSQL")
+                "PostgreSQL"
+            )
         _mysql_session(engine)
     engine.info_role = role  # type: ignore[attr-defined]
     return engine
@@ -119,6 +121,7 @@ def _mysql_session(engine: Engine) -> None:
     """Every session in UTC: a ``TIMESTAMP`` column is then read as the UTC instant it
     stores, whatever the server's or the account's default zone (DATETIME and DATE have
     no zone and are read in PIPELINE_TIMEZONE, like any timestamp without offset)."""
+
     @sa.event.listens_for(engine, "connect")
     def _connect(dbapi_connection, _record):
         cursor = dbapi_connection.cursor()
@@ -155,10 +158,12 @@ def writing(engine: Engine) -> Engine:
 
 # --- what went wrong with a database ---------------------------------------------------
 
+
 # The kinds of failure, and the driver codes that tell them (SQLite, PostgreSQL, MySQL),
 # live in core/failures.py; they are named here too, where every caller finds them.
-def connect_error(exc: BaseException, engine: Engine, env_var: str,
-                  kind: str | None = None) -> DatabaseError:
+def connect_error(
+    exc: BaseException, engine: Engine, env_var: str, kind: str | None = None
+) -> DatabaseError:
     """A one-sentence error for a database that cannot be used, naming what to do.
 
     Read-only, refused and full databases are told apart from unreachable ones, since
@@ -172,23 +177,31 @@ def connect_error(exc: BaseException, engine: Engine, env_var: str,
     if kind == READ_ONLY:
         return DatabaseError(
             f"{where} is read-only ({first}); nothing was committed. Give the pipeline "
-            f"write access there, or point {env_var} at a writable database.", kind=kind)
+            f"write access there, or point {env_var} at a writable database.",
+            kind=kind,
+        )
     if kind == NO_PERMISSION:
         return DatabaseError(
             f"{where} refused the pipeline's role ({first}); nothing was committed. Grant "
             f"it the rights it needs there (see docs/deployment.md), or point {env_var} at "
-            "another database.", kind=kind)
+            "another database.",
+            kind=kind,
+        )
     if kind == FULL:
         return DatabaseError(
             f"{where} is out of space ({first}); nothing was committed. Free some space "
-            "and run again.", kind=kind)
+            "and run again.",
+            kind=kind,
+        )
     if kind == BUSY:
         return DatabaseError(
             f"{where} is busy ({first}): another writer held a lock longer than the wait; "
-            "nothing was committed. Run again.", kind=kind)
+            "nothing was committed. Run again.",
+            kind=kind,
+        )
     return DatabaseError(
-        f"cannot reach {where}: {first}. Check {env_var} and that the server is running.",
-        kind=kind)
+        f"cannot reach {where}: {first}. Check {env_var} and that the server is running.", kind=kind
+    )
 
 
 @contextmanager
@@ -230,7 +243,8 @@ def arrow_connect(engine: Engine, env_var: str):
         if name is None:
             raise DatabaseError(
                 f"the {_role(engine)} database {redact(url)} is an in-memory database, "
-                f"which only its own process can read; point {env_var} at a file")
+                f"which only its own process can read; point {env_var} at a file"
+            )
         import adbc_driver_sqlite.dbapi as adbc_sqlite
 
         engine.dispose()
@@ -244,10 +258,13 @@ def arrow_connect(engine: Engine, env_var: str):
     if engine.dialect.name == "postgresql":
         import adbc_driver_postgresql.dbapi as adbc_postgresql
 
-        return adbc_postgresql.connect(url.set(drivername="postgresql").render_as_string(
-            hide_password=False))
-    raise DatabaseError(f"the {_role(engine)} dialect {engine.dialect.name!r} is not "
-                        "supported here; use SQLite or PostgreSQL")
+        return adbc_postgresql.connect(
+            url.set(drivername="postgresql").render_as_string(hide_password=False)
+        )
+    raise DatabaseError(
+        f"the {_role(engine)} dialect {engine.dialect.name!r} is not "
+        "supported here; use SQLite or PostgreSQL"
+    )
 
 
 def connectorx_url(engine: Engine) -> str:
@@ -277,8 +294,12 @@ orders = sa.Table(
     # On SQLite, INTEGER (64-bit there too) makes the key the table's rowid: one B-tree
     # instead of the table plus a key index, about half the cost of each insert and
     # lookup. A warehouse created with BIGINT before keeps working as it is.
-    sa.Column("order_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-              primary_key=True, autoincrement=False),
+    sa.Column(
+        "order_id",
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=False,
+    ),
     sa.Column("status", sa.Text, nullable=False),
     sa.Column("amount", sa.Text, nullable=False),  # exact decimal text, e.g. "40.00"
     sa.Column("updated_at", sa.String(32), nullable=False),  # canonical UTC, sorts as it compares
@@ -333,8 +354,7 @@ batches = sa.Table(
 )
 # Columns added after a table's first release: a warehouse made before gains them.
 ADDED_COLUMNS = {
-    "pipeline_batches": ("rows_deleted", "deleted_digest", "mass_delete_allowed",
-                         "table_name"),
+    "pipeline_batches": ("rows_deleted", "deleted_digest", "mass_delete_allowed", "table_name"),
     "pipeline_watermark_history": ("table_name",),
 }
 STATE_TABLES = (watermark_state, watermark_history, batches)  # shared by every table
@@ -409,4 +429,3 @@ def prepare_warehouse(engine: Engine, spec: TableSpec | None = ORDERS) -> None:
         except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
             if attempt == 2:  # another run created the same tables at the same moment
                 raise
-

@@ -54,13 +54,24 @@ class Deletions:
         as its values joined by a tab (None: nothing deleted)."""
         if not self.keys:
             return None
-        return hashlib.sha256("".join(
-            ("\t".join(map(str, k)) if isinstance(k, tuple) else str(k)) + "\n"
-            for k in self.keys).encode()).hexdigest()
+        return hashlib.sha256(
+            "".join(
+                ("\t".join(map(str, k)) if isinstance(k, tuple) else str(k)) + "\n"
+                for k in self.keys
+            ).encode()
+        ).hexdigest()
 
 
-def delete_lost(source: Engine, src: SourceTable, stage: Stage, start: datetime,
-                end: datetime, tz: tzinfo, policy: DeletePolicy, dry_run: bool) -> Deletions:
+def delete_lost(
+    source: Engine,
+    src: SourceTable,
+    stage: Stage,
+    start: datetime,
+    end: datetime,
+    tz: tzinfo,
+    policy: DeletePolicy,
+    dry_run: bool,
+) -> Deletions:
     """The delete step of a range load: delete the range's warehouse rows the source lost.
 
     Candidates are the warehouse rows stamped in the range whose key the stage does not
@@ -103,7 +114,8 @@ def _held(source: Engine, src: SourceTable, unmatched: pa.Table) -> pa.Array:
             held = pc.or_(held, pc.is_in(unmatched[keys[0]], value_set=found))
         return held
     wanted = pa.table({k: _as_text(unmatched[k]) for k in keys}).append_column(
-        "row", pa.array(range(unmatched.num_rows), pa.int64()))
+        "row", pa.array(range(unmatched.num_rows), pa.int64())
+    )
     rows: set[int] = set()
     for found in scan_keys(source, src):
         found = pa.table({k: _as_text(found[k]) for k in keys})

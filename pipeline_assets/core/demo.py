@@ -48,8 +48,10 @@ DAY_OPENS, DAY_CLOSES = 8, 18  # history rows are stamped between these hours (l
 
 def chapter_orders(today: date = CHAPTER_TODAY) -> list[tuple[int, str, str, str]]:
     """Orders 101–106 as ``(order_id, status, amount, updated_at)``, dated before ``today``."""
-    return [(order_id, status, amount, (today - timedelta(days=back)).isoformat())
-            for order_id, status, amount, back in CHAPTER_STORY]
+    return [
+        (order_id, status, amount, (today - timedelta(days=back)).isoformat())
+        for order_id, status, amount, back in CHAPTER_STORY
+    ]
 
 
 CHAPTER_ORDERS = chapter_orders()  # the story on the chapter's own calendar (January 2026)
@@ -58,7 +60,8 @@ STATUSES = (("paid", 70), ("pending", 15), ("refunded", 8), ("cancelled", 7))
 
 _source = sa.MetaData()
 source_orders = sa.Table(
-    "orders", _source,
+    "orders",
+    _source,
     sa.Column("order_id", sa.BigInteger, primary_key=True, autoincrement=False),
     sa.Column("status", sa.Text),
     sa.Column("amount", sa.Text),
@@ -79,8 +82,15 @@ def has_orders(engine: Engine) -> bool:
     return has_table(engine, "orders", "SOURCE_DATABASE_URL")
 
 
-def init(engine: Engine, *, force: bool = False, today: date = CHAPTER_TODAY,
-         tz: tzinfo = UTC, history_days: int = 0, seed: int = 0) -> int:
+def init(
+    engine: Engine,
+    *,
+    force: bool = False,
+    today: date = CHAPTER_TODAY,
+    tz: tzinfo = UTC,
+    history_days: int = 0,
+    seed: int = 0,
+) -> int:
     """Create the demo ``orders`` table; returns the number of rows.
 
     It holds orders 101–106 dated relative to ``today`` and, with ``history_days``, the
@@ -89,20 +99,24 @@ def init(engine: Engine, *, force: bool = False, today: date = CHAPTER_TODAY,
     if history_days < 0:
         raise DemoError(f"--history-days {history_days} must be 0 or more")
     if has_orders(engine) and not force:
-        raise DemoError(f"the source {redact(engine.url)} already has an orders table; "
-                        "pass --force to drop and recreate it")
+        raise DemoError(
+            f"the source {redact(engine.url)} already has an orders table; "
+            "pass --force to drop and recreate it"
+        )
     rows = chapter_orders(today) + history_orders(today, tz, days=history_days, seed=seed)
     with _writing(engine) as conn:
         source_orders.drop(conn, checkfirst=True)
         source_orders.create(conn)
-        conn.execute(source_orders.insert(), [
-            dict(order_id=i, status=s, amount=a, updated_at=u) for i, s, a, u in rows
-        ])
+        conn.execute(
+            source_orders.insert(),
+            [dict(order_id=i, status=s, amount=a, updated_at=u) for i, s, a, u in rows],
+        )
     return len(rows)
 
 
-def history_orders(today: date, tz: tzinfo, *, days: int = HISTORY_DAYS,
-                   seed: int = 0) -> list[tuple[int, str, str, str]]:
+def history_orders(
+    today: date, tz: tzinfo, *, days: int = HISTORY_DAYS, seed: int = 0
+) -> list[tuple[int, str, str, str]]:
     """Realistic orders over the ``days`` days before ``today``, ending yesterday.
 
     Order ids follow the order in which the app wrote the rows. Weekdays are busier than
@@ -145,18 +159,22 @@ def history_orders(today: date, tz: tzinfo, *, days: int = HISTORY_DAYS,
                 stamp = stamp - timedelta(days=back)
             written.append((placed, status, amount, stamp))
     written.sort(key=lambda row: row[0])
-    return [(HISTORY_FIRST_ID + k, status, amount, stamp.isoformat(timespec="seconds"))
-            for k, (_, status, amount, stamp) in enumerate(written)]
+    return [
+        (HISTORY_FIRST_ID + k, status, amount, stamp.isoformat(timespec="seconds"))
+        for k, (_, status, amount, stamp) in enumerate(written)
+    ]
 
 
 def _require_table(engine: Engine) -> None:
     if not has_orders(engine):
-        raise DatabaseError(f"the source {redact(engine.url)} has no orders table yet: "
-                            f"run `{DEMO_INIT}` first")
+        raise DatabaseError(
+            f"the source {redact(engine.url)} has no orders table yet: run `{DEMO_INIT}` first"
+        )
 
 
-def set_order(engine: Engine, order_id: int, *, status: str, amount: str, updated_at: str,
-              tz: tzinfo) -> str:
+def set_order(
+    engine: Engine, order_id: int, *, status: str, amount: str, updated_at: str, tz: tzinfo
+) -> str:
     """Insert or update one order as the app would; returns "inserted" or "updated".
 
     The values are checked first (exact amount, parseable timestamp) and stored as given.
@@ -168,11 +186,13 @@ def set_order(engine: Engine, order_id: int, *, status: str, amount: str, update
     _require_table(engine)
     values = dict(status=status.strip(), amount=amount.strip(), updated_at=updated_at.strip())
     with _writing(engine) as conn:
-        found = conn.execute(sa.select(source_orders.c.order_id)
-                             .where(source_orders.c.order_id == order_id)).first()
+        found = conn.execute(
+            sa.select(source_orders.c.order_id).where(source_orders.c.order_id == order_id)
+        ).first()
         if found:
-            conn.execute(source_orders.update().where(source_orders.c.order_id == order_id)
-                         .values(**values))
+            conn.execute(
+                source_orders.update().where(source_orders.c.order_id == order_id).values(**values)
+            )
             return "updated"
         conn.execute(source_orders.insert().values(order_id=order_id, **values))
         return "inserted"
@@ -185,17 +205,27 @@ def delete_order(engine: Engine, order_id: int) -> tuple[str, str, str]:
     _require_table(engine)
     t = source_orders.c
     with _writing(engine) as conn:
-        found = conn.execute(sa.select(t.status, t.amount, t.updated_at)
-                             .where(t.order_id == order_id)).first()
+        found = conn.execute(
+            sa.select(t.status, t.amount, t.updated_at).where(t.order_id == order_id)
+        ).first()
         if found is None:
-            raise DemoError(f"order {order_id} is not in the source {redact(engine.url)}: "
-                            "nothing deleted")
+            raise DemoError(
+                f"order {order_id} is not in the source {redact(engine.url)}: nothing deleted"
+            )
         conn.execute(source_orders.delete().where(t.order_id == order_id))
     return tuple(found)
 
 
-def generate(engine: Engine, *, orders: int, days: int, start: date | None = None,
-             late_fraction: float = 0.05, seed: int = 0, chunk_size: int = 20_000) -> dict:
+def generate(
+    engine: Engine,
+    *,
+    orders: int,
+    days: int,
+    start: date | None = None,
+    late_fraction: float = 0.05,
+    seed: int = 0,
+    chunk_size: int = 20_000,
+) -> dict:
     """Append ``orders`` realistic orders over ``days`` days; a fraction arrive late.
 
     Late orders carry an ``updated_at`` one to five days older than the rest, as if a
@@ -211,16 +241,19 @@ def generate(engine: Engine, *, orders: int, days: int, start: date | None = Non
         first_id = (conn.execute(sa.select(sa.func.max(t.order_id))).scalar() or 1000) + 1
         if start is None:
             newest = conn.execute(sa.select(sa.func.max(t.updated_at))).scalar()
-            start = (to_instant(newest, UTC).date() + timedelta(days=1)) if newest \
-                else date(2026, 1, 1)
+            start = (
+                (to_instant(newest, UTC).date() + timedelta(days=1)) if newest else date(2026, 1, 1)
+            )
         rng = random.Random(seed)
         names = [s for s, _ in STATUSES]
         weights = [w for _, w in STATUSES]
         origin = datetime(start.year, start.month, start.day, tzinfo=UTC)
         span = days * 86_400
         marker = "?" if conn.dialect.name == "sqlite" else "%s"
-        sql = (f"INSERT INTO orders (order_id, status, amount, updated_at) "
-               f"VALUES ({marker}, {marker}, {marker}, {marker})")
+        sql = (
+            f"INSERT INTO orders (order_id, status, amount, updated_at) "
+            f"VALUES ({marker}, {marker}, {marker}, {marker})"
+        )
         late = 0
         batch = []
         for n in range(orders):
@@ -229,13 +262,24 @@ def generate(engine: Engine, *, orders: int, days: int, start: date | None = Non
                 moment -= timedelta(days=rng.randint(1, 5), seconds=rng.randrange(3600))
                 late += 1
             cents = rng.randint(500, 25_000)
-            batch.append((first_id + n, rng.choices(names, weights)[0],
-                          format_amount(Decimal(cents).scaleb(-2)),
-                          moment.isoformat(timespec="seconds")))
+            batch.append(
+                (
+                    first_id + n,
+                    rng.choices(names, weights)[0],
+                    format_amount(Decimal(cents).scaleb(-2)),
+                    moment.isoformat(timespec="seconds"),
+                )
+            )
             if len(batch) >= chunk_size:
                 conn.exec_driver_sql(sql, batch)
                 batch = []
         if batch:
             conn.exec_driver_sql(sql, batch)
-    return {"orders": orders, "first_order_id": first_id, "last_order_id": first_id + orders - 1,
-            "start": start.isoformat(), "days": days, "late": late}
+    return {
+        "orders": orders,
+        "first_order_id": first_id,
+        "last_order_id": first_id + orders - 1,
+        "start": start.isoformat(),
+        "days": days,
+        "late": late,
+    }

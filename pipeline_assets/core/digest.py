@@ -110,8 +110,7 @@ class DayDigest:
         self.paid += paid
 
 
-def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec = ORDERS
-                      ) -> None:
+def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec = ORDERS) -> None:
     """Feed the stored rows of ``table`` to a batch's digest: a line per row (see the
     module docstring; ``id␟status␟amount␟updated_at\\n`` for orders)."""
     if table.num_rows == 0:
@@ -119,12 +118,15 @@ def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec = 
     fields = [_text(table[column.name], column) for column in spec.columns]
     fields[-1] = pc.binary_join_element_wise(fields[-1], "\n", "")
     lines = pc.binary_join_element_wise(*fields, "\x1f") if len(fields) > 1 else fields[0]
-    for chunk in (lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]):
+    for chunk in lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]:
         if len(chunk) == 0:
             continue
         offsets = memoryview(chunk.buffers()[1]).cast("i")  # int32 offsets of a string array
-        digest.update(memoryview(chunk.buffers()[2])[offsets[chunk.offset]:
-                                                     offsets[chunk.offset + len(chunk)]])
+        digest.update(
+            memoryview(chunk.buffers()[2])[
+                offsets[chunk.offset] : offsets[chunk.offset + len(chunk)]
+            ]
+        )
 
 
 def _text(values, column: Column):
@@ -132,8 +134,9 @@ def _text(values, column: Column):
     _check_nulls(values, column)
     kind = column.type.kind
     if kind == "float":
-        texts = pa.array([None if v is None else repr(v + 0.0) for v in values.to_pylist()],
-                         pa.string())
+        texts = pa.array(
+            [None if v is None else repr(v + 0.0) for v in values.to_pylist()], pa.string()
+        )
     elif kind == "boolean":
         texts = pc.if_else(pc.cast(values, pa.bool_()), "true", "false")
     elif values.type != pa.string():
@@ -182,9 +185,10 @@ def text_hashes(column) -> np.ndarray:
     if text.null_count:
         raise ValueError("a stored text is NULL")  # fill NULLs first (row_hashes does)
     _, offsets_buffer, data_buffer = text.buffers()
-    offsets = np.frombuffer(offsets_buffer, np.int32)[text.offset:text.offset + n + 1]
-    data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None \
-        else np.zeros(0, np.uint8)
+    offsets = np.frombuffer(offsets_buffer, np.int32)[text.offset : text.offset + n + 1]
+    data = (
+        np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    )
     lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
     state = _take(np.full(n, TEXT_SEED, np.uint64), lengths.astype(np.uint64))
     longest = int(lengths.max()) if n else 0
@@ -193,27 +197,29 @@ def text_hashes(column) -> np.ndarray:
     width = (min(longest, GATHER_BYTES) + 7) // 8 * 8
     first = int(offsets[0])
     if int(lengths.min()) == longest == width:  # one width, no padding (a canonical stamp)
-        words = data[first:first + n * width].view("<u8").reshape(n, width // 8)
+        words = data[first : first + n * width].view("<u8").reshape(n, width // 8)
         for k in range(width // 8):
             state = _take(state, words[:, k])
         return state
     # every 8 bytes from every position, as one strided view; a row's k-th word is the
     # 8 bytes at its offset + 8k, with the bytes past its end masked to zero
-    padded = np.concatenate([data[first:int(offsets[-1])], np.zeros(width, np.uint8)])
+    padded = np.concatenate([data[first : int(offsets[-1])], np.zeros(width, np.uint8)])
     windows = np.lib.stride_tricks.as_strided(padded, (len(padded) - 7, 8), (1, 1))
     starts = (offsets[:-1] - first).astype(np.int64)
     shortest = int(lengths.min())
     for k in range(width // 8):
         left = lengths - 8 * k  # bytes of the row from this word on
         word = np.ascontiguousarray(windows[starts + 8 * k]).view("<u8")[:, 0]
-        keep = np.where(left >= 8, np.uint64(_MASK),
-                        (np.uint64(1) << (8 * np.clip(left, 0, 7)).astype(np.uint64))
-                        - np.uint64(1))
+        keep = np.where(
+            left >= 8,
+            np.uint64(_MASK),
+            (np.uint64(1) << (8 * np.clip(left, 0, 7)).astype(np.uint64)) - np.uint64(1),
+        )
         taken = _take(state, word & keep)
         state = taken if shortest > 8 * k else np.where(left > 0, taken, state)
     if longest > GATHER_BYTES:
         for i in np.flatnonzero(lengths > GATHER_BYTES):
-            state[i] = _one_text(bytes(data[offsets[i]:offsets[i + 1]]))
+            state[i] = _one_text(bytes(data[offsets[i] : offsets[i + 1]]))
     return state
 
 
@@ -251,8 +257,9 @@ def row_hashes(table: pa.Table, spec: TableSpec = ORDERS) -> np.ndarray:
     return _finish(state)
 
 
-def kept_rows(table: pa.Table, spec: TableSpec = ORDERS, files: DailyFiles | None = None
-              ) -> np.ndarray:
+def kept_rows(
+    table: pa.Table, spec: TableSpec = ORDERS, files: DailyFiles | None = None
+) -> np.ndarray:
     """Which rows of ``table`` the filter of ``files`` keeps, as a NumPy bool array:
     every ``where`` column holds one of its allowed (parsed) values, compared as the
     declaration's :class:`~.spec.DailyFiles.matches` compares them (decimals and floats
@@ -278,12 +285,12 @@ def _allowed(values: pa.Array, column_type: ColumnType, allowed: Sequence) -> pa
     if wanted and column_type.kind == "decimal":  # stored text keeps its spelling: 40.0 = 40.00
         codes = pc.dictionary_encode(values)
         numbers = set(wanted)
-        hits = pa.array([Decimal(t) in numbers for t in codes.dictionary.to_pylist()],
-                        pa.bool_())
+        hits = pa.array([Decimal(t) in numbers for t in codes.dictionary.to_pylist()], pa.bool_())
         hit = pc.take(hits, codes.indices)
     elif len(wanted) > 4 and column_type.kind != "float":  # is_in: -0.0 is not 0.0 there
-        hit = pc.is_in(values, value_set=pa.array([column_type.stored(v) for v in wanted],
-                                                  values.type))
+        hit = pc.is_in(
+            values, value_set=pa.array([column_type.stored(v) for v in wanted], values.type)
+        )
     else:
         for value in wanted:
             equal = pc.equal(values, pa.scalar(column_type.stored(value), values.type))
@@ -293,8 +300,12 @@ def _allowed(values: pa.Array, column_type: ColumnType, allowed: Sequence) -> pa
     return hit
 
 
-def add_days(into: dict[int, DayDigest], table: pa.Table, spec: TableSpec = ORDERS,
-             files: DailyFiles | None = None) -> None:
+def add_days(
+    into: dict[int, DayDigest],
+    table: pa.Table,
+    spec: TableSpec = ORDERS,
+    files: DailyFiles | None = None,
+) -> None:
     """Add the rows of ``table`` (the spec's stored columns and ``day``, days since
     1970-01-01) to their days' digests in ``into``; a digest's ``paid`` counts the rows
     :func:`kept_rows` keeps (``files``, by default the spec's first daily file: for
@@ -314,8 +325,7 @@ def add_days(into: dict[int, DayDigest], table: pa.Table, spec: TableSpec = ORDE
     rows = np.bincount(slot, minlength=len(slots))
     paids = np.bincount(slot, weights=paid, minlength=len(slots))
     for i in np.flatnonzero(rows):
-        into.setdefault(int(slots[i]), DayDigest()).add(int(rows[i]), int(sums[i]),
-                                                         int(paids[i]))
+        into.setdefault(int(slots[i]), DayDigest()).add(int(rows[i]), int(sums[i]), int(paids[i]))
 
 
 def _flat(column) -> pa.Array:

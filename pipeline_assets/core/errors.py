@@ -64,8 +64,9 @@ class InvalidRowError(PipelineError):
     of values, or one value.
     """
 
-    def __init__(self, order_id: object, column: str, value: object, reason: str, *,
-                 table: str | None = None):
+    def __init__(
+        self, order_id: object, column: str, value: object, reason: str, *, table: str | None = None
+    ):
         self.order_id, self.column, self.value, self.reason = order_id, column, value, reason
         self.table = table
         super().__init__(
@@ -86,11 +87,13 @@ def _row_name(key: object, table: str | None) -> str:
         return f"a {table} row with no key"
     if isinstance(key, Mapping):
         missing = [name for name, value in key.items() if value is None]
-        known = ", ".join(f"{name}={_key_text(value)}" for name, value in key.items()
-                          if value is not None)
+        known = ", ".join(
+            f"{name}={_key_text(value)}" for name, value in key.items() if value is not None
+        )
         if missing:
-            return f"a {table} row with no {' or '.join(missing)}" + \
-                (f" ({known})" if known else "")
+            return f"a {table} row with no {' or '.join(missing)}" + (
+                f" ({known})" if known else ""
+            )
         return f"{table} ({known})"
     values = key if isinstance(key, tuple) else (key,)
     return f"{table} ({', '.join(_key_text(value) for value in values)})"
@@ -149,8 +152,9 @@ class DeleteRefused(PipelineError):
     Terminal: the source will not find its rows by being asked again.
     """
 
-    def __init__(self, would_delete: int, in_range: int, start: datetime, end: datetime,
-                 max_share: float):
+    def __init__(
+        self, would_delete: int, in_range: int, start: datetime, end: datetime, max_share: float
+    ):
         self.would_delete, self.in_range = would_delete, in_range
         self.start, self.end, self.max_share = start, end, max_share
         super().__init__(
@@ -161,13 +165,18 @@ class DeleteRefused(PipelineError):
             "answers with missing rows (a wrong SOURCE_DATABASE_URL, a replica being "
             "rebuilt, a half-restored backup) looks exactly like this: check it first. If "
             "those orders really are gone, run the load again with run config "
-            "allow_deletes: true.")
+            "allow_deletes: true."
+        )
 
     @property
     def metadata(self) -> dict:
-        return {"would_delete": self.would_delete, "rows_in_range": self.in_range,
-                "range_start": self.start.isoformat(), "range_end": self.end.isoformat(),
-                "max_delete_share": self.max_share}
+        return {
+            "would_delete": self.would_delete,
+            "rows_in_range": self.in_range,
+            "range_start": self.start.isoformat(),
+            "range_end": self.end.isoformat(),
+            "max_delete_share": self.max_share,
+        }
 
 
 class WatermarkError(PipelineError):
@@ -199,20 +208,27 @@ class UncommittedDayError(PipelineError):
     message names; reading them again does not commit them.
     """
 
-    def __init__(self, reasons: Mapping[str, str], *, name: str = "paid_orders",
-                 rebuild: Callable[[str], str] | None = None):
+    def __init__(
+        self,
+        reasons: Mapping[str, str],
+        *,
+        name: str = "paid_orders",
+        rebuild: Callable[[str], str] | None = None,
+    ):
         # imported here: commands imports times, which imports this module
         from .commands import rebuild_command
 
         rebuild = rebuild or rebuild_command
         self.reasons = dict(sorted(reasons.items()))
         self.days = tuple(self.reasons)
-        parts = [f"{name} day {day} is not committed: {why}."
-                 for day, why in self.reasons.items()]
+        parts = [f"{name} day {day} is not committed: {why}." for day, why in self.reasons.items()]
         # each command alone on its line, nothing after it: pasted as printed, it runs
         commands = [rebuild(day) for day in self.days]
-        how = f" Rebuild it: {commands[0]}" if len(commands) == 1 else \
-            " Rebuild them, one command per line:\n" + "\n".join(commands)
+        how = (
+            f" Rebuild it: {commands[0]}"
+            if len(commands) == 1
+            else " Rebuild them, one command per line:\n" + "\n".join(commands)
+        )
         super().__init__(" ".join(parts) + how)
 
 

@@ -60,8 +60,11 @@ _MYSQL_ERRORS = {
     1049: UNREACHABLE,  # ER_BAD_DB_ERROR: no such database
     1040: UNREACHABLE,  # ER_CON_COUNT_ERROR: too many connections
     1053: UNREACHABLE,  # ER_SERVER_SHUTDOWN
-    2002: UNREACHABLE, 2003: UNREACHABLE, 2005: UNREACHABLE,  # cannot connect
-    2006: UNREACHABLE, 2013: UNREACHABLE,  # the server went away, lost the connection
+    2002: UNREACHABLE,
+    2003: UNREACHABLE,
+    2005: UNREACHABLE,  # cannot connect
+    2006: UNREACHABLE,
+    2013: UNREACHABLE,  # the server went away, lost the connection
     1205: BUSY,  # ER_LOCK_WAIT_TIMEOUT
     1213: BUSY,  # ER_LOCK_DEADLOCK
     1021: FULL,  # ER_DISK_FULL

@@ -34,8 +34,7 @@ _FIRST_DAY = pa.scalar(-354285, pa.date32())  # 1000-01-01: four-digit years onl
 _LAST_DAY = pa.scalar(2932896, pa.date32())  # 9999-12-31
 
 
-def fast_column(values, kind: ColumnType, zone: str
-                ) -> tuple[pa.Array, pa.Array, pa.Array | None]:
+def fast_column(values, kind: ColumnType, zone: str) -> tuple[pa.Array, pa.Array, pa.Array | None]:
     """(stored, ok, moment): ``ok`` marks the rows the fast path vouches for (the values
     of the others are meaningless); ``moment`` is a timestamp column's instants or a date
     column's date32 days, None for the other types."""
@@ -77,13 +76,14 @@ def _fast_decimal(values, kind: ColumnType) -> tuple[pa.Array, pa.Array]:
     if scale >= decimal.getcontext().prec:
         return text, pa.array([False] * len(text), pa.bool_())
     whole = f"(0|[1-9][0-9]{{0,{room - 1}}})" if room >= 1 else "0"
-    places = fr"(\.[0-9]{{1,{scale}}})?" if scale else ""
+    places = rf"(\.[0-9]{{1,{scale}}})?" if scale else ""
     ok = pc.fill_null(pc.match_substring_regex(text, f"^-?{whole}{places}$"), False)
     if not scale:
         return text, ok
     dot = pc.find_substring(text, ".")
-    places_now = pc.if_else(pc.less(dot, 0), -1,
-                            pc.subtract(pc.subtract(pc.binary_length(text), dot), 1))
+    places_now = pc.if_else(
+        pc.less(dot, 0), -1, pc.subtract(pc.subtract(pc.binary_length(text), dot), 1)
+    )
     missing = pc.if_else(ok, pc.subtract(scale, places_now), 0)  # scale + 1: no point yet
     pads = pa.array(["0" * i for i in range(scale + 1)] + ["." + "0" * scale], pa.string())
     return pc.binary_join_element_wise(text, pc.take(pads, missing), ""), ok
@@ -112,24 +112,31 @@ def _fast_boolean(values, kind: ColumnType) -> tuple[pa.Array, pa.Array]:
     return true, pc.or_(true, false)
 
 
-_FAST = {"integer": _fast_integer, "text": _fast_text, "decimal": _fast_decimal,
-         "float": _fast_float, "boolean": _fast_boolean}
+_FAST = {
+    "integer": _fast_integer,
+    "text": _fast_text,
+    "decimal": _fast_decimal,
+    "float": _fast_float,
+    "boolean": _fast_boolean,
+}
 
 
 def _fast_date(values) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(``YYYY-MM-DD`` text, ok, date32) for a date column, native or text."""
     if pa.types.is_date(values.type):
         day = pc.cast(values, pa.date32())
-        ok = pc.fill_null(pc.and_(pc.greater_equal(day, _FIRST_DAY),
-                                  pc.less_equal(day, _LAST_DAY)), False)
+        ok = pc.fill_null(
+            pc.and_(pc.greater_equal(day, _FIRST_DAY), pc.less_equal(day, _LAST_DAY)), False
+        )
         day = pc.if_else(ok, day, _FIRST_DAY)
         return pc.cast(day, pa.string()), ok, day
     text = pc.utf8_trim_whitespace(text_column(values, "date"))
     ok = pc.fill_null(pc.match_substring_regex(text, _BARE_DATE), False)
     # strptime rolls 2026-02-30 over to March: only a day that prints back as it was read
     # is one the calendar holds
-    moment = pc.strptime(pc.if_else(ok, text, "2000-01-01"), format="%Y-%m-%d", unit="s",
-                         error_is_null=True)
+    moment = pc.strptime(
+        pc.if_else(ok, text, "2000-01-01"), format="%Y-%m-%d", unit="s", error_is_null=True
+    )
     day = pc.cast(pc.fill_null(moment, pa.scalar(0, pa.timestamp("s"))), pa.date32())
     ok = pc.and_(ok, pc.fill_null(pc.equal(pc.cast(day, pa.string()), text), False))
     return text, ok, day
@@ -200,13 +207,16 @@ def _instants(column, zone: str) -> tuple[pa.Array, pa.Array]:
         return uniform
     text = pc.utf8_trim_whitespace(pc.cast(column, pa.string()))
     aware = pc.fill_null(pc.match_substring_regex(text, _AWARE), False)
-    naive_ok = pc.fill_null(pc.or_(pc.match_substring_regex(text, _NAIVE),
-                                   pc.match_substring_regex(text, _BARE_DATE)), False)
+    naive_ok = pc.fill_null(
+        pc.or_(pc.match_substring_regex(text, _NAIVE), pc.match_substring_regex(text, _BARE_DATE)),
+        False,
+    )
     # Arrow's ISO-8601 cast checks the calendar (2026-02-30 fails): then the whole batch
     # goes to the exact parser, which names the row.
     from_aware = pc.cast(pc.if_else(aware, text, "2000-01-01T00:00:00Z"), INSTANT)
     local, ok_local = localize(
-        pc.cast(pc.if_else(naive_ok, text, "2000-01-01"), pa.timestamp("us")), zone)
+        pc.cast(pc.if_else(naive_ok, text, "2000-01-01"), pa.timestamp("us")), zone
+    )
     instant = pc.if_else(aware, from_aware, local)
     return instant, pc.or_(aware, pc.and_(naive_ok, ok_local))
 

@@ -51,8 +51,11 @@ class Horizon:
 
     @property
     def days(self) -> list[date]:
-        window = [] if self.first is None else \
-            [parse_day(day) for day in days_between(self.first, self.last)]
+        window = (
+            []
+            if self.first is None
+            else [parse_day(day) for day in days_between(self.first, self.last)]
+        )
         return sorted(set(window) | set(self.touched))
 
     def spans(self) -> list[tuple[date, date]]:
@@ -62,15 +65,23 @@ class Horizon:
     def describe(self) -> str:
         parts = []
         if self.first is not None:
-            parts.append(f"{self.first}…{self.last}, the {self.reconcile_days} day(s) ending "
-                         f"at the {self.anchored_on} {self.anchor.isoformat()}")
+            parts.append(
+                f"{self.first}…{self.last}, the {self.reconcile_days} day(s) ending "
+                f"at the {self.anchored_on} {self.anchor.isoformat()}"
+            )
         if self.touched:
             parts.append("the touched day(s) " + ", ".join(map(str, self.touched)))
         return " and ".join(parts) or "no day"
 
 
-def horizon(*, watermark: datetime | None, newest_row: datetime | None,
-            days_touched: Iterable[str | date], reconcile_days: int, tz: tzinfo) -> Horizon:
+def horizon(
+    *,
+    watermark: datetime | None,
+    newest_row: datetime | None,
+    days_touched: Iterable[str | date],
+    reconcile_days: int,
+    tz: tzinfo,
+) -> Horizon:
     """The days to compare, from the data alone (never the clock).
 
     The anchor is the watermark; without one (only explicit-range loads so far) the
@@ -80,8 +91,13 @@ def horizon(*, watermark: datetime | None, newest_row: datetime | None,
     """
     if reconcile_days < 0:
         raise ValueError(f"RECONCILE_DAYS={reconcile_days} must be 0 or more")
-    anchor, anchored_on = (watermark, WATERMARK) if watermark is not None else \
-        (newest_row, NEWEST_ROW) if newest_row is not None else (None, NOTHING)
+    anchor, anchored_on = (
+        (watermark, WATERMARK)
+        if watermark is not None
+        else (newest_row, NEWEST_ROW)
+        if newest_row is not None
+        else (None, NOTHING)
+    )
     first = last = None
     if anchor is not None and reconcile_days > 0:
         last = anchor.astimezone(tz).date()
@@ -100,9 +116,15 @@ class Verdict:
     description: str | None
 
 
-def judge(h: Horizon, days: Mapping[str, DayCounts], *, warehouse_holds_rows: bool,
-          max_delete_share: float = 0.5, spec: TableSpec = ORDERS,
-          repairs: Repairs | None = None) -> Verdict:
+def judge(
+    h: Horizon,
+    days: Mapping[str, DayCounts],
+    *,
+    warehouse_holds_rows: bool,
+    max_delete_share: float = 0.5,
+    spec: TableSpec = ORDERS,
+    repairs: Repairs | None = None,
+) -> Verdict:
     """Pass when every compared day agrees and at least one day was compared.
 
     ``days`` holds the days of the horizon with a row on either side. None of them while
@@ -116,21 +138,31 @@ def judge(h: Horizon, days: Mapping[str, DayCounts], *, warehouse_holds_rows: bo
         return Verdict(True, len(days), [], [], None)
     rows = "orders" if is_orders(spec) else f"{spec.name} rows"
     if not warehouse_holds_rows:
-        return Verdict(True, 0, [], [], f"the warehouse holds no {rows} yet: nothing to "
-                                        "compare")
+        return Verdict(True, 0, [], [], f"the warehouse holds no {rows} yet: nothing to compare")
     if h.reconcile_days == 0:
-        why = ("RECONCILE_DAYS is 0 and the last batch touched no day; set RECONCILE_DAYS "
-               "to 1 or more")
+        why = (
+            "RECONCILE_DAYS is 0 and the last batch touched no day; set RECONCILE_DAYS to 1 or more"
+        )
     else:
-        why = (f"no row on either side in {h.describe()}, though the warehouse holds {rows}: "
-               "the watermark points at days without data (rewound past them?)")
-    return Verdict(False, 0, [], [], (
-        f"compared no day, so this check cannot vouch for anything: {why}. Run "
-        "`pipeline-assets verify` to reconcile every day."))
+        why = (
+            f"no row on either side in {h.describe()}, though the warehouse holds {rows}: "
+            "the watermark points at days without data (rewound past them?)"
+        )
+    return Verdict(
+        False,
+        0,
+        [],
+        [],
+        (
+            f"compared no day, so this check cannot vouch for anything: {why}. Run "
+            "`pipeline-assets verify` to reconcile every day."
+        ),
+    )
 
 
-def _differing(days: Mapping[str, DayCounts], bad: list[str], max_delete_share: float,
-               repairs: Repairs) -> Verdict:
+def _differing(
+    days: Mapping[str, DayCounts], bad: list[str], max_delete_share: float, repairs: Repairs
+) -> Verdict:
     """The failing verdict: which days differ, the rows deleted, and the repair."""
     spec = repairs.spec
     allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=spec)
@@ -140,22 +172,36 @@ def _differing(days: Mapping[str, DayCounts], bad: list[str], max_delete_share: 
     why = ""
     if deleted:
         rows = "Orders" if is_orders(spec) else f"Rows of {spec.name}"
-        why += f" {rows} the source no longer has: " + "; ".join(
-            f"{d}: {days[d].only_in_warehouse} ({deleted_ids(days[d], spec)})"
-            for d in deleted) + "."
+        why += (
+            f" {rows} the source no longer has: "
+            + "; ".join(
+                f"{d}: {days[d].only_in_warehouse} ({deleted_ids(days[d], spec)})" for d in deleted
+            )
+            + "."
+        )
         if refused:
             why += f" Careful: {refused}."
     if late:
-        why += " Rows arrived later than the lookback window" + (
-            f" on {', '.join(late)}" if deleted else "") + "."
-    return Verdict(False, len(days), bad, repair, (
-        f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}."
-        f"{why} Repair: " + "; ".join(repair)
-        + " (the refresh sensor then rebuilds their files)."))
+        why += (
+            " Rows arrived later than the lookback window"
+            + (f" on {', '.join(late)}" if deleted else "")
+            + "."
+        )
+    return Verdict(
+        False,
+        len(days),
+        bad,
+        repair,
+        (
+            f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}."
+            f"{why} Repair: "
+            + "; ".join(repair)
+            + " (the refresh sensor then rebuilds their files)."
+        ),
+    )
 
 
-def newest_row(warehouse: Engine, spec: TableSpec = ORDERS, *, tz: tzinfo = UTC
-               ) -> datetime | None:
+def newest_row(warehouse: Engine, spec: TableSpec = ORDERS, *, tz: tzinfo = UTC) -> datetime | None:
     """The newest cursor value in ``spec``'s warehouse table (``updated_at`` of ``orders``;
     a date cursor: midnight of its newest date in ``tz``); None: no table, or empty."""
     if not has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL"):
@@ -171,11 +217,18 @@ def newest_row(warehouse: Engine, spec: TableSpec = ORDERS, *, tz: tzinfo = UTC
     return from_canonical(newest)
 
 
-def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcile_days: int,
-                      days_touched: Iterable[str | date] = (), read_whole=None,
-                      max_delete_share: float = 0.5, spec: TableSpec = ORDERS,
-                      repairs: Repairs | None = None
-                      ) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
+def reconcile_horizon(
+    source: Engine,
+    warehouse: Engine,
+    tz: tzinfo,
+    *,
+    reconcile_days: int,
+    days_touched: Iterable[str | date] = (),
+    read_whole=None,
+    max_delete_share: float = 0.5,
+    spec: TableSpec = ORDERS,
+    repairs: Repairs | None = None,
+) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
     """Compare source and warehouse of ``spec`` over the :func:`horizon`; one range read
     per span. ``repairs``: the table and code location the printed commands name.
 
@@ -184,9 +237,24 @@ def reconcile_horizon(source: Engine, warehouse: Engine, tz: tzinfo, *, reconcil
     it, which is what the warehouse must now hold. Every other day is read again.
     """
     newest = newest_row(warehouse, spec, tz=tz)
-    h = horizon(watermark=wm.current(warehouse, table=spec.name), newest_row=newest,
-                days_touched=days_touched, reconcile_days=reconcile_days, tz=tz)
+    h = horizon(
+        watermark=wm.current(warehouse, table=spec.name),
+        newest_row=newest,
+        days_touched=days_touched,
+        reconcile_days=reconcile_days,
+        tz=tz,
+    )
     days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
     add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)}, spec=spec)
-    return h, days, judge(h, days, warehouse_holds_rows=newest is not None,
-                          max_delete_share=max_delete_share, spec=spec, repairs=repairs)
+    return (
+        h,
+        days,
+        judge(
+            h,
+            days,
+            warehouse_holds_rows=newest is not None,
+            max_delete_share=max_delete_share,
+            spec=spec,
+            repairs=repairs,
+        ),
+    )

@@ -43,8 +43,16 @@ from .staging import Changes, Stage
 from .times import EPOCH, canonical, whole_days
 
 FUTURE_TOLERANCE = timedelta(hours=1)
-__all__ = ["DeletePolicy", "DeleteRefused", "LoadError", "LoadResult", "WholeDays",
-           "batch_id_for", "load_orders", "load_table"]
+__all__ = [
+    "DeletePolicy",
+    "DeleteRefused",
+    "LoadError",
+    "LoadResult",
+    "WholeDays",
+    "batch_id_for",
+    "load_orders",
+    "load_table",
+]
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
 
 
@@ -63,8 +71,7 @@ class WholeDays:
     digests: dict[str, DayDigest] = field(default_factory=dict)
 
     def covers(self, day: date) -> bool:
-        return ((self.first is None or self.first <= day)
-                and (self.last is None or day <= self.last))
+        return (self.first is None or self.first <= day) and (self.last is None or day <= self.last)
 
 
 @dataclass(frozen=True)
@@ -147,8 +154,9 @@ class _Tally:
             hits = pc.sum(future).as_py() or 0
             if hits:
                 self.future_rows += hits
-                self.future_ids.extend(_keys(rows.filter(future).slice(
-                    0, 20 - len(self.future_ids)), self.spec))
+                self.future_ids.extend(
+                    _keys(rows.filter(future).slice(0, 20 - len(self.future_ids)), self.spec)
+                )
                 instant = instant.filter(pc.invert(future))
         newest = pc.max(instant).as_py()
         if newest is not None and (self.newest is None or newest > self.newest):
@@ -178,7 +186,8 @@ class _Tally:
         return WholeDays(
             None if first is None else EPOCH + timedelta(days=first),
             None if last is None else EPOCH + timedelta(days=last),
-            {day_text(n): d for n, d in sorted(self.day_digests.items())})
+            {day_text(n): d for n, d in sorted(self.day_digests.items())},
+        )
 
 
 def _keys(rows: pa.Table, spec: TableSpec) -> list:
@@ -188,8 +197,9 @@ def _keys(rows: pa.Table, spec: TableSpec) -> list:
     return list(zip(*(rows[k].to_pylist() for k in spec.primary_key), strict=True))
 
 
-def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest: str,
-                 table: str = ORDERS.name) -> str:
+def batch_id_for(
+    kind: str, start: datetime | None, end: datetime | None, digest: str, table: str = ORDERS.name
+) -> str:
     """Same table, same window and same rows → same id, so a retry of a committed batch
     is recognized (``<table>-`` and 24 hex digits).
 
@@ -199,11 +209,21 @@ def batch_id_for(kind: str, start: datetime | None, end: datetime | None, digest
     return f"{table}-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def load_table(source: Engine, warehouse: Engine, *, spec: TableSpec = ORDERS, tz: tzinfo,
-               lookback_days: int, now: datetime, start: datetime | None = None,
-               end: datetime | None = None, chunk_size: int = SCAN_BATCH,
-               dry_run: bool = False, announced_batch: str | None | object = _NOTHING,
-               deletes: DeletePolicy = GUARDED) -> LoadResult:
+def load_table(
+    source: Engine,
+    warehouse: Engine,
+    *,
+    spec: TableSpec = ORDERS,
+    tz: tzinfo,
+    lookback_days: int,
+    now: datetime,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    chunk_size: int = SCAN_BATCH,
+    dry_run: bool = False,
+    announced_batch: str | None | object = _NOTHING,
+    deletes: DeletePolicy = GUARDED,
+) -> LoadResult:
     """Read the window of ``spec``'s table, upsert it, record the batch and advance the
     watermark, atomically.
 
@@ -234,8 +254,10 @@ def load_table(source: Engine, warehouse: Engine, *, spec: TableSpec = ORDERS, t
     src = inspect_source(source, spec)
     if not dry_run:
         prepare_warehouse(warehouse, spec)
-    with guard(warehouse, "WAREHOUSE_DATABASE_URL"), \
-            (warehouse if dry_run else writing(warehouse)).connect() as conn:
+    with (
+        guard(warehouse, "WAREHOUSE_DATABASE_URL"),
+        (warehouse if dry_run else writing(warehouse)).connect() as conn,
+    ):
         stage = Stage(conn, spec)
         trans = conn.begin()
         try:
@@ -244,18 +266,23 @@ def load_table(source: Engine, warehouse: Engine, *, spec: TableSpec = ORDERS, t
             target = warehouse_table(spec)
             first_key = target.c[spec.primary_key[0]]
             was_empty = conn.execute(sa.select(first_key).limit(1)).first() is None
-            _scan_and_stage(source, src, tz, window, stage, tally, chunk_size,
-                            direct=was_empty and not dry_run)
+            _scan_and_stage(
+                source, src, tz, window, stage, tally, chunk_size, direct=was_empty and not dry_run
+            )
             crash_point("load_after_stage")
             changes = _compare(stage, tally, tz, was_empty)
             crash_point("load_after_compare")
-            gone = delete_lost(source, src, stage, window.start, window.end, tz, deletes,
-                               dry_run) if window.kind == "range" else None
+            gone = (
+                delete_lost(source, src, stage, window.start, window.end, tz, deletes, dry_run)
+                if window.kind == "range"
+                else None
+            )
             if not dry_run:
                 stage.merge()
                 crash_point("load_after_merge")
-            committed = _commit(conn, trans, spec, window, tally, changes, gone, now,
-                                announced_batch, dry_run)
+            committed = _commit(
+                conn, trans, spec, window, tally, changes, gone, now, announced_batch, dry_run
+            )
         except BaseException:
             if trans.is_active:
                 trans.rollback()
@@ -289,17 +316,25 @@ class _Committed:
 
 
 def _kind(start: datetime | None, end: datetime | None) -> str:
-    """"incremental" or "range"; refuses half a range or an empty one."""
+    """ "incremental" or "range"; refuses half a range or an empty one."""
     if (start is None) != (end is None):
         raise LoadError("an explicit range needs both start (inclusive) and end (exclusive)")
     if start is not None and end <= start:
-        raise LoadError(f"the range is empty: end {end.isoformat()} is not after start "
-                        f"{start.isoformat()}")
+        raise LoadError(
+            f"the range is empty: end {end.isoformat()} is not after start {start.isoformat()}"
+        )
     return "incremental" if start is None else "range"
 
 
-def _window(conn: sa.Connection, spec: TableSpec, kind: str, start: datetime | None,
-            end: datetime | None, lookback_days: int, dry_run: bool) -> _Window:
+def _window(
+    conn: sa.Connection,
+    spec: TableSpec,
+    kind: str,
+    start: datetime | None,
+    end: datetime | None,
+    lookback_days: int,
+    dry_run: bool,
+) -> _Window:
     """Step 1: lock the table's watermark row, read the watermark, decide what to read."""
     if dry_run:
         ensure_schema(conn, spec)  # rolled back at the end: a dry run writes nothing
@@ -313,23 +348,37 @@ def _window(conn: sa.Connection, spec: TableSpec, kind: str, start: datetime | N
 
 def _tally(window: _Window, now: datetime, tz: tzinfo, spec: TableSpec) -> _Tally:
     first, last = whole_days(window.start, window.end, tz)
-    tally = _Tally(tz, (None if first is None else (first - EPOCH).days,
-                        None if last is None else (last - EPOCH).days), spec)
+    tally = _Tally(
+        tz,
+        (
+            None if first is None else (first - EPOCH).days,
+            None if last is None else (last - EPOCH).days,
+        ),
+        spec,
+    )
     if window.kind == "incremental":
         tally.late_before = window.before
         tally.future_limit = now + FUTURE_TOLERANCE
     return tally
 
 
-def _scan_and_stage(source: Engine, src: SourceTable, tz: tzinfo, window: _Window,
-                    stage: Stage, tally: _Tally, chunk_size: int, *, direct: bool) -> None:
+def _scan_and_stage(
+    source: Engine,
+    src: SourceTable,
+    tz: tzinfo,
+    window: _Window,
+    stage: Stage,
+    tally: _Tally,
+    chunk_size: int,
+    *,
+    direct: bool,
+) -> None:
     """Steps 2 and 3: validated batches from the source, tallied and prepared in the scan's
     thread, written into the stage (or straight into an empty table) here."""
     stage.create(direct=direct)
 
     def scanned_and_prepared() -> Iterator:  # runs in ahead()'s thread
-        for rows, older_copies in scan_table(source, src, tz, window.start, window.end,
-                                             chunk_size):
+        for rows, older_copies in scan_table(source, src, tz, window.start, window.end, chunk_size):
             tally.count(rows, older_copies)
             yield stage.prepare(rows)
 
@@ -342,63 +391,103 @@ def _compare(stage: Stage, tally: _Tally, tz: tzinfo, was_empty: bool) -> Change
     """Step 4: what the merge will change; nothing to compare when the table was empty."""
     if not was_empty:
         return stage.measure(tz, late_before=tally.late_before)
-    return Changes(inserted=tally.rows_read, days={day_text(n) for n in tally.all_days},
-                   late_rows=tally.all_late, oldest_late=tally.all_oldest_late)
+    return Changes(
+        inserted=tally.rows_read,
+        days={day_text(n) for n in tally.all_days},
+        late_rows=tally.all_late,
+        oldest_late=tally.all_oldest_late,
+    )
 
 
-def _commit(conn: sa.Connection, trans: sa.Transaction, spec: TableSpec, window: _Window,
-            tally: _Tally, changes: Changes, gone: Deletions | None, now: datetime,
-            announced_batch, dry_run: bool) -> _Committed:
+def _commit(
+    conn: sa.Connection,
+    trans: sa.Transaction,
+    spec: TableSpec,
+    window: _Window,
+    tally: _Tally,
+    changes: Changes,
+    gone: Deletions | None,
+    now: datetime,
+    announced_batch,
+    dry_run: bool,
+) -> _Committed:
     """Step 6: the watermark, the ledger entry and one commit (a dry run rolls back)."""
-    batch_id = batch_id_for(window.kind, window.start, window.end, tally.digest.hexdigest(),
-                            spec.name)
+    batch_id = batch_id_for(
+        window.kind, window.start, window.end, tally.digest.hexdigest(), spec.name
+    )
     before = window.before
     after = wm.advance(before, tally.newest) if window.kind == "incremental" else before
-    seen = conn.execute(
-        sa.select(batches.c.batch_id).where(batches.c.batch_id == batch_id)
-    ).first() is not None
-    unannounced = _days_committed_after(conn, spec, announced_batch, batch_id) \
-        if announced_batch is not _NOTHING else set()
+    seen = (
+        conn.execute(sa.select(batches.c.batch_id).where(batches.c.batch_id == batch_id)).first()
+        is not None
+    )
+    unannounced = (
+        _days_committed_after(conn, spec, announced_batch, batch_id)
+        if announced_batch is not _NOTHING
+        else set()
+    )
     if dry_run:
         trans.rollback()
         return _Committed(batch_id, after, seen, unannounced)
     wm.write(conn, before, after, kind="load", at=now, batch_id=batch_id, table=spec.name)
     crash_point("load_after_watermark")
     if not seen:
-        conn.execute(batches.insert().values(
-            batch_id=batch_id, kind=window.kind,
-            window_start=window.start and canonical(window.start),
-            window_end=window.end and canonical(window.end),
-            rows_read=tally.rows_read, inserted=changes.inserted,
-            updated=changes.updated, unchanged=changes.unchanged,
-            watermark_before=before and canonical(before),
-            watermark_after=after and canonical(after),
-            committed_at=canonical(now),
-            days_touched=json.dumps(sorted(changes.days | (gone.days if gone else set()))),
-            rows_deleted=None if gone is None else len(gone.keys),
-            deleted_digest=None if gone is None else gone.digest,
-            mass_delete_allowed=None if gone is None else gone.mass,
-            table_name=spec.name,
-        ))
+        conn.execute(
+            batches.insert().values(
+                batch_id=batch_id,
+                kind=window.kind,
+                window_start=window.start and canonical(window.start),
+                window_end=window.end and canonical(window.end),
+                rows_read=tally.rows_read,
+                inserted=changes.inserted,
+                updated=changes.updated,
+                unchanged=changes.unchanged,
+                watermark_before=before and canonical(before),
+                watermark_after=after and canonical(after),
+                committed_at=canonical(now),
+                days_touched=json.dumps(sorted(changes.days | (gone.days if gone else set()))),
+                rows_deleted=None if gone is None else len(gone.keys),
+                deleted_digest=None if gone is None else gone.digest,
+                mass_delete_allowed=None if gone is None else gone.mass,
+                table_name=spec.name,
+            )
+        )
     crash_point("load_before_commit")
     trans.commit()
     crash_point("load_after_commit")
     return _Committed(batch_id, after, seen, unannounced)
 
 
-def _result(window: _Window, tally: _Tally, changes: Changes, gone: Deletions | None,
-            committed: _Committed, dry_run: bool) -> LoadResult:
+def _result(
+    window: _Window,
+    tally: _Tally,
+    changes: Changes,
+    gone: Deletions | None,
+    committed: _Committed,
+    dry_run: bool,
+) -> LoadResult:
     changed = changes.inserted + changes.updated + (len(gone.keys) if gone else 0)
     return LoadResult(
-        batch_id=committed.batch_id, kind=window.kind, skipped=committed.seen and changed == 0,
-        window_start=window.start, window_end=window.end, watermark_before=window.before,
-        watermark_after=committed.after, rows_read=tally.rows_read,
-        inserted=changes.inserted, updated=changes.updated, unchanged=changes.unchanged,
-        days_touched=tuple(sorted(changes.days | committed.unannounced
-                                  | (gone.days if gone else set()))),
-        newest_read=tally.newest, dry_run=dry_run, late_rows=changes.late_rows,
+        batch_id=committed.batch_id,
+        kind=window.kind,
+        skipped=committed.seen and changed == 0,
+        window_start=window.start,
+        window_end=window.end,
+        watermark_before=window.before,
+        watermark_after=committed.after,
+        rows_read=tally.rows_read,
+        inserted=changes.inserted,
+        updated=changes.updated,
+        unchanged=changes.unchanged,
+        days_touched=tuple(
+            sorted(changes.days | committed.unannounced | (gone.days if gone else set()))
+        ),
+        newest_read=tally.newest,
+        dry_run=dry_run,
+        late_rows=changes.late_rows,
         max_lateness=(window.before - changes.oldest_late) if changes.oldest_late else None,
-        future_rows=tally.future_rows, future_order_ids=tuple(tally.future_ids),
+        future_rows=tally.future_rows,
+        future_order_ids=tuple(tally.future_ids),
         duplicate_rows=tally.duplicates,
         rows_deleted=None if gone is None else len(gone.keys),
         deleted_order_ids=() if gone is None else gone.keys[:20],
@@ -408,13 +497,15 @@ def _result(window: _Window, tally: _Tally, changes: Changes, gone: Deletions | 
     )
 
 
-def _days_committed_after(conn: sa.Connection, spec: TableSpec, announced: str | None,
-                          current: str) -> set[str]:
+def _days_committed_after(
+    conn: sa.Connection, spec: TableSpec, announced: str | None, current: str
+) -> set[str]:
     """Days touched by ``spec``'s batches committed after ``announced`` (all, if None),
     not ``current``."""
     b = batches.c
-    query = sa.select(b.days_touched).where(b.batch_id != current,
-                                            of_table(b.table_name, spec.name))
+    query = sa.select(b.days_touched).where(
+        b.batch_id != current, of_table(b.table_name, spec.name)
+    )
     if announced is not None:
         mark = conn.execute(sa.select(b.id).where(b.batch_id == announced)).scalar()
         if mark is None:  # unknown to this warehouse (reset, or another one): nothing owed

@@ -30,8 +30,11 @@ def orders_rules(spec: TableSpec) -> bool:
     its warehouse, day files and tests were built on. Any other declaration takes the
     rules of its column types alone."""
     return spec is ORDERS or (
-        spec.name == ORDERS.name and spec.primary_key == ORDERS.primary_key
-        and spec.cursor == ORDERS.cursor and spec.columns == ORDERS.columns)
+        spec.name == ORDERS.name
+        and spec.primary_key == ORDERS.primary_key
+        and spec.cursor == ORDERS.cursor
+        and spec.columns == ORDERS.columns
+    )
 
 
 def fast_status(values) -> tuple[pa.Array, pa.Array]:
@@ -47,7 +50,8 @@ def parse_orders(raw, tz: tzinfo, schema: pa.Schema) -> pa.Table:
     cols = {name: raw.column(name).to_pylist() for name in STORED}
     out = {name: [] for name in schema.names}
     for order_id, status, amount, updated_at in zip(
-            cols["order_id"], cols["status"], cols["amount"], cols["updated_at"], strict=True):
+        cols["order_id"], cols["status"], cols["amount"], cols["updated_at"], strict=True
+    ):
         order = validate(order_id, status, amount, updated_at, tz)
         for name, value in zip(STORED, order.stored, strict=True):
             out[name].append(value)
@@ -60,7 +64,10 @@ def orders_tie(first: dict, second: dict) -> InvalidRowError:
     """Two rows of one order with one ``updated_at`` and different values, as
     ``orders`` has always named them."""
     return InvalidRowError(
-        first["order_id"], "updated_at", first["updated_at"],
+        first["order_id"],
+        "updated_at",
+        first["updated_at"],
         "the source holds two rows of this order with this updated_at and different "
         f"values ({first['status']} {first['amount']} and {second['status']} "
-        f"{second['amount']}), so neither can win; keep one")
+        f"{second['amount']}), so neither can win; keep one",
+    )

@@ -20,8 +20,7 @@ from .views import day_rows, day_totals
 __all__ = ["day_totals", "paid_orders_by_day", "store_daily_revenue"]
 
 
-def paid_orders_by_day(warehouse: Engine, days: Iterable[str], tz: tzinfo
-                       ) -> dict[str, list[dict]]:
+def paid_orders_by_day(warehouse: Engine, days: Iterable[str], tz: tzinfo) -> dict[str, list[dict]]:
     """``{day: [row, …]}`` for every day asked (an empty list for a day with no paid order).
 
     Rows are sorted by ``order_id``; ``updated_at`` is shown in the pipeline's time zone,
@@ -38,7 +37,10 @@ def store_daily_revenue(warehouse: Engine, totals: Mapping[str, tuple[int, Decim
     r = daily_revenue.c
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"), writing(warehouse).begin() as conn:
         conn.execute(daily_revenue.delete().where(r.day.in_(list(totals))))
-        conn.execute(daily_revenue.insert(), [
-            {"day": day, "orders": count, "revenue": format_amount(total)}
-            for day, (count, total) in sorted(totals.items())
-        ])
+        conn.execute(
+            daily_revenue.insert(),
+            [
+                {"day": day, "orders": count, "revenue": format_amount(total)}
+                for day, (count, total) in sorted(totals.items())
+            ],
+        )

@@ -68,8 +68,9 @@ def parse_row(values: dict, tz: tzinfo, spec: TableSpec) -> dict:
             try:
                 out[name] = _parse(spec, name, values[name], tz)
             except TypeValueError as exc:
-                raise InvalidRowError(key, name, values[name], exc.reason,
-                                      table=spec.name) from None
+                raise InvalidRowError(
+                    key, name, values[name], exc.reason, table=spec.name
+                ) from None
     return out
 
 
@@ -78,8 +79,11 @@ def _parse(spec: TableSpec, name: str, value, tz: tzinfo):
     if value is None:
         if column.nullable:
             return None
-        raise TypeValueError("every row needs its key" if name in spec.primary_key
-                             else "the value is missing and the column is not nullable")
+        raise TypeValueError(
+            "every row needs its key"
+            if name in spec.primary_key
+            else "the value is missing and the column is not nullable"
+        )
     try:
         return column.type.parse(value, tz)
     except TypeValueError as exc:
@@ -139,9 +143,16 @@ def newest_per_order(table: pa.Table) -> tuple[pa.Table, int]:
 def _tie(spec: TableSpec, first: dict, second: dict, compared) -> InvalidRowError:
     if orders_rules(spec):
         return orders_tie(first, second)
-    apart = ", ".join(f"{c.name} {first[c.name]!r} and {second[c.name]!r}"
-                      for c in compared if first[c.name] != second[c.name])
+    apart = ", ".join(
+        f"{c.name} {first[c.name]!r} and {second[c.name]!r}"
+        for c in compared
+        if first[c.name] != second[c.name]
+    )
     return InvalidRowError(
-        {name: first[name] for name in spec.primary_key}, spec.cursor, first[spec.cursor],
+        {name: first[name] for name in spec.primary_key},
+        spec.cursor,
+        first[spec.cursor],
         f"the source holds two rows with this key and this {spec.cursor} and different "
-        f"values ({apart}), so neither can win; keep one", table=spec.name)
+        f"values ({apart}), so neither can win; keep one",
+        table=spec.name,
+    )

@@ -34,8 +34,9 @@ class Order:
         return self.status == PAID
 
 
-def validate(order_id: object, status: object, amount: object, updated_at: object,
-             tz: tzinfo) -> Order:
+def validate(
+    order_id: object, status: object, amount: object, updated_at: object, tz: tzinfo
+) -> Order:
     """Check one raw source row and return it normalized, or raise :class:`InvalidRowError`."""
     if order_id is None or isinstance(order_id, bool):
         raise InvalidRowError(None, "order_id", order_id, "every order needs an integer key")

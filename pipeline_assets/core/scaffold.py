@@ -15,8 +15,16 @@ from .errors import PipelineError
 
 CHANGE_ME = "CHANGE_ME"
 # Names apps give their change stamp, most telling first.
-_STAMPS = ("updated_at", "modified_at", "last_modified", "changed_at", "updated", "modified",
-           "last_update", "created_at")
+_STAMPS = (
+    "updated_at",
+    "modified_at",
+    "last_modified",
+    "changed_at",
+    "updated",
+    "modified",
+    "last_update",
+    "created_at",
+)
 _EXAMPLE = {
     "table": CHANGE_ME,
     "primary_key": CHANGE_ME,
@@ -65,8 +73,12 @@ def suggest_declaration(url: str | None, table: str) -> dict:
     columns: dict = {}
     for column in reflected:
         kind = column_type(column["type"])
-        columns[column["name"]] = {"type": kind, "nullable": True} if column.get("nullable") \
-            and column["name"] not in (key.get("constrained_columns") or []) else kind
+        columns[column["name"]] = (
+            {"type": kind, "nullable": True}
+            if column.get("nullable")
+            and column["name"] not in (key.get("constrained_columns") or [])
+            else kind
+        )
     keys = list(key.get("constrained_columns") or [])
     for name in _STAMPS:  # a stamp kept as ISO text (SQLite has no other way) is one still
         if columns.get(name) == "text":

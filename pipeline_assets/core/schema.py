@@ -26,8 +26,7 @@ def column_sql_type(kind: ColumnType, *, rowid: bool = False) -> sa.types.TypeEn
     """The SQLAlchemy type of a stored column of ``kind`` (``rowid``: the single integer
     key, which SQLite makes the table's rowid when declared INTEGER)."""
     if kind.kind == "integer":
-        return sa.BigInteger().with_variant(sa.Integer(), "sqlite") if rowid \
-            else sa.BigInteger()
+        return sa.BigInteger().with_variant(sa.Integer(), "sqlite") if rowid else sa.BigInteger()
     if kind.kind == "float":
         return sa.Float(53)
     if kind.kind == "boolean":
@@ -44,16 +43,21 @@ def warehouse_table(spec: TableSpec) -> sa.Table:
     """The warehouse table of ``spec`` (its own MetaData: created with the first load)."""
     if spec == ORDERS:
         return orders
-    rowid = len(spec.primary_key) == 1 and spec.column(spec.primary_key[0]).type.kind == \
-        "integer"
+    rowid = len(spec.primary_key) == 1 and spec.column(spec.primary_key[0]).type.kind == "integer"
     columns = [
-        sa.Column(c.name, column_sql_type(c.type, rowid=rowid),
-                  nullable=c.name not in spec.primary_key, autoincrement=False, quote=True)
+        sa.Column(
+            c.name,
+            column_sql_type(c.type, rowid=rowid),
+            nullable=c.name not in spec.primary_key,
+            autoincrement=False,
+            quote=True,
+        )
         for c in spec.columns
     ]
     # the key's columns in key order, whatever their order among the columns
-    table = sa.Table(spec.name, sa.MetaData(), *columns,
-                     sa.PrimaryKeyConstraint(*spec.primary_key), quote=True)
+    table = sa.Table(
+        spec.name, sa.MetaData(), *columns, sa.PrimaryKeyConstraint(*spec.primary_key), quote=True
+    )
     sa.Index(index_name(spec), table.c[spec.cursor])
     return table
 

@@ -12,8 +12,13 @@ import re
 from sqlalchemy.engine import URL, make_url
 
 # the variables whose values no message may show (the SDKs read them; we only redact them)
-SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY",
-                    "AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_SAS_TOKEN")
+SECRET_VARIABLES = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_KEY",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_SAS_TOKEN",
+)
 # the userinfo of any URL in a text: "user:secret@" keeps its user, "token@" is all secret
 _USERINFO = re.compile(r"(?<=://)(?:([^/:@\s]*):)?[^/@\s]+@")
 
@@ -27,8 +32,7 @@ def redact(url: str | URL) -> str:
 
 
 def _redact_text(text: str) -> str:
-    return _USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(1) is not None
-                         else "***@", text)
+    return _USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(1) is not None else "***@", text)
 
 
 def scrub(text: str, *urls: str | URL) -> str:

@@ -88,8 +88,12 @@ def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
             f"(declared as the table of {spec.name}): point the source URL at the app's "
             "database or correct the declaration's table"
         ) from None
-    table = sa.Table(name, sa.MetaData(), *(sa.Column(c["name"], c["type"]) for c in columns),
-                     schema=schema or None)
+    table = sa.Table(
+        name,
+        sa.MetaData(),
+        *(sa.Column(c["name"], c["type"]) for c in columns),
+        schema=schema or None,
+    )
     declared = spec.column_names
     missing = [c for c in declared if c not in table.c]
     if missing:
@@ -102,8 +106,9 @@ def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
     return SourceTable(table, kind, spec, undeclared)
 
 
-def _small_sqlite_window(cur, src: SourceTable, tz: tzinfo, start: datetime | None,
-                         end: datetime | None) -> bool:
+def _small_sqlite_window(
+    cur, src: SourceTable, tz: tzinfo, start: datetime | None, end: datetime | None
+) -> bool:
     """Whether an index serves the window's filter and it holds < :data:`SMALL_WINDOW` rows
     (counted through that index, at most that many: bounded whatever the table)."""
     where = window_filter(src, "sqlite", tz, start, end)
@@ -119,8 +124,8 @@ def _small_sqlite_window(cur, src: SourceTable, tz: tzinfo, start: datetime | No
 
 # --- the scan ----------------------------------------------------------------------------
 
-def _fold_nulls(batch: pa.RecordBatch, spec: TableSpec, nullable: list[int]
-                ) -> pa.RecordBatch:
+
+def _fold_nulls(batch: pa.RecordBatch, spec: TableSpec, nullable: list[int]) -> pa.RecordBatch:
     """A SQLite batch of :func:`scan_sql` with its ``… IS NULL`` columns folded back."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -133,9 +138,14 @@ def _fold_nulls(batch: pa.RecordBatch, spec: TableSpec, nullable: list[int]
     return pa.RecordBatch.from_arrays(arrays, names=list(spec.column_names))
 
 
-def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
-                end: datetime | None, batch_rows: int = SCAN_BATCH
-                ) -> Iterator[pa.RecordBatch]:
+def scan_window(
+    engine: Engine,
+    src: SourceTable,
+    tz: tzinfo,
+    start: datetime | None,
+    end: datetime | None,
+    batch_rows: int = SCAN_BATCH,
+) -> Iterator[pa.RecordBatch]:
     """The raw rows of the window's SQL superset as Arrow batches, in key order: the
     declared columns, typed as :func:`scan_sql` reads them.
 
@@ -150,16 +160,20 @@ def scan_window(engine: Engine, src: SourceTable, tz: tzinfo, start: datetime | 
         return
     nullable = _nullable(src.spec) if dialect == "sqlite" else []
     try:
-        with closing(arrow_connect(engine, "SOURCE_DATABASE_URL")) as conn, \
-                closing(conn.cursor()) as cur:
+        with (
+            closing(arrow_connect(engine, "SOURCE_DATABASE_URL")) as conn,
+            closing(conn.cursor()) as cur,
+        ):
             by_index = False
             if dialect == "sqlite":
                 by_index = _small_sqlite_window(cur, src, tz, start, end)
                 cur.adbc_statement.set_options(
-                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
+                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))}
+                )
             else:  # the driver's batches are sized in bytes (16 MiB unless told)
                 cur.adbc_statement.set_options(
-                    **{"adbc.postgresql.batch_size_hint_bytes": str(PG_BATCH_BYTES)})
+                    **{"adbc.postgresql.batch_size_hint_bytes": str(PG_BATCH_BYTES)}
+                )
             cur.execute(scan_sql(src, dialect, tz, start, end, by_index=by_index))
             reader = cur.fetch_record_batch()
             for batch in reader:
@@ -177,12 +191,18 @@ def mysql_batches(engine: Engine, sql: str, batch_rows: int) -> Iterator[pa.Reco
     try:
         import connectorx
     except ImportError:
-        raise DatabaseError("reading a MySQL or MariaDB source needs the mysql extra "
-                            "(pip install 'pipeline_assets[mysql]')") from None
+        raise DatabaseError(
+            "reading a MySQL or MariaDB source needs the mysql extra "
+            "(pip install 'pipeline_assets[mysql]')"
+        ) from None
     try:
-        reader = connectorx.read_sql(connectorx_url(engine), sql, return_type="arrow_stream",
-                                     batch_size=batch_rows,
-                                     pre_execution_query=["SET time_zone = '+00:00'"])
+        reader = connectorx.read_sql(
+            connectorx_url(engine),
+            sql,
+            return_type="arrow_stream",
+            batch_size=batch_rows,
+            pre_execution_query=["SET time_zone = '+00:00'"],
+        )
         for batch in reader:
             for offset in range(0, batch.num_rows, batch_rows):
                 yield batch.slice(offset, batch_rows)
@@ -190,8 +210,9 @@ def mysql_batches(engine: Engine, sql: str, batch_rows: int) -> Iterator[pa.Reco
         raise connect_error(exc, engine, "SOURCE_DATABASE_URL") from None
 
 
-def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
-              ) -> Iterator[pa.Array | pa.Table]:
+def scan_keys(
+    source: Engine, src: SourceTable, batch_rows: int = 65_536
+) -> Iterator[pa.Array | pa.Table]:
     """Every key the source holds, whatever its cursor, streamed: what a range load asks
     before it deletes a row it no longer finds in its range.
 
@@ -211,8 +232,9 @@ def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
     def keys(batch):
         if orders:
             return keys_of(batch.column(0))
-        columns = [keys_of(c) if is_int else c for c, is_int in zip(batch.columns, integer,
-                                                                       strict=True)]
+        columns = [
+            keys_of(c) if is_int else c for c, is_int in zip(batch.columns, integer, strict=True)
+        ]
         return pa.Table.from_arrays(columns, names=list(src.spec.primary_key))
 
     dialect = dialect_of(source)
@@ -223,11 +245,14 @@ def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
                 yield keys(batch)
         return
     try:
-        with closing(arrow_connect(source, "SOURCE_DATABASE_URL")) as conn, \
-                closing(conn.cursor()) as cur:
+        with (
+            closing(arrow_connect(source, "SOURCE_DATABASE_URL")) as conn,
+            closing(conn.cursor()) as cur,
+        ):
             if dialect == "sqlite":
                 cur.adbc_statement.set_options(
-                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))})
+                    **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))}
+                )
             cur.execute(sql)
             for batch in cur.fetch_record_batch():
                 if batch.num_rows:
@@ -236,9 +261,14 @@ def scan_keys(source: Engine, src: SourceTable, batch_rows: int = 65_536
         raise connect_error(exc, source, "SOURCE_DATABASE_URL") from None
 
 
-def scan_table(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
-               end: datetime | None, batch_rows: int = SCAN_BATCH
-               ) -> Iterator[tuple[pa.Table, int]]:
+def scan_table(
+    source: Engine,
+    src: SourceTable,
+    tz: tzinfo,
+    start: datetime | None,
+    end: datetime | None,
+    batch_rows: int = SCAN_BATCH,
+) -> Iterator[tuple[pa.Table, int]]:
     """The window's rows of ``src.spec``, validated and normalized, one row per primary
     key, in ascending key order across all batches, with the number of older copies
     dropped (a source without a primary key): the newest copy of a key wins.
@@ -276,9 +306,14 @@ def scan_table(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | N
         yield newest_per_key(held, spec)
 
 
-def scan_orders(source: Engine, src: SourceTable, tz: tzinfo, start: datetime | None,
-                end: datetime | None, batch_rows: int = SCAN_BATCH
-                ) -> Iterator[tuple[pa.Table, int]]:
+def scan_orders(
+    source: Engine,
+    src: SourceTable,
+    tz: tzinfo,
+    start: datetime | None,
+    end: datetime | None,
+    batch_rows: int = SCAN_BATCH,
+) -> Iterator[tuple[pa.Table, int]]:
     """:func:`scan_table` of ``orders``: one row per ``order_id``."""
     return scan_table(source, src, tz, start, end, batch_rows)
 

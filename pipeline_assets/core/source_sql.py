@@ -77,6 +77,7 @@ def _sql_bound(src: SourceTable, instant: datetime, tz: tzinfo, *, lower: bool):
 
 # --- names, as SQL -----------------------------------------------------------------------
 
+
 @functools.cache
 def _preparer(dialect: str):
     """SQLAlchemy's identifier preparer of ``dialect`` (a name, as :func:`~.db.dialect_of`
@@ -87,7 +88,8 @@ def _preparer(dialect: str):
         preparer = mysql.dialect().identifier_preparer
         preparer.reserved_words = (
             preparer.reserved_words
-            | mysql.dialect(is_mariadb=True).identifier_preparer.reserved_words)
+            | mysql.dialect(is_mariadb=True).identifier_preparer.reserved_words
+        )
         return preparer
     return (sqlite if dialect == "sqlite" else postgresql).dialect().identifier_preparer
 
@@ -103,11 +105,15 @@ def table_sql(spec: TableSpec, dialect: str) -> str:
     ``"Order"``."""
     schema, _, name = spec.table.rpartition(".")
     preparer = _preparer(dialect)
-    return f"{preparer.quote_schema(schema)}.{preparer.quote(name)}" if schema \
+    return (
+        f"{preparer.quote_schema(schema)}.{preparer.quote(name)}"
+        if schema
         else preparer.quote(name)
+    )
 
 
 # --- the window, as SQL ------------------------------------------------------------------
+
 
 def _literal(value, dialect: str) -> str:
     """A bound computed by :func:`_sql_bound` as SQL text (our own dates, never user text).
@@ -154,8 +160,10 @@ def _numeric_key(column: str, dialect: str) -> str:
         return f"CAST({column} AS INTEGER), {column}"
     if dialect == MYSQL:
         return f"CAST({column} AS SIGNED), {column}"
-    return (rf"CASE WHEN trim(CAST({column} AS TEXT)) ~ '^-?[0-9]{{1,18}}$' "
-            f"THEN CAST(trim(CAST({column} AS TEXT)) AS BIGINT) END, {column}")
+    return (
+        rf"CASE WHEN trim(CAST({column} AS TEXT)) ~ '^-?[0-9]{{1,18}}$' "
+        f"THEN CAST(trim(CAST({column} AS TEXT)) AS BIGINT) END, {column}"
+    )
 
 
 def _order_by(src: SourceTable, dialect: str, *, plus: bool) -> str:
@@ -169,10 +177,18 @@ def _order_by(src: SourceTable, dialect: str, *, plus: bool) -> str:
         # the column, qualified: a bare name is the text alias of the select list
         column = f"{table}.{quote(key, dialect)}"
         if kind == "integer":
-            terms.append(_numeric_key(column, dialect) if not isinstance(col_type, sa.Integer)
-                         else f"+{column}" if plus else column)
-        elif dialect != "sqlite" and kind in ("date", "timestamp") and \
-                _kind(dialect, col_type) != "text":
+            terms.append(
+                _numeric_key(column, dialect)
+                if not isinstance(col_type, sa.Integer)
+                else f"+{column}"
+                if plus
+                else column
+            )
+        elif (
+            dialect != "sqlite"
+            and kind in ("date", "timestamp")
+            and _kind(dialect, col_type) != "text"
+        ):
             terms.append(column)  # a native date or instant orders as one
         elif dialect == "sqlite":  # BINARY: code point order of UTF-8, whatever the column's
             terms.append(f"{'+' if plus else ''}{column} COLLATE BINARY")
@@ -188,8 +204,15 @@ def _nullable(spec: TableSpec) -> list[int]:
     return [i for i, c in enumerate(spec.columns) if c.nullable]
 
 
-def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
-             end: datetime | None, *, by_index: bool = False) -> str:
+def scan_sql(
+    src: SourceTable,
+    dialect: str,
+    tz: tzinfo,
+    start: datetime | None,
+    end: datetime | None,
+    *,
+    by_index: bool = False,
+) -> str:
     """The window's rows as plain SQL for the Arrow reader: the declared columns, in
     declaration order, ordered by the primary key.
 
@@ -240,15 +263,27 @@ def scan_sql(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
             flag = quote(f"{spec.columns[i].name} is null", dialect)
             columns.append(f"{name} IS NULL AS {flag}")
     cursor = quote(spec.cursor, dialect)
-    where = window_filter(src, dialect, tz, start, end,
-                          column=f"+{cursor}" if dialect == "sqlite" and not by_index
-                          else cursor)
+    where = window_filter(
+        src,
+        dialect,
+        tz,
+        start,
+        end,
+        column=f"+{cursor}" if dialect == "sqlite" and not by_index else cursor,
+    )
     order = _order_by(src, dialect, plus=bool(by_index and where))
     return f"SELECT {', '.join(columns)} FROM {table_sql(spec, dialect)}{where} ORDER BY {order}"
 
 
-def window_filter(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | None,
-                  end: datetime | None, *, column: str | None = None) -> str:
+def window_filter(
+    src: SourceTable,
+    dialect: str,
+    tz: tzinfo,
+    start: datetime | None,
+    end: datetime | None,
+    *,
+    column: str | None = None,
+) -> str:
     """`` WHERE …`` on the cursor for ``[start, end)``, in the column's own type ("" for
     all): the window rule of every reader. For a text column it is the safe superset
     :func:`_sql_bound` gives; readers of rows apply the exact bounds after parsing.
@@ -256,8 +291,13 @@ def window_filter(src: SourceTable, dialect: str, tz: tzinfo, start: datetime | 
     from reading the window through the index."""
     if column is None:
         column = quote(src.spec.cursor, dialect)
-    cast = {"timestamptz": "::timestamptz", "timestamp": "::timestamp",
-            "date": "::date"}.get(src.cursor_kind, "") if dialect == "postgresql" else ""
+    cast = (
+        {"timestamptz": "::timestamptz", "timestamp": "::timestamp", "date": "::date"}.get(
+            src.cursor_kind, ""
+        )
+        if dialect == "postgresql"
+        else ""
+    )
     where = []
     if start is not None:
         bound = _literal(_sql_bound(src, start, tz, lower=True), dialect)

@@ -130,16 +130,23 @@ class TableSpec:
         legacy = n == "orders"
         files = {
             f.name: FileNames(
-                asset=f.name, totals=f.totals.name if f.totals else None,
+                asset=f.name,
+                totals=f.totals.name if f.totals else None,
                 refresh_sensor=f"{f.name}_refresh_sensor",
-                job="daily_files_job" if legacy and i == 0 else f"{f.name}_job")
+                job="daily_files_job" if legacy and i == 0 else f"{f.name}_job",
+            )
             for i, f in enumerate(self.daily_files)
         }
         return Names(
-            asset=n, match_check=f"{n}_match_source", lateness_check="lateness_within_lookback",
-            new_sensor=f"new_{n}_sensor", load_job=f"{n}_job",
+            asset=n,
+            match_check=f"{n}_match_source",
+            lateness_check="lateness_within_lookback",
+            new_sensor=f"new_{n}_sensor",
+            load_job=f"{n}_job",
             daily_job="daily_job" if legacy else f"{n}_daily_job",
-            schedule="daily_schedule" if legacy else f"{n}_daily_schedule", files=files)
+            schedule="daily_schedule" if legacy else f"{n}_daily_schedule",
+            files=files,
+        )
 
     def taken_names(self) -> dict[str, str]:
         """Every asset and warehouse-table name this declaration takes, by attribute path:
@@ -154,22 +161,38 @@ class TableSpec:
 
 # --- reading a declaration ----------------------------------------------------------------
 
+
 def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
     """A :class:`TableSpec` from a declaration's attributes (as YAML gives them), or the
     first :class:`DeclarationError` found, naming the attribute's path and value."""
     if not isinstance(attributes, Mapping):
         raise DeclarationError("attributes", attributes, "a declaration is a mapping")
-    known = {"table", "name", "source_url", "primary_key", "cursor", "columns",
-             "lookback_days", "reconcile_days", "max_delete_share", "daily_files"}
+    known = {
+        "table",
+        "name",
+        "source_url",
+        "primary_key",
+        "cursor",
+        "columns",
+        "lookback_days",
+        "reconcile_days",
+        "max_delete_share",
+        "daily_files",
+    }
     for key in attributes:
         if key not in known:
-            raise DeclarationError(str(key), attributes[key],
-                                   "unknown attribute; the attributes are "
-                                   + ", ".join(sorted(known)))
+            raise DeclarationError(
+                str(key),
+                attributes[key],
+                "unknown attribute; the attributes are " + ", ".join(sorted(known)),
+            )
     table = _required_text(attributes, "table")
     if not re.fullmatch(r"[^.\s\"`]+(\.[^.\s\"`]+)?", table):
-        raise DeclarationError("table", table, "a table name, optionally schema-qualified "
-                               "(shop.payments), without quotes or spaces")
+        raise DeclarationError(
+            "table",
+            table,
+            "a table name, optionally schema-qualified (shop.payments), without quotes or spaces",
+        )
     name = attributes.get("name")
     name = table.rpartition(".")[2] if name is None else name
     _check_name("name", name)
@@ -179,7 +202,11 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
     cursor = _cursor(attributes.get("cursor"), by_name)
     files = _daily_files(attributes.get("daily_files"), by_name, primary_key, tz)
     spec = TableSpec(
-        name=name, table=table, primary_key=primary_key, cursor=cursor, columns=columns,
+        name=name,
+        table=table,
+        primary_key=primary_key,
+        cursor=cursor,
+        columns=columns,
         daily_files=files,
         source_url=_optional_text(attributes, "source_url"),
         lookback_days=_days(attributes, "lookback_days"),
@@ -190,8 +217,9 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
     seen: dict[str, str] = {}
     for path, taken in spec.taken_names().items():
         if taken in seen:
-            raise DeclarationError(path, taken, f"is also {seen[taken]}; each asset needs a "
-                                   "name of its own")
+            raise DeclarationError(
+                path, taken, f"is also {seen[taken]}; each asset needs a name of its own"
+            )
         seen[taken] = path
     return spec
 
@@ -201,8 +229,7 @@ def taken_names(attributes: Mapping) -> dict[str, str]:
     the rest (a neighbour's file, read only to tell whether two declarations clash)."""
     out: dict[str, str] = {}
     table = attributes.get("table")
-    name = attributes.get("name") or (table.rpartition(".")[2] if isinstance(table, str)
-                                      else None)
+    name = attributes.get("name") or (table.rpartition(".")[2] if isinstance(table, str) else None)
     if isinstance(name, str):
         out["name"] = name
     files = attributes.get("daily_files")
@@ -224,8 +251,12 @@ def check_apart(specs: Sequence[tuple[str, TableSpec | dict[str, str]]]) -> None
         for path, taken in names.items():
             if taken in owner and owner[taken][0] != where:
                 raise DeclarationError(
-                    path, taken, f"is taken by {owner[taken][0]} ({owner[taken][1]}); "
-                    "give one of them another name", where=where)
+                    path,
+                    taken,
+                    f"is taken by {owner[taken][0]} ({owner[taken][1]}); "
+                    "give one of them another name",
+                    where=where,
+                )
             owner.setdefault(taken, (where, path))
 
 
@@ -247,29 +278,39 @@ def _optional_text(attributes: Mapping, key: str) -> str | None:
 
 def _check_name(path: str, name: object) -> None:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or len(name) > _MAX_NAME:
-        raise DeclarationError(path, name, f"a name of letters, digits and _ (not starting "
-                               f"with a digit, at most {_MAX_NAME} characters)")
+        raise DeclarationError(
+            path,
+            name,
+            f"a name of letters, digits and _ (not starting "
+            f"with a digit, at most {_MAX_NAME} characters)",
+        )
     if name.lower() in OWN_TABLES or name.lower().startswith("pipeline_"):
-        raise DeclarationError(path, name, "names starting with pipeline_ are the "
-                               "pipeline's own tables; choose another")
+        raise DeclarationError(
+            path,
+            name,
+            "names starting with pipeline_ are the pipeline's own tables; choose another",
+        )
 
 
 def _columns(raw: object) -> tuple[Column, ...]:
     if not isinstance(raw, Mapping) or not raw:
-        raise DeclarationError("columns", raw, "required: a mapping of column name to type "
-                               "(payment_id: integer)")
+        raise DeclarationError(
+            "columns", raw, "required: a mapping of column name to type (payment_id: integer)"
+        )
     out = []
     for name, kind in raw.items():
         path = f"columns.{name}"
         if not isinstance(name, str) or not name.strip() or '"' in name:
-            raise DeclarationError(path, name, "a column name (any text without a double "
-                                   "quote)")
+            raise DeclarationError(path, name, "a column name (any text without a double quote)")
         nullable = False
         if isinstance(kind, Mapping):
             extra = set(kind) - {"type", "nullable"}
             if extra:
-                raise DeclarationError(f"{path}.{sorted(extra)[0]}", kind[sorted(extra)[0]],
-                                       "unknown; a column takes type and nullable")
+                raise DeclarationError(
+                    f"{path}.{sorted(extra)[0]}",
+                    kind[sorted(extra)[0]],
+                    "unknown; a column takes type and nullable",
+                )
             nullable = kind.get("nullable", False)
             if not isinstance(nullable, bool):
                 raise DeclarationError(f"{path}.nullable", nullable, "true or false")
@@ -293,8 +334,11 @@ def _primary_key(raw: object, by_name: Mapping[str, Column]) -> tuple[str, ...]:
         if column is None:
             raise DeclarationError("primary_key", key, "is not a declared column (columns)")
         if not column.type.key_type:
-            raise DeclarationError("primary_key", key, f"a key column must be integer, text, "
-                                   f"date or timestamp, not {column.type}")
+            raise DeclarationError(
+                "primary_key",
+                key,
+                f"a key column must be integer, text, date or timestamp, not {column.type}",
+            )
         if column.nullable:
             raise DeclarationError("primary_key", key, "a key column cannot be nullable")
     return tuple(keys)
@@ -302,20 +346,28 @@ def _primary_key(raw: object, by_name: Mapping[str, Column]) -> tuple[str, ...]:
 
 def _cursor(raw: object, by_name: Mapping[str, Column]) -> str:
     if not isinstance(raw, str) or raw not in by_name:
-        raise DeclarationError("cursor", raw, "required: a declared column of type timestamp "
-                               "or date (the change stamp)")
+        raise DeclarationError(
+            "cursor",
+            raw,
+            "required: a declared column of type timestamp or date (the change stamp)",
+        )
     column = by_name[raw]
     if column.type.kind not in CURSOR_KINDS:
-        raise DeclarationError("cursor", raw, f"the change stamp must be a timestamp or a "
-                               f"date, not {column.type}")
+        raise DeclarationError(
+            "cursor", raw, f"the change stamp must be a timestamp or a date, not {column.type}"
+        )
     if column.nullable:
-        raise DeclarationError("cursor", raw, "the change stamp cannot be nullable: every row "
-                               "needs one to be read incrementally")
+        raise DeclarationError(
+            "cursor",
+            raw,
+            "the change stamp cannot be nullable: every row needs one to be read incrementally",
+        )
     return raw
 
 
-def _daily_files(raw: object, by_name: Mapping[str, Column], primary_key: tuple[str, ...],
-                 tz: tzinfo) -> tuple[DailyFiles, ...]:
+def _daily_files(
+    raw: object, by_name: Mapping[str, Column], primary_key: tuple[str, ...], tz: tzinfo
+) -> tuple[DailyFiles, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -328,16 +380,22 @@ def _daily_files(raw: object, by_name: Mapping[str, Column], primary_key: tuple[
         extra = set(item) - {"name", "where", "columns", "url", "totals"}
         if extra:
             key = sorted(extra)[0]
-            raise DeclarationError(f"{at}.{key}", item[key], "unknown; a daily file takes "
-                                   "name, where, columns, url and totals")
+            raise DeclarationError(
+                f"{at}.{key}",
+                item[key],
+                "unknown; a daily file takes name, where, columns, url and totals",
+            )
         name = item.get("name")
         _check_name(f"{at}.name", name)
         where = _where(item.get("where"), by_name, f"{at}.where", tz)
         columns = item.get("columns")
         if columns is None:
             columns = list(by_name)
-        if not isinstance(columns, list) or not columns or \
-                not all(isinstance(c, str) for c in columns):
+        if (
+            not isinstance(columns, list)
+            or not columns
+            or not all(isinstance(c, str) for c in columns)
+        ):
             raise DeclarationError(f"{at}.columns", columns, "a list of declared columns")
         for column in columns:
             if column not in by_name:
@@ -346,26 +404,32 @@ def _daily_files(raw: object, by_name: Mapping[str, Column], primary_key: tuple[
             raise DeclarationError(f"{at}.columns", columns, "names a column twice")
         missing = [k for k in primary_key if k not in columns]
         if missing:
-            raise DeclarationError(f"{at}.columns", columns, f"must hold the key "
-                                   f"({', '.join(missing)}): a day file's rows are told apart "
-                                   "and sorted by it")
+            raise DeclarationError(
+                f"{at}.columns",
+                columns,
+                f"must hold the key "
+                f"({', '.join(missing)}): a day file's rows are told apart "
+                "and sorted by it",
+            )
         url = item.get("url")
         if url is not None and (not isinstance(url, str) or not url.strip()):
-            raise DeclarationError(f"{at}.url", url, "a folder path or an fsspec URL "
-                                   "(s3://bucket/prefix)")
+            raise DeclarationError(
+                f"{at}.url", url, "a folder path or an fsspec URL (s3://bucket/prefix)"
+            )
         totals = _totals(item.get("totals"), by_name, columns, f"{at}.totals")
-        out.append(DailyFiles(name, where, tuple(columns), url.strip() if url else None,
-                              totals))
+        out.append(DailyFiles(name, where, tuple(columns), url.strip() if url else None, totals))
     return tuple(out)
 
 
-def _where(raw: object, by_name: Mapping[str, Column], at: str, tz: tzinfo
-           ) -> tuple[tuple[str, tuple], ...]:
+def _where(
+    raw: object, by_name: Mapping[str, Column], at: str, tz: tzinfo
+) -> tuple[tuple[str, tuple], ...]:
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
-        raise DeclarationError(at, raw, "a mapping of column to a value or a list of values "
-                               "(status: captured)")
+        raise DeclarationError(
+            at, raw, "a mapping of column to a value or a list of values (status: captured)"
+        )
     out = []
     for column, values in raw.items():
         path = f"{at}.{column}"
@@ -382,14 +446,16 @@ def _where(raw: object, by_name: Mapping[str, Column], at: str, tz: tzinfo
             try:
                 parsed.append(by_name[column].type.parse(value, tz))
             except TypeValueError as exc:
-                raise DeclarationError(path, value, f"not a {by_name[column].type} "
-                                       f"({exc.reason})") from None
+                raise DeclarationError(
+                    path, value, f"not a {by_name[column].type} ({exc.reason})"
+                ) from None
         out.append((column, tuple(parsed)))
     return tuple(out)
 
 
-def _totals(raw: object, by_name: Mapping[str, Column], columns: list[str], at: str
-            ) -> Totals | None:
+def _totals(
+    raw: object, by_name: Mapping[str, Column], columns: list[str], at: str
+) -> Totals | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or set(raw) - {"name", "sum"}:
@@ -403,11 +469,18 @@ def _totals(raw: object, by_name: Mapping[str, Column], columns: list[str], at: 
         if column not in by_name:
             raise DeclarationError(f"{at}.sum", column, "is not a declared column")
         if not by_name[column].type.numeric:
-            raise DeclarationError(f"{at}.sum", column, f"a sum needs a numeric column "
-                                   f"(integer, decimal, float), not {by_name[column].type}")
+            raise DeclarationError(
+                f"{at}.sum",
+                column,
+                f"a sum needs a numeric column "
+                f"(integer, decimal, float), not {by_name[column].type}",
+            )
         if column not in columns:
-            raise DeclarationError(f"{at}.sum", column, "is not one of the file's columns "
-                                   "(the totals are read from the files)")
+            raise DeclarationError(
+                f"{at}.sum",
+                column,
+                "is not one of the file's columns (the totals are read from the files)",
+            )
     return Totals(raw["name"], tuple(summed))
 
 
@@ -424,8 +497,7 @@ def _share(attributes: Mapping, key: str) -> float | None:
     value = attributes.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not 0 <= value <= 1:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise DeclarationError(key, value, "a share between 0 and 1, such as 0.5")
     return float(value)
 
@@ -436,9 +508,18 @@ ORDERS_ATTRIBUTES = {
     "table": "orders",
     "primary_key": "order_id",
     "cursor": "updated_at",
-    "columns": {"order_id": "integer", "status": "text", "amount": "decimal",
-                "updated_at": "timestamp"},
-    "daily_files": [{"name": "paid_orders", "where": {"status": "paid"},
-                     "totals": {"name": "daily_revenue", "sum": ["amount"]}}],
+    "columns": {
+        "order_id": "integer",
+        "status": "text",
+        "amount": "decimal",
+        "updated_at": "timestamp",
+    },
+    "daily_files": [
+        {
+            "name": "paid_orders",
+            "where": {"status": "paid"},
+            "totals": {"name": "daily_revenue", "sum": ["amount"]},
+        }
+    ],
 }
 ORDERS = declare(ORDERS_ATTRIBUTES)

@@ -31,11 +31,18 @@ def read(database: str, statements: list[str], batch_rows: int) -> Iterator:
     reader process. Stops the process if the caller stops."""
     import pyarrow as pa
 
-    proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", __name__],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
-        proc.stdin.write(json.dumps({"database": database, "statements": statements,
-                                     "batch_rows": batch_rows}).encode())
+        proc.stdin.write(
+            json.dumps(
+                {"database": database, "statements": statements, "batch_rows": batch_rows}
+            ).encode()
+        )
         proc.stdin.close()
         try:
             yield from pa.ipc.open_stream(proc.stdout)
@@ -44,8 +51,11 @@ def read(database: str, statements: list[str], batch_rows: int) -> Iterator:
         proc.stdout.close()
         error = proc.stderr.read().decode(errors="replace").strip()
         if proc.wait() != 0:
-            raise ReaderError(error.splitlines()[-1] if error else
-                              f"the SQLite reader exited with {proc.returncode}")
+            raise ReaderError(
+                error.splitlines()[-1]
+                if error
+                else f"the SQLite reader exited with {proc.returncode}"
+            )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -76,8 +86,8 @@ def main() -> int:
         cursor = conn.cursor()
         cursor.execute("PRAGMA busy_timeout = 60000")
         cursor.adbc_statement.set_options(
-            **{"adbc.sqlite.query.batch_rows": str(max(1, min(request["batch_rows"],
-                                                              65_536)))})
+            **{"adbc.sqlite.query.batch_rows": str(max(1, min(request["batch_rows"], 65_536)))}
+        )
         writer = schema = None
         for sql in request["statements"]:
             cursor.execute(sql)
@@ -95,8 +105,10 @@ def main() -> int:
     except BrokenPipeError:  # the caller stopped reading: nothing more to do
         return 0
     except Exception as exc:  # noqa: BLE001 - the parent words it; one line here
-        print(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}",
-              file=sys.stderr)
+        print(
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -76,8 +76,9 @@ class Stage:
         self.spec = spec
         self.dialect = conn.dialect.name
         if self.dialect not in ("sqlite", "postgresql"):
-            raise DatabaseError(f"the warehouse dialect {self.dialect!r} is not supported; "
-                                "use SQLite or PostgreSQL")
+            raise DatabaseError(
+                f"the warehouse dialect {self.dialect!r} is not supported; use SQLite or PostgreSQL"
+            )
         q = conn.dialect.identifier_preparer.quote
         self.q = q
         self.rows = 0
@@ -91,8 +92,10 @@ class Stage:
         self.values = tuple(c for c in self.columns if c not in self.keys)
         # old values kept per changed row: the change stamp (its old day) and what the
         # daily files filter on (whether that old day's file held it)
-        self.old = (spec.cursor, *sorted({c for f in spec.daily_files for c, _ in f.where}
-                                         - {spec.cursor}))
+        self.old = (
+            spec.cursor,
+            *sorted({c for f in spec.daily_files for c, _ in f.where} - {spec.cursor}),
+        )
         self.measured = False
         self.direct = False
         self.unchanged = 0  # staged rows the table holds as they are (set by measure)
@@ -110,14 +113,21 @@ class Stage:
         q = self.q
         differs = " OR ".join(self._distinct(f"o.{q(c)}", f"s.{q(c)}") for c in self.values)
         new = f"o.{q(self.keys[0])} IS NULL" + (f" OR {differs}" if differs else "")
-        picked = ", ".join([*(f"s.{q(c)}" for c in self.columns), "s.day",
-                            f"o.{q(self.keys[0])} AS {q(_OLD + 'key')}",
-                            *(f"o.{q(c)} AS {q(_OLD + c)}" for c in self.old)])
+        picked = ", ".join(
+            [
+                *(f"s.{q(c)}" for c in self.columns),
+                "s.day",
+                f"o.{q(self.keys[0])} AS {q(_OLD + 'key')}",
+                *(f"o.{q(c)} AS {q(_OLD + c)}" for c in self.old),
+            ]
+        )
         # The stage is the outer loop (a LEFT JOIN keeps it there on SQLite too): one
         # probe of the table's key per staged row.
-        return (f"CREATE TEMP TABLE {q(self.changed_table)}{on_commit} AS SELECT {picked} "
-                f"FROM {self.name} s LEFT JOIN {self.target} o ON "
-                f"{self._key_match('o', 's')} WHERE {new}")
+        return (
+            f"CREATE TEMP TABLE {q(self.changed_table)}{on_commit} AS SELECT {picked} "
+            f"FROM {self.name} s LEFT JOIN {self.target} o ON "
+            f"{self._key_match('o', 's')} WHERE {new}"
+        )
 
     def _merge_sql(self) -> str:
         q = self.q
@@ -127,16 +137,22 @@ class Stage:
             action = "DO NOTHING"
         else:
             sets = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in self.values)
-            where = " OR ".join(self._distinct(f"{self.target}.{q(c)}", f"excluded.{q(c)}")
-                                for c in self.values)
+            where = " OR ".join(
+                self._distinct(f"{self.target}.{q(c)}", f"excluded.{q(c)}") for c in self.values
+            )
             action = f"DO UPDATE SET {sets} WHERE {where}"
-        return (f"INSERT INTO {self.target} ({names}) SELECT {names} FROM {self.changed} "
-                f"WHERE true ORDER BY {keys} ON CONFLICT ({keys}) {action}")
+        return (
+            f"INSERT INTO {self.target} ({names}) SELECT {names} FROM {self.changed} "
+            f"WHERE true ORDER BY {keys} ON CONFLICT ({keys}) {action}"
+        )
 
     def _stage_ddl(self) -> str:
         types = _SQL_TYPES[self.dialect]
-        rowid = self.dialect == "sqlite" and len(self.keys) == 1 and \
-            self.spec.column(self.keys[0]).type.kind == "integer"
+        rowid = (
+            self.dialect == "sqlite"
+            and len(self.keys) == 1
+            and self.spec.column(self.keys[0]).type.kind == "integer"
+        )
         parts = []
         for column in self.spec.columns:
             sql = f"{self.q(column.name)} {types.get(column.type.kind, 'TEXT')}"
@@ -199,8 +215,9 @@ class Stage:
         self.conn.exec_driver_sql(self._stage_ddl())
 
     def _index(self) -> sa.Index:
-        return next(i for i in warehouse_table(self.spec).indexes
-                    if i.name == index_name(self.spec))
+        return next(
+            i for i in warehouse_table(self.spec).indexes if i.name == index_name(self.spec)
+        )
 
     def prepare(self, table: pa.Table) -> tuple[int, object]:
         """What :meth:`write` sends for ``table``: Python rows for SQLite's
@@ -211,8 +228,9 @@ class Stage:
         if table.num_rows == 0:
             return 0, None
         if self.dialect == "sqlite":
-            return table.num_rows, list(zip(*(table[name].to_pylist() for name in names),
-                                            strict=True))
+            return table.num_rows, list(
+                zip(*(table[name].to_pylist() for name in names), strict=True)
+            )
         buffer = io.BytesIO()
         pacsv.write_csv(table, buffer, pacsv.WriteOptions(include_header=False))
         return table.num_rows, buffer.getbuffer()
@@ -227,11 +245,14 @@ class Stage:
         columns = ", ".join(self.q(n) for n in names)
         driver = self.conn.connection.driver_connection
         if self.dialect == "sqlite":
-            driver.executemany(f"INSERT INTO {target} ({columns}) "
-                               f"VALUES ({', '.join('?' * len(names))})", payload)
+            driver.executemany(
+                f"INSERT INTO {target} ({columns}) VALUES ({', '.join('?' * len(names))})", payload
+            )
         else:
-            with driver.cursor() as cur, cur.copy(
-                    f"COPY {target} ({columns}) FROM STDIN (FORMAT csv)") as copy:
+            with (
+                driver.cursor() as cur,
+                cur.copy(f"COPY {target} ({columns}) FROM STDIN (FORMAT csv)") as copy,
+            ):
                 copy.write(payload)
         self.rows += count
 
@@ -254,11 +275,15 @@ class Stage:
             self.conn.exec_driver_sql(self._collect_sql(""))
         self.measured = True
         late_sql, late = self._late(late_before, tz)
-        row = self.conn.execute(sa.text(
-            f"SELECT COUNT(*), COUNT({self.q(_OLD + 'key')}), "
-            f"SUM(CASE WHEN {late_sql} THEN 1 ELSE 0 END), "
-            f"MIN(CASE WHEN {late_sql} THEN {self.q(self.spec.cursor)} END) "
-            f"FROM {self.changed}"), {"late": late}).one()
+        row = self.conn.execute(
+            sa.text(
+                f"SELECT COUNT(*), COUNT({self.q(_OLD + 'key')}), "
+                f"SUM(CASE WHEN {late_sql} THEN 1 ELSE 0 END), "
+                f"MIN(CASE WHEN {late_sql} THEN {self.q(self.spec.cursor)} END) "
+                f"FROM {self.changed}"
+            ),
+            {"late": late},
+        ).one()
         changed, updated = int(row[0] or 0), int(row[1] or 0)
         existing = self.rows - (changed - updated)
         changes.inserted = changed - updated
@@ -269,12 +294,20 @@ class Stage:
         changes.oldest_late = self._instant(row[3], tz) if row[3] else None
         if changed == 0:
             return changes
-        changes.days = {day_text(n) for n in self.conn.execute(sa.text(
-            f"SELECT DISTINCT day FROM {self.changed}")).scalars()}
+        changes.days = {
+            day_text(n)
+            for n in self.conn.execute(
+                sa.text(f"SELECT DISTINCT day FROM {self.changed}")
+            ).scalars()
+        }
         in_files, params = self._old_in_files()
-        old = self.conn.execute(sa.text(  # an old day whose file held the row changes too
-            f"SELECT DISTINCT {self.q(_OLD + self.spec.cursor)} FROM {self.changed} "
-            f"WHERE {self.q(_OLD + 'key')} IS NOT NULL AND ({in_files})"), params)
+        old = self.conn.execute(
+            sa.text(  # an old day whose file held the row changes too
+                f"SELECT DISTINCT {self.q(_OLD + self.spec.cursor)} FROM {self.changed} "
+                f"WHERE {self.q(_OLD + 'key')} IS NOT NULL AND ({in_files})"
+            ),
+            params,
+        )
         for part in old.partitions(65_536):
             changes.days |= self._days([text for (text,) in part], tz)
         return changes
@@ -310,28 +343,33 @@ class Stage:
 
     def _bounds(self, start: datetime, end: datetime, tz: tzinfo) -> dict:
         if self._is_date():
-            return {"start": self._first_day_from(start, tz).isoformat(),
-                    "end": self._first_day_from(end, tz).isoformat()}
+            return {
+                "start": self._first_day_from(start, tz).isoformat(),
+                "end": self._first_day_from(end, tz).isoformat(),
+            }
         return {"start": canonical(start), "end": canonical(end)}
 
-    def unmatched(self, start: datetime, end: datetime, tz: tzinfo | None = None
-                  ) -> tuple[int, pa.Table]:
+    def unmatched(
+        self, start: datetime, end: datetime, tz: tzinfo | None = None
+    ) -> tuple[int, pa.Table]:
         """For a range load: how many rows of the table are stamped in ``[start, end)``,
         and those of them whose key the stage (the source's rows in the range) does not
         hold: the key columns, the daily files' filter columns and the change stamp.
         Before the merge, in the transaction. (``tz`` is needed for a date stamp only.)"""
         q = self.q
         picked = list(dict.fromkeys((*self.keys, *self.old[1:], self.spec.cursor)))
-        types = {name: _ARROW.get(self.spec.column(name).type.kind, pa.string())
-                 for name in picked}
+        types = {name: _ARROW.get(self.spec.column(name).type.kind, pa.string()) for name in picked}
         empty = pa.table({name: pa.array([], types[name]) for name in picked})
         if self.direct:  # the table was empty: nothing there to lose
             return 0, empty
         cursor = q(self.spec.cursor)
         bounds = self._bounds(start, end, tz)
-        in_range = self.conn.execute(sa.text(
-            f"SELECT count(*) FROM {self.target} WHERE {cursor} >= :start "
-            f"AND {cursor} < :end"), bounds).scalar()
+        in_range = self.conn.execute(
+            sa.text(
+                f"SELECT count(*) FROM {self.target} WHERE {cursor} >= :start AND {cursor} < :end"
+            ),
+            bounds,
+        ).scalar()
         if not in_range:
             return 0, empty
         if self.measured:
@@ -340,38 +378,54 @@ class Stage:
             # no row lacks its source row, and the anti-join below (1.2 s for a month of a
             # million rows on SQLite) is not needed.
             old_cursor = q(_OLD + self.spec.cursor)
-            moved_in = self.conn.execute(sa.text(
-                f"SELECT count(*) FROM {self.changed} WHERE {q(_OLD + 'key')} IS NOT NULL "
-                f"AND {old_cursor} >= :start AND {old_cursor} < :end"), bounds).scalar()
+            moved_in = self.conn.execute(
+                sa.text(
+                    f"SELECT count(*) FROM {self.changed} WHERE {q(_OLD + 'key')} IS NOT NULL "
+                    f"AND {old_cursor} >= :start AND {old_cursor} < :end"
+                ),
+                bounds,
+            ).scalar()
             if self.unchanged + int(moved_in or 0) == in_range:
                 return int(in_range), empty
-        result = self.conn.execute(sa.text(
-            f"SELECT {', '.join('o.' + q(c) for c in picked)} FROM {self.target} o "
-            f"WHERE o.{cursor} >= :start AND o.{cursor} < :end AND NOT EXISTS "
-            f"(SELECT 1 FROM {self.name} s WHERE {self._key_match('s', 'o')}) "
-            f"ORDER BY {', '.join('o.' + q(k) for k in self.keys)}"), bounds)
+        result = self.conn.execute(
+            sa.text(
+                f"SELECT {', '.join('o.' + q(c) for c in picked)} FROM {self.target} o "
+                f"WHERE o.{cursor} >= :start AND o.{cursor} < :end AND NOT EXISTS "
+                f"(SELECT 1 FROM {self.name} s WHERE {self._key_match('s', 'o')}) "
+                f"ORDER BY {', '.join('o.' + q(k) for k in self.keys)}"
+            ),
+            bounds,
+        )
         rows = result.all()
         columns = list(zip(*rows, strict=True)) if rows else [[] for _ in picked]
-        return int(in_range), pa.table({
-            name: pa.array([v if v is None or types[name] != pa.bool_() else bool(v)
-                            for v in values], types[name])
-            for name, values in zip(picked, columns, strict=True)})
+        return int(in_range), pa.table(
+            {
+                name: pa.array(
+                    [v if v is None or types[name] != pa.bool_() else bool(v) for v in values],
+                    types[name],
+                )
+                for name, values in zip(picked, columns, strict=True)
+            }
+        )
 
     def delete(self, keys: list) -> None:
         """Delete these rows (keys: values of a single-column key, or tuples) from the
         table: a range load's rows the source lost."""
-        if len(self.keys) == 1 and all(isinstance(k, int) and not isinstance(k, bool)
-                                       for k in keys):
+        if len(self.keys) == 1 and all(
+            isinstance(k, int) and not isinstance(k, bool) for k in keys
+        ):
             key = self.q(self.keys[0])
             for i in range(0, len(keys), 1_000):
-                chunk = [int(k) for k in keys[i:i + 1_000]]
+                chunk = [int(k) for k in keys[i : i + 1_000]]
                 self.conn.exec_driver_sql(
-                    f"DELETE FROM {self.target} WHERE {key} IN "
-                    f"({', '.join(map(str, chunk))})")
+                    f"DELETE FROM {self.target} WHERE {key} IN ({', '.join(map(str, chunk))})"
+                )
             return
         where = " AND ".join(f"{self.q(k)} = :k{i}" for i, k in enumerate(self.keys))
-        rows = [{f"k{i}": v for i, v in enumerate(key if isinstance(key, tuple) else (key,))}
-                for key in keys]
+        rows = [
+            {f"k{i}": v for i, v in enumerate(key if isinstance(key, tuple) else (key,))}
+            for key in keys
+        ]
         if rows:
             self.conn.execute(sa.text(f"DELETE FROM {self.target} WHERE {where}"), rows)
 
@@ -395,6 +449,4 @@ class Stage:
         if self.dialect == "sqlite" and not self.conn.in_transaction():
             with suppress(sa.exc.DBAPIError):
                 for name in (self.name, self.changed):
-                    self.conn.connection.driver_connection.execute(
-                        f"DROP TABLE IF EXISTS {name}")
-
+                    self.conn.connection.driver_connection.execute(f"DROP TABLE IF EXISTS {name}")

@@ -104,8 +104,9 @@ def day_start(day: date, tz: tzinfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=tz)
 
 
-def whole_days(start: datetime | None, end: datetime | None, tz: tzinfo
-               ) -> tuple[date | None, date | None]:
+def whole_days(
+    start: datetime | None, end: datetime | None, tz: tzinfo
+) -> tuple[date | None, date | None]:
     """The first and last day (in ``tz``) that ``[start, end)`` holds whole, from midnight
     to midnight; None for an open side. ``first > last`` when it holds no whole day."""
     first = last = None

@@ -84,7 +84,8 @@ class ColumnType:
         kind = match.group(1).lower() if match else None
         if kind not in KINDS or (match.group(2) is not None and kind != "decimal"):
             raise UnknownTypeError(
-                name, f"not a type; use one of {', '.join(KINDS)} or decimal(P,S)")
+                name, f"not a type; use one of {', '.join(KINDS)} or decimal(P,S)"
+            )
         if match.group(2) is None:
             return cls(kind)
         precision, scale = int(match.group(2)), int(match.group(3))
@@ -158,13 +159,15 @@ class ColumnType:
         except InvalidOperation:
             fitted = None
         if fitted is None or fitted != exact:
-            raise TypeValueError(f"{value!r} has more than {self.scale} decimal places "
-                                 f"({self.name})")
+            raise TypeValueError(
+                f"{value!r} has more than {self.scale} decimal places ({self.name})"
+            )
         digits = len(fitted.as_tuple().digits) if fitted else 0
-        if fitted and digits - max(-fitted.as_tuple().exponent, 0) > \
-                self.precision - self.scale:
-            raise TypeValueError(f"{value!r} has more than {self.precision - self.scale} "
-                                 f"digits before the point ({self.name})")
+        if fitted and digits - max(-fitted.as_tuple().exponent, 0) > self.precision - self.scale:
+            raise TypeValueError(
+                f"{value!r} has more than {self.precision - self.scale} "
+                f"digits before the point ({self.name})"
+            )
         return fitted
 
     def _parse_float(self, value, tz):
@@ -267,19 +270,21 @@ class ColumnType:
             return True
         if self.kind == "integer":
             return other.kind == "decimal" and (
-                other.precision is None or other.precision - other.scale >= 19)
+                other.precision is None or other.precision - other.scale >= 19
+            )
         if self.kind == "decimal" and other.kind == "decimal":
             if other.precision is None:
                 return self.precision is not None
             if self.precision is None:
                 return False
-            return (other.scale >= self.scale
-                    and other.precision - other.scale >= self.precision - self.scale)
+            return (
+                other.scale >= self.scale
+                and other.precision - other.scale >= self.precision - self.scale
+            )
         if self.kind == "date":
             return other.kind == "timestamp"
         return False
 
 
-INTEGER, TEXT, DECIMAL, FLOAT = (ColumnType(k) for k in ("integer", "text", "decimal",
-                                                         "float"))
+INTEGER, TEXT, DECIMAL, FLOAT = (ColumnType(k) for k in ("integer", "text", "decimal", "float"))
 BOOLEAN, DATE, TIMESTAMP = (ColumnType(k) for k in ("boolean", "date", "timestamp"))

@@ -40,9 +40,13 @@ from .types import ColumnType, TypeValueError, format_decimal
 _ENV = "WAREHOUSE_DATABASE_URL"
 
 
-def day_rows(warehouse: Engine, days: Iterable[str], tz: tzinfo,
-             spec: TableSpec = ORDERS, files: DailyFiles | None = None
-             ) -> dict[str, list[dict]]:
+def day_rows(
+    warehouse: Engine,
+    days: Iterable[str],
+    tz: tzinfo,
+    spec: TableSpec = ORDERS,
+    files: DailyFiles | None = None,
+) -> dict[str, list[dict]]:
     """``{day: [row, …]}`` for every day asked (an empty list for a day with no row):
     the rows of ``files`` (default: the declaration's first daily file) of ``spec``
     (default: ``orders``) whose cursor falls on the day in ``tz``, each a dict of exactly
@@ -64,23 +68,34 @@ def day_rows(warehouse: Engine, days: Iterable[str], tz: tzinfo,
         high = canonical(day_start(wanted[-1] + timedelta(days=1), tz))
         conditions = [c[spec.cursor] >= low, c[spec.cursor] < high]
     else:  # a date: the day is the date itself
-        conditions = [c[spec.cursor] >= wanted[0].isoformat(),
-                      c[spec.cursor] <= wanted[-1].isoformat()]
+        conditions = [
+            c[spec.cursor] >= wanted[0].isoformat(),
+            c[spec.cursor] <= wanted[-1].isoformat(),
+        ]
     for name, allowed in files.where:
         kind = spec.column(name).type
         values = [kind.stored(v) for v in allowed if v is not None]
         match = c[name].in_(values) if values else sa.false()
         conditions.append(sa.or_(match, c[name].is_(None)) if None in allowed else match)
-    query = (sa.select(*(c[n] for n in names)).where(*conditions)
-             .order_by(*(c[k] for k in spec.primary_key)))
+    query = (
+        sa.select(*(c[n] for n in names))
+        .where(*conditions)
+        .order_by(*(c[k] for k in spec.primary_key))
+    )
     # A read: no schema creation and no write transaction (verify calls this per span).
     if not has_table(warehouse, spec.name, _ENV):
         return out
     day_of_row = _day_reader(cursor.type, tz)
     shown_cursor = spec.cursor in files.columns and cursor.type.kind == "timestamp"
     at = {n: i for i, n in enumerate(names)}
-    readers = [(n, at[n], _skip if shown_cursor and n == spec.cursor
-                else json_reader(spec.column(n).type, tz)) for n in files.columns]
+    readers = [
+        (
+            n,
+            at[n],
+            _skip if shown_cursor and n == spec.cursor else json_reader(spec.column(n).type, tz),
+        )
+        for n in files.columns
+    ]
     cursor_at = at[spec.cursor]
     keys = [at[k] for k in spec.primary_key]
     sorted_by_database = all(spec.column(k).type.kind == "integer" for k in spec.primary_key)
@@ -113,17 +128,21 @@ def _skip(value) -> None:
 def _day_reader(kind: ColumnType, tz: tzinfo) -> Callable:
     """stored cursor → (its day ``YYYY-MM-DD`` in ``tz``, the local datetime or None)."""
     if kind.kind == "timestamp":
+
         def read(value):
             if isinstance(value, str):
                 local = from_canonical(value).astimezone(tz)
             else:
                 local = kind.from_stored(value, tz).astimezone(tz)
             return local.date().isoformat(), local
+
         return read
 
     def read_date(value):
-        return (value if isinstance(value, str) else kind.from_stored(value, tz).isoformat()
-                )[:10], None
+        return (value if isinstance(value, str) else kind.from_stored(value, tz).isoformat())[
+            :10
+        ], None
+
     return read_date
 
 
@@ -153,8 +172,8 @@ def json_reader(kind: ColumnType, tz: tzinfo) -> Callable[[object], object]:
 
 # --- totals ------------------------------------------------------------------------------
 
-def day_totals(rows: Sequence[Mapping], totals: Totals | None = None,
-               spec: TableSpec = ORDERS):
+
+def day_totals(rows: Sequence[Mapping], totals: Totals | None = None, spec: TableSpec = ORDERS):
     """The totals of one day's rows.
 
     Given ``totals``: ``(rows, {column: exact sum})`` over the columns it sums (NULLs
@@ -184,10 +203,13 @@ def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
     the key), ``rows`` and one exact text column per summed column."""
     clash = [name for name in totals.sum if name in ("day", "rows")]
     if clash:
-        raise PipelineError(f"totals {totals.name} sums a column named {clash[0]!r}, a name "
-                            "its table keeps for itself (day, rows)")
+        raise PipelineError(
+            f"totals {totals.name} sums a column named {clash[0]!r}, a name "
+            "its table keeps for itself (day, rows)"
+        )
     return sa.Table(
-        totals.name, sa.MetaData(),
+        totals.name,
+        sa.MetaData(),
         sa.Column("day", sa.String(10), primary_key=True),
         sa.Column("rows", sa.BigInteger, nullable=False),
         *(sa.Column(name, sa.Text, nullable=False) for name in totals.sum),
@@ -202,8 +224,12 @@ def total_text(value) -> str:
     return repr(value)
 
 
-def store_totals(warehouse: Engine, spec: TableSpec, totals: Totals,
-                 per_day: Mapping[str, tuple[int, Mapping[str, object]]]) -> None:
+def store_totals(
+    warehouse: Engine,
+    spec: TableSpec,
+    totals: Totals,
+    per_day: Mapping[str, tuple[int, Mapping[str, object]]],
+) -> None:
     """Replace each day's row of the ``totals`` table (made when missing), in one
     transaction for the run; ``per_day`` as :func:`day_totals` gives each day's."""
     if not per_day:
@@ -212,8 +238,10 @@ def store_totals(warehouse: Engine, spec: TableSpec, totals: Totals,
     with guard(warehouse, _ENV), writing(warehouse).begin() as conn:
         table.create(conn, checkfirst=True)
         conn.execute(table.delete().where(table.c.day.in_(list(per_day))))
-        conn.execute(table.insert(), [
-            {"day": day, "rows": count,
-             **{name: total_text(sums[name]) for name in totals.sum}}
-            for day, (count, sums) in sorted(per_day.items())
-        ])
+        conn.execute(
+            table.insert(),
+            [
+                {"day": day, "rows": count, **{name: total_text(sums[name]) for name in totals.sum}}
+                for day, (count, sums) in sorted(per_day.items())
+            ],
+        )

@@ -33,6 +33,7 @@ from .times import canonical, from_canonical
 
 # --- pure rules -------------------------------------------------------------------------
 
+
 def window_start(watermark: datetime | None, lookback_days: int) -> datetime | None:
     """Where an incremental read starts: ``watermark − lookback`` (None: read everything)."""
     if lookback_days < 0:
@@ -53,6 +54,7 @@ def advance(watermark: datetime | None, newest_read: datetime | None) -> datetim
 
 # --- the store --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class WatermarkChange:
     changed_at: str
@@ -71,8 +73,7 @@ def lock(conn: sa.Connection, holder: str, *, table: str = PIPELINE) -> None:
     one's committed watermark.
     """
     conn.execute(
-        watermark_state.update().where(watermark_state.c.name == table)
-        .values(lock_holder=holder)
+        watermark_state.update().where(watermark_state.c.name == table).values(lock_holder=holder)
     )
 
 
@@ -83,23 +84,38 @@ def read(conn: sa.Connection, *, table: str = PIPELINE) -> datetime | None:
     return from_canonical(value) if value else None
 
 
-def write(conn: sa.Connection, old: datetime | None, new: datetime | None, *, kind: str,
-          at: datetime, reason: str | None = None, batch_id: str | None = None,
-          table: str = PIPELINE) -> None:
+def write(
+    conn: sa.Connection,
+    old: datetime | None,
+    new: datetime | None,
+    *,
+    kind: str,
+    at: datetime,
+    reason: str | None = None,
+    batch_id: str | None = None,
+    table: str = PIPELINE,
+) -> None:
     """Store ``new`` and record the change; a no-op when nothing changes."""
     if old == new:
         return
     if kind == "load" and old is not None and (new is None or new < old):
         raise WatermarkError(f"a load may not move the watermark back from {old} to {new}")
     conn.execute(
-        watermark_state.update().where(watermark_state.c.name == table)
+        watermark_state.update()
+        .where(watermark_state.c.name == table)
         .values(value=canonical(new) if new else None)
     )
-    conn.execute(watermark_history.insert().values(
-        changed_at=canonical(at), kind=kind,
-        old_value=canonical(old) if old else None, new_value=canonical(new) if new else None,
-        reason=reason, batch_id=batch_id, table_name=table,
-    ))
+    conn.execute(
+        watermark_history.insert().values(
+            changed_at=canonical(at),
+            kind=kind,
+            old_value=canonical(old) if old else None,
+            new_value=canonical(new) if new else None,
+            reason=reason,
+            batch_id=batch_id,
+            table_name=table,
+        )
+    )
 
 
 def current(engine: Engine, *, table: str = PIPELINE) -> datetime | None:
@@ -111,8 +127,9 @@ def current(engine: Engine, *, table: str = PIPELINE) -> datetime | None:
             return read(conn, table=table)
 
 
-def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime,
-           table: str = PIPELINE) -> tuple:
+def rewind(
+    engine: Engine, value: datetime, *, reason: str, at: datetime, table: str = PIPELINE
+) -> tuple:
     """Move the watermark of ``table`` back to ``value`` on purpose; returns ``(old, new)``."""
     if not reason or not reason.strip():
         raise WatermarkError("a rewind needs a --reason, recorded in the watermark history")
@@ -121,8 +138,9 @@ def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime,
         lock(conn, "rewind", table=table)
         old = read(conn, table=table)
         if old is None:
-            raise WatermarkError("there is no watermark yet: nothing to rewind "
-                                 "(the first load reads everything)")
+            raise WatermarkError(
+                "there is no watermark yet: nothing to rewind (the first load reads everything)"
+            )
         if value >= old:
             raise WatermarkError(
                 f"a rewind moves the watermark back, but {canonical(value)} is not before "
@@ -139,14 +157,17 @@ def history(engine: Engine, *, table: str = PIPELINE) -> list[WatermarkChange]:
         with engine.connect() as conn:
             if not sa.inspect(conn).has_table(watermark_history.name):
                 return []
-            if "table_name" not in {c["name"] for c in
-                                    sa.inspect(conn).get_columns(watermark_history.name)}:
+            if "table_name" not in {
+                c["name"] for c in sa.inspect(conn).get_columns(watermark_history.name)
+            }:
                 if table != PIPELINE:  # made before declarations: orders' history only
                     return []
-                query = sa.select(h.changed_at, h.kind, h.old_value, h.new_value,
-                                  h.reason, h.batch_id)
+                query = sa.select(
+                    h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
+                )
             else:
-                query = sa.select(h.changed_at, h.kind, h.old_value, h.new_value, h.reason,
-                                  h.batch_id).where(of_table(h.table_name, table))
+                query = sa.select(
+                    h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
+                ).where(of_table(h.table_name, table))
             rows = conn.execute(query.order_by(h.id)).all()
     return [WatermarkChange(*row) for row in rows]

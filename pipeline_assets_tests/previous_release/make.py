@@ -36,13 +36,21 @@ def story(source, warehouse) -> None:
     """Three loads (one with a late row and a moved order), a range load that deletes an
     order the app deleted, and a rewind."""
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-    demo.set_order(source, 105, status="paid", amount="41.00",
-                   updated_at="2026-01-19T08:00:00+00:00", tz=UTC)
+    demo.set_order(
+        source, 105, status="paid", amount="41.00", updated_at="2026-01-19T08:00:00+00:00", tz=UTC
+    )
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     with source.begin() as conn:
         conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 1003")
-    load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW,
-                start=datetime(2026, 1, 10, tzinfo=UTC), end=datetime(2026, 1, 20, tzinfo=UTC))
+    load_orders(
+        source,
+        warehouse,
+        tz=UTC,
+        lookback_days=2,
+        now=NOW,
+        start=datetime(2026, 1, 10, tzinfo=UTC),
+        end=datetime(2026, 1, 20, tzinfo=UTC),
+    )
     wm.rewind(warehouse, wm.current(warehouse) - timedelta(hours=1), reason="replay", at=NOW)
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
 
@@ -59,10 +67,12 @@ def main(postgres_admin: str) -> None:
             raw = conn.connection.dbapi_connection
             (HERE / "sqlite.sql").write_text("\n".join(raw.iterdump()) + "\n")
         with source.connect() as conn:
-            rows = conn.exec_driver_sql("SELECT order_id, status, amount, updated_at "
-                                        "FROM orders ORDER BY order_id").all()
+            rows = conn.exec_driver_sql(
+                "SELECT order_id, status, amount, updated_at FROM orders ORDER BY order_id"
+            ).all()
         (HERE / "source.json").write_text(
-            "[\n" + ",\n".join(json.dumps(list(r)) for r in rows) + "\n]\n")
+            "[\n" + ",\n".join(json.dumps(list(r)) for r in rows) + "\n]\n"
+        )
         # PostgreSQL, from the same seeded source
         Path(tmp, "app.db").write_bytes(seeded)
         source.dispose()
@@ -74,13 +84,26 @@ def main(postgres_admin: str) -> None:
         pg = make_engine(url.render_as_string(hide_password=False), role="warehouse")
         story(source, pg)
         pg.dispose()
-        dump = subprocess.run(["pg_dump", "--no-owner", "--no-privileges", "--inserts",
-                               "-h", url.host, "-p", str(url.port or 5432),
-                               "-U", url.username, url.database],
-                              check=True, capture_output=True, text=True).stdout
+        dump = subprocess.run(
+            [
+                "pg_dump",
+                "--no-owner",
+                "--no-privileges",
+                "--inserts",
+                "-h",
+                url.host,
+                "-p",
+                str(url.port or 5432),
+                "-U",
+                url.username,
+                url.database,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         # plain SQL only: no psql meta-commands (``\\restrict``), so a driver can run it
-        dump = "".join(line for line in dump.splitlines(keepends=True)
-                       if not line.startswith("\\"))
+        dump = "".join(line for line in dump.splitlines(keepends=True) if not line.startswith("\\"))
         (HERE / "postgresql.sql").write_text(dump)
         with admin.connect() as conn:
             conn.exec_driver_sql("DROP DATABASE pa_previous_release")

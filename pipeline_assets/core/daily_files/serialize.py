@@ -55,8 +55,7 @@ def _legacy(spec: TableSpec) -> bool:
 def _row_label(spec: TableSpec, key: tuple) -> str:
     if _legacy(spec):
         return f"order {key[0]}"
-    return "row " + ", ".join(f"{c}={v!r}" for c, v in zip(spec.primary_key, key,
-                                                             strict=True))
+    return "row " + ", ".join(f"{c}={v!r}" for c, v in zip(spec.primary_key, key, strict=True))
 
 
 def _decimal_example(kind: ColumnType) -> str:
@@ -65,8 +64,9 @@ def _decimal_example(kind: ColumnType) -> str:
     return "22" + ("." + "0" * kind.scale if kind.scale else "")
 
 
-def _json_value(who: str, name: str, kind: ColumnType, nullable: bool, value: object,
-                *, nonempty: bool = False):
+def _json_value(
+    who: str, name: str, kind: ColumnType, nullable: bool, value: object, *, nonempty: bool = False
+):
     """The value as the day file writes it, or a :class:`DayFilesError` naming it."""
     if value is None and nullable:
         return None
@@ -89,7 +89,8 @@ def _json_value(who: str, name: str, kind: ColumnType, nullable: bool, value: ob
         if not isinstance(value, str) or not _AMOUNT_RE.fullmatch(value):
             raise DayFilesError(
                 f"{who}: {name} {value!r} must be exact decimal text such as "
-                f"\"{_decimal_example(kind)}\" (never a float)")
+                f'"{_decimal_example(kind)}" (never a float)'
+            )
         if kind.scale is None:
             return value  # as the source spelled it
         try:
@@ -97,8 +98,11 @@ def _json_value(who: str, name: str, kind: ColumnType, nullable: bool, value: ob
         except TypeValueError as exc:
             raise DayFilesError(f"{who}: {name}: {exc.reason}") from None
     if k == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             raise DayFilesError(f"{who}: {name} {value!r} must be a finite number")
         return float(value)
     if k == "boolean":
@@ -134,13 +138,15 @@ def _key_order(who: str, name: str, kind: ColumnType, value) -> object:
         return value
     moment = datetime.fromisoformat(value)
     if moment.tzinfo is None:
-        raise DayFilesError(f"{who}: {name} {value!r} has no UTC offset; a key timestamp "
-                            "must name its instant")
+        raise DayFilesError(
+            f"{who}: {name} {value!r} has no UTC offset; a key timestamp must name its instant"
+        )
     return moment
 
 
-def _row_for_file(day: str, row: Mapping, spec: TableSpec = ORDERS,
-                  files: DailyFiles | None = None) -> tuple[tuple, dict]:
+def _row_for_file(
+    day: str, row: Mapping, spec: TableSpec = ORDERS, files: DailyFiles | None = None
+) -> tuple[tuple, dict]:
     """(sort key, the row as the file writes it), or a :class:`DayFilesError`."""
     files = file_of(spec, files)
     if not isinstance(row, Mapping):
@@ -166,13 +172,15 @@ def _row_for_file(day: str, row: Mapping, spec: TableSpec = ORDERS,
         if name in out:
             continue
         column = spec.column(name)
-        out[name] = _json_value(who, name, column.type, column.nullable, row[name],
-                                nonempty=legacy and name == "status")
+        out[name] = _json_value(
+            who, name, column.type, column.nullable, row[name], nonempty=legacy and name == "status"
+        )
     return tuple(order), {name: out[name] for name in files.columns}
 
 
-def serialize_day(day: str, rows: Iterable[Mapping], spec: TableSpec = ORDERS,
-                  files: DailyFiles | None = None) -> bytes:
+def serialize_day(
+    day: str, rows: Iterable[Mapping], spec: TableSpec = ORDERS, files: DailyFiles | None = None
+) -> bytes:
     """The bytes of a day file of ``files`` (default: the declaration's first daily file)
     of ``spec`` (default: ``orders``): rows sorted by the primary key; same rows → same
     bytes.
@@ -187,8 +195,7 @@ def serialize_day(day: str, rows: Iterable[Mapping], spec: TableSpec = ORDERS,
     """
     check_day(day)
     files = file_of(spec, files)
-    clean = sorted((_row_for_file(day, row, spec, files) for row in rows),
-                   key=lambda pair: pair[0])
+    clean = sorted((_row_for_file(day, row, spec, files) for row in rows), key=lambda pair: pair[0])
     legacy = _legacy(spec)
     for (before, _), (after, row) in zip(clean, clean[1:], strict=False):
         if before == after:
@@ -259,16 +266,19 @@ class DayFileHashes:
             bad = _or(bad, wrong)
         if bad is not None:
             columns["bad"] = bad
-        rows = pa.table(columns).sort_by(
-            [("day", "ascending"), *((slot[k], "ascending") for k in spec.primary_key)]
-        ).combine_chunks()
+        rows = (
+            pa.table(columns)
+            .sort_by([("day", "ascending"), *((slot[k], "ascending") for k in spec.primary_key)])
+            .combine_chunks()
+        )
         bad = rows["bad"].combine_chunks() if bad is not None else None
         parts: list = []
         for i, name in enumerate(sorted(files.columns)):
             column = spec.column(name)
             parts.append(("{" if i == 0 else ",") + json.dumps(name) + ":")
-            pieces, wrong = _json_text(rows[slot[name]].combine_chunks(), column.type,
-                                       column.nullable, self.tz)
+            pieces, wrong = _json_text(
+                rows[slot[name]].combine_chunks(), column.type, column.nullable, self.tz
+            )
             parts.extend(pieces)
             bad = _or(bad, wrong)
         parts.append("}")
@@ -287,14 +297,15 @@ class DayFileHashes:
         cut = np.flatnonzero(np.diff(day)) + 1
         starts = np.concatenate(([0], cut))
         offsets = pa.array(np.concatenate((starts, [len(day)])), pa.int32())
-        lists = pa.ListArray.from_arrays(offsets, text.combine_chunks()
-                                         if isinstance(text, pa.ChunkedArray) else text)
+        lists = pa.ListArray.from_arrays(
+            offsets, text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+        )
         counts = np.diff(offsets.to_numpy()).tolist()
-        for start, count, joined in zip(starts.tolist(), counts,
-                                        pc.binary_join(lists, ",").to_pylist(), strict=True):
+        for start, count, joined in zip(
+            starts.tolist(), counts, pc.binary_join(lists, ",").to_pylist(), strict=True
+        ):
             state = self._hashes[int(day[start])]
-            state[0].update(("," if state[1] else "[").encode("ascii")
-                            + joined.encode("ascii"))
+            state[0].update(("," if state[1] else "[").encode("ascii") + joined.encode("ascii"))
             state[1] += count
 
     def result(self) -> dict[int, tuple[int, str]]:
@@ -310,6 +321,7 @@ class DayFileHashes:
 
 
 # --- the Arrow side, per column type --------------------------------------------------------
+
 
 def _or(a, b):
     import pyarrow.compute as pc
@@ -342,7 +354,8 @@ def _stored_array(array, kind: ColumnType):
     if k == "boolean":
         if pa.types.is_integer(t):
             return pc.not_equal(array, 0), pc.fill_null(
-                pc.invert(pc.is_in(array, value_set=pa.array([0, 1], t))), False)
+                pc.invert(pc.is_in(array, value_set=pa.array([0, 1], t))), False
+            )
         return (array if t == pa.bool_() else pc.cast(array, pa.bool_())), None
     if k == "date":
         if pa.types.is_date(t):
@@ -415,13 +428,13 @@ def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, objec
         if not pc.all(plain).as_py():
             escape = pc.invert(plain)
             text = pc.binary_join_element_wise('"', array, '"', "")
-            escaped = pa.array([json.dumps(v) for v in array.filter(escape).to_pylist()],
-                               pa.string())
+            escaped = pa.array(
+                [json.dumps(v) for v in array.filter(escape).to_pylist()], pa.string()
+            )
             text, quoted = pc.replace_with_mask(text, escape, escaped), False
     elif k == "decimal":
         text = array
-        bad = pc.invert(pc.fill_null(pc.match_substring_regex(array, _decimal_pattern(kind)),
-                                     True))
+        bad = pc.invert(pc.fill_null(pc.match_substring_regex(array, _decimal_pattern(kind)), True))
     elif k == "float":
         values, wrong = [], []
         for v in array.to_pylist():
@@ -452,14 +465,17 @@ def _bad_days(array):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    form = pc.fill_null(pc.and_(pc.match_substring_regex(array, _DAY_TEXT),
-                                pc.invert(pc.starts_with(array, "0000"))), True)
+    form = pc.fill_null(
+        pc.and_(
+            pc.match_substring_regex(array, _DAY_TEXT), pc.invert(pc.starts_with(array, "0000"))
+        ),
+        True,
+    )
     try:
         pc.cast(pc.if_else(form, array, "2000-01-01"), pa.date32())
         return pc.invert(form)
     except pa.ArrowInvalid:  # a day 30 of February: ask Python, value by value
-        return pa.array([v is not None and not _is_day(v) for v in array.to_pylist()],
-                        pa.bool_())
+        return pa.array([v is not None and not _is_day(v) for v in array.to_pylist()], pa.bool_())
 
 
 def _is_day(text: str) -> bool:
@@ -474,8 +490,9 @@ def _is_day(text: str) -> bool:
 
 def dumps(value: object) -> bytes:
     """Compact, key-sorted, ASCII JSON and a newline: the form of every file we write."""
-    return (json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-            + "\n").encode("ascii")
+    return (
+        json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n"
+    ).encode("ascii")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -487,8 +504,9 @@ def json_object(name: str, data: bytes) -> dict:
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError):
-        raise ValueError(f"{name.rpartition('/')[2]} is not valid JSON (truncated or corrupt)"
-                         ) from None
+        raise ValueError(
+            f"{name.rpartition('/')[2]} is not valid JSON (truncated or corrupt)"
+        ) from None
     if not isinstance(value, dict):
         raise ValueError(f"{name.rpartition('/')[2]} does not hold a JSON object")
     return value

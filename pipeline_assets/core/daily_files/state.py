@@ -102,9 +102,12 @@ def manifest_entry(store: Store | Snapshot, name: str, day: str) -> tuple[dict, 
         raise ValueError(f"manifest {name} is missing")
     files = manifest.get("files")
     entry = files.get(day) if isinstance(files, dict) else None
-    if (not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)
-            or not isinstance(manifest.get("sequence"), int)
-            or day not in listed(manifest)):
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("sha256"), str)
+        or not isinstance(manifest.get("sequence"), int)
+        or day not in listed(manifest)
+    ):
         raise ValueError(f"manifest {name} does not list the day with a sha256 and sequence")
     return manifest, entry
 
@@ -146,8 +149,11 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
             entry, problem = None, f"its pointer names a manifest that cannot vouch for it ({exc})"
             manifest_name = sequence = None
     head = read_head(store)
-    if head is not None and head.get("state") != "done" and \
-            (sequence is None or head["sequence"] > sequence):
+    if (
+        head is not None
+        and head.get("state") != "done"
+        and (sequence is None or head["sequence"] > sequence)
+    ):
         try:
             manifest, head_entry = manifest_entry(store, head.get("manifest"), day)
             if manifest["sequence"] == head["sequence"]:
@@ -162,17 +168,33 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
         reason = problem or "the file exists but no manifest lists it (a run stopped early)"
         return DayStatus(day, UNCOMMITTED, reason)
     if data is None:
-        return DayStatus(day, UNCOMMITTED, f"the file is missing, though {manifest_name} lists it",
-                         manifest=manifest_name, sequence=sequence)
+        return DayStatus(
+            day,
+            UNCOMMITTED,
+            f"the file is missing, though {manifest_name} lists it",
+            manifest=manifest_name,
+            sequence=sequence,
+        )
     actual = sha256_hex(data)
     if actual != entry["sha256"]:
         return DayStatus(
-            day, UNCOMMITTED,
+            day,
+            UNCOMMITTED,
             f"the file's sha256 {actual[:12]}… differs from {entry['sha256'][:12]}… recorded in "
             f"{manifest_name} (edited by hand, or a run stopped while rewriting it)",
-            manifest=manifest_name, sequence=sequence, sha256=actual)
-    return DayStatus(day, COMMITTED, manifest=manifest_name, sequence=sequence,
-                     rows=entry.get("rows"), sha256=actual, data=data)
+            manifest=manifest_name,
+            sequence=sequence,
+            sha256=actual,
+        )
+    return DayStatus(
+        day,
+        COMMITTED,
+        manifest=manifest_name,
+        sequence=sequence,
+        rows=entry.get("rows"),
+        sha256=actual,
+        data=data,
+    )
 
 
 def day_status(folder: str | os.PathLike | Store, day: str) -> DayStatus:
@@ -190,8 +212,10 @@ def known_days(folder: str | os.PathLike | Store) -> list[str]:
     return sorted(days)
 
 
-def describe_days(folder: str | os.PathLike | Store, days: Iterable[str] | None = None,
-                  ) -> list[DayStatus]:
+def describe_days(
+    folder: str | os.PathLike | Store,
+    days: Iterable[str] | None = None,
+) -> list[DayStatus]:
     """The status of ``days`` (default: every day found in the folder), for ``verify``."""
     store = open_store(folder)
     wanted = known_days(store) if days is None else sorted({check_day(day) for day in days})
@@ -203,9 +227,13 @@ def _statuses(files: Snapshot, days: list[str]) -> list[DayStatus]:
     return [_day_status(files, day) for day in days]
 
 
-def settled_statuses(folder: str | os.PathLike | Store, days: Iterable[str], *,
-                     wait_for_writer: bool | float = True,
-                     clock: Callable[[], float] = time.monotonic) -> list[DayStatus]:
+def settled_statuses(
+    folder: str | os.PathLike | Store,
+    days: Iterable[str],
+    *,
+    wait_for_writer: bool | float = True,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[DayStatus]:
     """:func:`describe_days`, but a run writing right now is waited for, not reported.
 
     On local disk: under the shared lock (a run killed mid-write released it, so its
@@ -245,9 +273,14 @@ def _parse_day_bytes(day: str, data: bytes) -> list[dict]:
     return rows
 
 
-def read_committed_days(folder: str | os.PathLike | Store, days: Iterable[str], *,
-                        wait_for_writer: bool | float = True, name: str = "paid_orders",
-                        rebuild: Callable[[str], str] | None = None) -> dict[str, list[dict]]:
+def read_committed_days(
+    folder: str | os.PathLike | Store,
+    days: Iterable[str],
+    *,
+    wait_for_writer: bool | float = True,
+    name: str = "paid_orders",
+    rebuild: Callable[[str], str] | None = None,
+) -> dict[str, list[dict]]:
     """Rows of each of ``days``, committed ones only; else one error naming every bad day
     of the file set ``name`` and the command that rebuilds it (``rebuild(day)``; default:
     ``paid_orders``' own).
@@ -262,7 +295,8 @@ def read_committed_days(folder: str | os.PathLike | Store, days: Iterable[str], 
     return {s.day: _parse_day_bytes(s.day, s.data) for s in statuses}
 
 
-def read_committed_day(folder: str | os.PathLike | Store, day: str, *,
-                       wait_for_writer: bool | float = True) -> list[dict]:
+def read_committed_day(
+    folder: str | os.PathLike | Store, day: str, *, wait_for_writer: bool | float = True
+) -> list[dict]:
     """Rows of one committed day, or :class:`UncommittedDayError` naming it and the fix."""
     return read_committed_days(folder, [day], wait_for_writer=wait_for_writer)[day]

@@ -46,6 +46,8 @@ _LOCAL_PROTOCOLS = ("", "file", "local")
 # A local write that failed for want of space passes once space is freed (as a full
 # database does, core/failures.py): transient. A folder it may not write is not.
 _FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
 class Store(ABC):
     """A folder of files named relative to it, ``/``-separated (``_committed/x.json``)."""
 
@@ -286,16 +288,22 @@ class ObjectStore(Store):
         the endpoint, a timeout, throttling, a 5xx) is :class:`StoreUnavailable`, retried:
         a retry costs seconds, while a transient error taken for terminal fails the run."""
         why = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
-        hint = ("the bucket does not exist: create it, or fix PAID_ORDERS_URL"
-                if isinstance(exc, FileNotFoundError) else
-                "check PAID_ORDERS_URL and the store's credentials and endpoint variables "
-                "(for S3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL)")
-        then = (" The previous version, if any, is untouched and still committed."
-                if verb == "write" else "")
+        hint = (
+            "the bucket does not exist: create it, or fix PAID_ORDERS_URL"
+            if isinstance(exc, FileNotFoundError)
+            else "check PAID_ORDERS_URL and the store's credentials and endpoint variables "
+            "(for S3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL)"
+        )
+        then = (
+            " The previous version, if any, is untouched and still committed."
+            if verb == "write"
+            else ""
+        )
         terminal = isinstance(exc, (FileNotFoundError, PermissionError))
         return (DayFilesError if terminal else StoreUnavailable)(
             f"could not {verb} {name} in {self.location}: "
-            f"{type(exc).__name__}: {why}.{then} {hint}, then run again.")
+            f"{type(exc).__name__}: {why}.{then} {hint}, then run again."
+        )
 
 
 def is_url(location: str) -> bool:

@@ -55,8 +55,16 @@ class WrittenRun:
 
 
 def _pointer_bytes(day: str, manifest: str, run_id: str, sequence: int, entry: dict) -> bytes:
-    return dumps({"day": day, "manifest": manifest, "run_id": run_id,
-                  "sequence": sequence, "sha256": entry["sha256"], "rows": entry["rows"]})
+    return dumps(
+        {
+            "day": day,
+            "manifest": manifest,
+            "run_id": run_id,
+            "sequence": sequence,
+            "sha256": entry["sha256"],
+            "rows": entry["rows"],
+        }
+    )
 
 
 def _update_pointers(store: Store, manifest: dict, name: str, *, crash: bool = False) -> None:
@@ -70,11 +78,15 @@ def _update_pointers(store: Store, manifest: dict, name: str, *, crash: bool = F
             current = read_json_object(files, pointer_name(day))
         except ValueError:
             current = None
-        if current is not None and isinstance(current.get("sequence"), int) \
-                and current["sequence"] >= manifest["sequence"]:
+        if (
+            current is not None
+            and isinstance(current.get("sequence"), int)
+            and current["sequence"] >= manifest["sequence"]
+        ):
             continue  # already as new; pointers only move forward
-        updates[pointer_name(day)] = _pointer_bytes(day, name, manifest["run_id"],
-                                                    manifest["sequence"], manifest["files"][day])
+        updates[pointer_name(day)] = _pointer_bytes(
+            day, name, manifest["run_id"], manifest["sequence"], manifest["files"][day]
+        )
     store.write_many(updates)
 
 
@@ -85,8 +97,11 @@ def _scan_manifests(store: Store) -> Iterator[tuple[str, dict]]:
                 manifest = read_json_object(store, name)
             except (ValueError, OSError):
                 continue
-            if manifest and isinstance(manifest.get("sequence"), int) \
-                    and isinstance(manifest.get("files"), dict):
+            if (
+                manifest
+                and isinstance(manifest.get("sequence"), int)
+                and isinstance(manifest.get("files"), dict)
+            ):
                 yield name, manifest
 
 
@@ -96,14 +111,22 @@ def _rebuild_pointers_locked(store: Store) -> int:
     for name, manifest in _scan_manifests(store):
         top = max(top, manifest["sequence"])
         for day, entry in manifest["files"].items():
-            if DAY_FILE_RE.fullmatch(f"{day}.json") and isinstance(entry, dict) \
-                    and day in listed(manifest) \
-                    and (day not in newest or newest[day][0] < manifest["sequence"]):
+            if (
+                DAY_FILE_RE.fullmatch(f"{day}.json")
+                and isinstance(entry, dict)
+                and day in listed(manifest)
+                and (day not in newest or newest[day][0] < manifest["sequence"])
+            ):
                 newest[day] = (manifest["sequence"], name, manifest)
     store.prepare()
-    store.write_many({pointer_name(day): _pointer_bytes(
-        day, name, manifest.get("run_id", ""), sequence, manifest["files"][day])
-        for day, (sequence, name, manifest) in sorted(newest.items())})
+    store.write_many(
+        {
+            pointer_name(day): _pointer_bytes(
+                day, name, manifest.get("run_id", ""), sequence, manifest["files"][day]
+            )
+            for day, (sequence, name, manifest) in sorted(newest.items())
+        }
+    )
     store.write(HEAD, dumps({"manifest": None, "sequence": top, "state": "done"}))
     return top
 
@@ -173,8 +196,10 @@ def write_day_files(
     rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
     blobs = {day: serialize_day(day, rows, spec, files) for day, rows in rows_by_day.items()}
     # serialize_day refused duplicates, so the row count is the input's length.
-    entries = {day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
-               for day, data in blobs.items()}
+    entries = {
+        day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
+        for day, data in blobs.items()
+    }
     manifest_file = manifest_name(run_id)
 
     store.prepare()
@@ -182,15 +207,17 @@ def write_day_files(
         store.clear_temps()
         sequence = _start_run_locked(store) + 1
         # Reserve the sequence before any day file changes, so a crash never reuses it.
-        store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence,
-                                 "state": "writing"}))
+        store.write(
+            HEAD, dumps({"manifest": manifest_file, "sequence": sequence, "state": "writing"})
+        )
         (first, data), *rest = blobs.items()
         store.write(day_name(first), data, crash_at="day_file_before_rename")
         if rest:
             crash_point("files_between_days")
             # the order of the day files does not matter, only that all precede the manifest
-            store.write_many({day_name(day): data for day, data in rest},
-                             crash_at="day_file_before_rename")
+            store.write_many(
+                {day_name(day): data for day, data in rest}, crash_at="day_file_before_rename"
+            )
         manifest = {
             "run_id": run_id,
             "sequence": sequence,
@@ -203,10 +230,12 @@ def write_day_files(
         store.write(manifest_file, dumps(manifest), crash_at="manifest_before_rename")
         _update_pointers(store, manifest, manifest_file, crash=True)
         crash_point("files_after_pointers")
-        store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence,
-                                 "state": "done"}))
-    return WrittenRun(run_id=run_id, sequence=sequence,
-                      manifest_path=store.path(manifest_file),
-                      days_written=tuple(blobs), rows={d: f["rows"] for d, f in entries.items()},
-                      sha256={d: f["sha256"] for d, f in entries.items()})
-
+        store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence, "state": "done"}))
+    return WrittenRun(
+        run_id=run_id,
+        sequence=sequence,
+        manifest_path=store.path(manifest_file),
+        days_written=tuple(blobs),
+        rows={d: f["rows"] for d, f in entries.items()},
+        sha256={d: f["sha256"] for d, f in entries.items()},
+    )

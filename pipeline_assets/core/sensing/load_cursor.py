@@ -30,6 +30,7 @@ def run_key_prefix(spec: TableSpec = ORDERS) -> str:
     """``new-<name>-`` (``_`` as ``-``): the run keys of ``new_<name>_sensor``."""
     return f"new-{spec.name.replace('_', '-')}-"
 
+
 LOAD_CURSOR_VERSION = 2
 
 
@@ -55,12 +56,16 @@ class LoadCursor:
     last_key: str | None = None
 
     def to_cursor(self) -> str:
-        return json.dumps({
-            "v": LOAD_CURSOR_VERSION,
-            "seen": None if self.seen is None else asdict(self.seen),
-            "pending": None if self.pending is None else asdict(self.pending),
-            "last_key": self.last_key,
-        }, sort_keys=True, separators=(",", ":"))
+        return json.dumps(
+            {
+                "v": LOAD_CURSOR_VERSION,
+                "seen": None if self.seen is None else asdict(self.seen),
+                "pending": None if self.pending is None else asdict(self.pending),
+                "last_key": self.last_key,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_cursor(cls, text: str | None) -> LoadCursor:
@@ -76,15 +81,18 @@ class LoadCursor:
             if not isinstance(data, dict) or data.get("v") != LOAD_CURSOR_VERSION:
                 return cls()
             seen, pending = data.get("seen"), data.get("pending")
-            return cls(seen=None if seen is None else Observation(**seen),
-                       pending=None if pending is None else Request(**pending),
-                       last_key=data.get("last_key"))
+            return cls(
+                seen=None if seen is None else Observation(**seen),
+                pending=None if pending is None else Request(**pending),
+                last_key=data.get("last_key"),
+            )
         except (ValueError, TypeError):
             return cls()
 
 
-def load_run_key(seen: Observation, previous_key: str | None, seed: str = "",
-                 prefix: str = RUN_KEY_PREFIX) -> str:
+def load_run_key(
+    seen: Observation, previous_key: str | None, seed: str = "", prefix: str = RUN_KEY_PREFIX
+) -> str:
     """The run key of a new request: never one an earlier request used.
 
     Each key chains the observation to the previous key, so the same observation requested
@@ -117,8 +125,15 @@ class LoadTick:
         return self.cursor.seen
 
 
-def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision | None,
-                now: float, seed: str = "", *, spec: TableSpec = ORDERS) -> LoadTick:
+def decide_load(
+    cursor: LoadCursor,
+    outcome: Outcome | None,
+    decision: Decision | None,
+    now: float,
+    seed: str = "",
+    *,
+    spec: TableSpec = ORDERS,
+) -> LoadTick:
     """Run or skip from what became of the pending request and what the source says. Pure.
 
     ``outcome`` is that of ``cursor.pending`` (None without one); ``decision`` compares
@@ -129,31 +144,43 @@ def decide_load(cursor: LoadCursor, outcome: Outcome | None, decision: Decision 
     """
     if outcome is not None and outcome.busy:
         pending = cursor.pending
-        return LoadTick(False, cursor, f"waiting for the load requested as {pending.key} "
-                                       f"(attempt {pending.attempt}): {outcome.detail}")
+        return LoadTick(
+            False,
+            cursor,
+            f"waiting for the load requested as {pending.key} "
+            f"(attempt {pending.attempt}): {outcome.detail}",
+        )
     if decision is None:
         raise ValueError("decide_load needs the source's decision unless a run is busy")
     again = outcome is not None and outcome.again
     if again and not decision.run:
         pending = cursor.pending
-        resume = (outcome.ended_at if outcome.ended_at is not None
-                  else pending.requested_at) + retry_delay(pending.attempt)
+        resume = (
+            outcome.ended_at if outcome.ended_at is not None else pending.requested_at
+        ) + retry_delay(pending.attempt)
         if now < resume:
-            return LoadTick(False, cursor, (
-                f"{outcome.detail} ({pending.attempt} attempts in a row): backing off, "
-                f"the load is requested again in {resume - now:.0f} s"))
+            return LoadTick(
+                False,
+                cursor,
+                (
+                    f"{outcome.detail} ({pending.attempt} attempts in a row): backing off, "
+                    f"the load is requested again in {resume - now:.0f} s"
+                ),
+            )
     if decision.run or again:
         key = load_run_key(decision.cursor, cursor.last_key, seed, run_key_prefix(spec))
         attempt = cursor.pending.attempt + 1 if again and cursor.pending else 1
         reason = decision.reason
         if again:
-            reason = (f"{outcome.detail}, so what it was to load has not landed: loading "
-                      f"again (attempt {attempt}); {decision.cursor.describe(spec)}")
-        return LoadTick(True, LoadCursor(decision.cursor, Request(key, now, attempt), key),
-                        reason)
+            reason = (
+                f"{outcome.detail}, so what it was to load has not landed: loading "
+                f"again (attempt {attempt}); {decision.cursor.describe(spec)}"
+            )
+        return LoadTick(True, LoadCursor(decision.cursor, Request(key, now, attempt), key), reason)
     reason = decision.reason if outcome is None else f"{outcome.detail}; {decision.reason}"
-    return LoadTick(False, LoadCursor(decision.cursor, None, cursor.last_key), reason,
-                    rebase=decision.rebase)
+    return LoadTick(
+        False, LoadCursor(decision.cursor, None, cursor.last_key), reason, rebase=decision.rebase
+    )
 
 
 def read_watermark(warehouse: Engine, *, table: str = ORDERS.name) -> datetime | None:
@@ -169,10 +196,18 @@ def _missing_sqlite_file(engine: Engine) -> bool:
     return path is not None and not path.exists()
 
 
-def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days: int,
-                 cursor: str | None,
-                 runs_for: Callable[[str], Iterable[RunView]] | None = None,
-                 now: float = 0.0, seed: str = "", spec: TableSpec = ORDERS) -> LoadTick:
+def check_source(
+    source: Engine,
+    warehouse: Engine,
+    *,
+    tz: tzinfo,
+    lookback_days: int,
+    cursor: str | None,
+    runs_for: Callable[[str], Iterable[RunView]] | None = None,
+    now: float = 0.0,
+    seed: str = "",
+    spec: TableSpec = ORDERS,
+) -> LoadTick:
     """One tick of ``spec``'s new-rows sensor: the pending request's runs (``runs_for`` a
     run key), then watermark → window → observation → decision. ``now`` is POSIX seconds;
     ``seed`` starts the chain of run keys of a fresh cursor (:func:`load_run_key`).
@@ -184,17 +219,19 @@ def check_source(source: Engine, warehouse: Engine, *, tz: tzinfo, lookback_days
     if state.pending is not None:
         if runs_for is None:
             raise ValueError("a cursor with a pending request needs runs_for to look it up")
-        outcome = request_outcome(runs_for(state.pending.key),
-                                  requested_at=state.pending.requested_at, now=now)
+        outcome = request_outcome(
+            runs_for(state.pending.key), requested_at=state.pending.requested_at, now=now
+        )
         if outcome.busy:
             return decide_load(state, outcome, None, now)
     if _missing_sqlite_file(source):
-        todo = (f"create the demo with `{DEMO_INIT}` or set SOURCE_DATABASE_URL"
-                if spec.name == ORDERS.name else
-                f"point the source URL of {spec.name} at the app's database")
+        todo = (
+            f"create the demo with `{DEMO_INIT}` or set SOURCE_DATABASE_URL"
+            if spec.name == ORDERS.name
+            else f"point the source URL of {spec.name} at the app's database"
+        )
         raise DatabaseError(f"there is no source database at {redact(source.url)} yet: {todo}")
     current = wm.window_start(read_watermark(warehouse, table=spec.name), lookback_days)
     src = inspect_source(source, spec)
-    decision = check(state.seen, current, lambda start: observe(source, tz, start, src),
-                     spec=spec)
+    decision = check(state.seen, current, lambda start: observe(source, tz, start, src), spec=spec)
     return decide_load(state, outcome, decision, now, seed, spec=spec)

@@ -50,8 +50,9 @@ class Observation:
         return from_canonical(self.window_start) if self.window_start else None
 
     def to_cursor(self) -> str:
-        return json.dumps({"v": CURSOR_VERSION, **asdict(self)}, sort_keys=True,
-                          separators=(",", ":"))
+        return json.dumps(
+            {"v": CURSOR_VERSION, **asdict(self)}, sort_keys=True, separators=(",", ":")
+        )
 
     @classmethod
     def from_cursor(cls, text: str | None) -> Observation | None:
@@ -67,16 +68,19 @@ class Observation:
         except (ValueError, TypeError):
             return None
 
-
     def describe(self, spec: TableSpec = ORDERS) -> str:
         key, cursor = spec.primary_key[0], spec.cursor
         if self.window_start is None:
-            return (f"no watermark yet (the first load reads everything); highest {key} "
-                    f"{self.max_id}, newest {cursor} {self.newest!r}")
+            return (
+                f"no watermark yet (the first load reads everything); highest {key} "
+                f"{self.max_id}, newest {cursor} {self.newest!r}"
+            )
         total = "" if self.id_sum is None else f", {key} sum {self.id_sum}"
-        return (f"window from {self.window_start}: {self.rows} row(s){total}, newest "
-                f"{cursor} {self.newest!r}, fingerprint "
-                f"{'n/a' if self.fingerprint is None else self.fingerprint}")
+        return (
+            f"window from {self.window_start}: {self.rows} row(s){total}, newest "
+            f"{cursor} {self.newest!r}, fingerprint "
+            f"{'n/a' if self.fingerprint is None else self.fingerprint}"
+        )
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,6 @@ class Decision:
     cursor: Observation  # what the sensor keeps: what it saw, never "what was loaded"
     reason: str
     rebase: bool = False  # nothing changed and the watermark moved on: follow it
-
 
 
 def _before(a: datetime | None, b: datetime | None) -> bool:
@@ -109,8 +112,13 @@ def observation_start(cursor: Observation | None, current: datetime | None) -> d
     return current
 
 
-def decide(cursor: Observation | None, seen: Observation, current: datetime | None, *,
-           spec: TableSpec = ORDERS) -> Decision:
+def decide(
+    cursor: Observation | None,
+    seen: Observation,
+    current: datetime | None,
+    *,
+    spec: TableSpec = ORDERS,
+) -> Decision:
     """Run or skip, and the new cursor, from the cursor and this tick's observation.
 
     ``seen`` is the observation of :func:`observation_start`'s window; ``current`` the
@@ -120,12 +128,17 @@ def decide(cursor: Observation | None, seen: Observation, current: datetime | No
     if cursor is None:
         return Decision(True, seen, f"first look at the source: {now}")
     if seen != cursor:
-        return Decision(True, seen, f"the source changed: was {cursor.describe(spec)}; "
-                                    f"now {now}")
+        return Decision(True, seen, f"the source changed: was {cursor.describe(spec)}; now {now}")
     if _before(seen.start, current):
-        return Decision(False, seen, rebase=True, reason=(
-            f"no change since the last tick ({now}); the watermark moved on, "
-            f"so the window now starts at {canonical(current)}"))
+        return Decision(
+            False,
+            seen,
+            rebase=True,
+            reason=(
+                f"no change since the last tick ({now}); the watermark moved on, "
+                f"so the window now starts at {canonical(current)}"
+            ),
+        )
     return Decision(False, seen, f"no change since the last tick: {now}")
 
 
@@ -147,8 +160,10 @@ def _fingerprint(dialect: str, spec: TableSpec = ORDERS) -> str | None:
         # 'x' followed by 8 hex digits reads as a bit string, then as a 32-bit integer
         return f"sum(CAST(CAST('x' || substr(md5({joined}), 1, 8) AS BIT(32)) AS INTEGER))"
     if dialect == "sqlite":
-        return (f"sum((({_sqlite_key_mix(spec)} * 1000003) + (CAST(julianday({columns[-1]}) "
-                f"* 86400000 AS BIGINT) % {_P})) % {_P})")
+        return (
+            f"sum((({_sqlite_key_mix(spec)} * 1000003) + (CAST(julianday({columns[-1]}) "
+            f"* 86400000 AS BIGINT) % {_P})) % {_P})"
+        )
     if dialect == MYSQL:  # the first 8 hex digits of md5 as a number, as on PostgreSQL
         joined = ", '|', ".join(f"CAST({c} AS CHAR)" for c in columns)
         return f"sum(conv(substr(md5(concat({joined})), 1, 8), 16, 10))"
@@ -172,8 +187,14 @@ def _text(value) -> str | None:
     return value.isoformat()
 
 
-def observe(source: Engine, tz: tzinfo, start: datetime | None,
-            src: SourceTable | None = None, *, spec: TableSpec = ORDERS) -> Observation:
+def observe(
+    source: Engine,
+    tz: tzinfo,
+    start: datetime | None,
+    src: SourceTable | None = None,
+    *,
+    spec: TableSpec = ORDERS,
+) -> Observation:
     """One aggregate query over ``cursor >= start`` (the index's range), or, without a
     start, the two index ends. Its cost follows the rows of the window, not the table.
 
@@ -192,18 +213,22 @@ def observe(source: Engine, tz: tzinfo, start: datetime | None,
         with source.connect() as conn:
             if start is None:
                 max_id, newest = conn.exec_driver_sql(
-                    f"SELECT max({key}), max({cursor}) FROM {table}").one()
-                return Observation(None, newest=_text(newest),
-                                   max_id=_max_key(max_id, summed))
+                    f"SELECT max({key}), max({cursor}) FROM {table}"
+                ).one()
+                return Observation(None, newest=_text(newest), max_id=_max_key(max_id, summed))
             fingerprint = _fingerprint(dialect, spec)
-            columns = ["count(*)", f"sum({key})" if summed else "NULL", f"max({cursor})"] + \
-                ([fingerprint] if fingerprint else [])
+            columns = ["count(*)", f"sum({key})" if summed else "NULL", f"max({cursor})"] + (
+                [fingerprint] if fingerprint else []
+            )
             row = conn.exec_driver_sql(
                 f"SELECT {', '.join(columns)} FROM {table}"
-                f"{window_filter(src, dialect, tz, start, None)}").one()
+                f"{window_filter(src, dialect, tz, start, None)}"
+            ).one()
     rows, id_sum, newest = row[0], row[1], row[2]
     return Observation(
-        canonical(start), rows=int(rows), id_sum=int(id_sum or 0) if summed else None,
+        canonical(start),
+        rows=int(rows),
+        id_sum=int(id_sum or 0) if summed else None,
         newest=_text(newest),
         fingerprint=int(row[3] or 0) if fingerprint is not None else None,
     )
@@ -219,9 +244,13 @@ def _max_key(value, integer: bool) -> int | str | None:
     return _text(value) if hasattr(value, "isoformat") else str(value)
 
 
-def check(cursor: Observation | None, current: datetime | None,
-          observe_at: Callable[[datetime | None], Observation], *,
-          spec: TableSpec = ORDERS) -> Decision:
+def check(
+    cursor: Observation | None,
+    current: datetime | None,
+    observe_at: Callable[[datetime | None], Observation],
+    *,
+    spec: TableSpec = ORDERS,
+) -> Decision:
     """Observe what :func:`observation_start` says, decide, and follow the watermark.
 
     When the watermark has moved on, the current window is observed *before* the

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Statuses of a run that may still do its work (DagsterRunStatus values).
-IN_FLIGHT = frozenset({"QUEUED", "NOT_STARTED", "MANAGED", "STARTING", "STARTED",
-                       "CANCELING", "SUSPENDED"})
+IN_FLIGHT = frozenset(
+    {"QUEUED", "NOT_STARTED", "MANAGED", "STARTING", "STARTED", "CANCELING", "SUSPENDED"}
+)
 # How long a request may show no run (the daemon creates it right after the tick), and
 # how long a failed run marked for a retry may wait for Dagster to launch it, before the
 # sensor stops waiting and requests the work again itself.
@@ -57,8 +58,9 @@ class Outcome:
         return self.state in (Outcome.FAILED, Outcome.CANCELED, Outcome.LOST)
 
 
-def request_outcome(runs: Iterable[RunView], *, requested_at: float, now: float,
-                    grace: float = GRACE_SECONDS) -> Outcome:
+def request_outcome(
+    runs: Iterable[RunView], *, requested_at: float, now: float, grace: float = GRACE_SECONDS
+) -> Outcome:
     """What became of a request, from the runs that carry its run key. Pure.
 
     Any successful run settles it (the requested run or a retry of it). Otherwise a run
@@ -83,15 +85,14 @@ def request_outcome(runs: Iterable[RunView], *, requested_at: float, now: float,
     last = runs[-1]
     tries = f" after {len(runs)} run(s)" if len(runs) > 1 else ""
     if last.status == "CANCELED":
-        return Outcome(Outcome.CANCELED, f"run {last.run_id} was canceled{tries}",
-                       last.ended_at)
+        return Outcome(Outcome.CANCELED, f"run {last.run_id} was canceled{tries}", last.ended_at)
     if last.will_retry and now - (last.ended_at if last.ended_at is not None else now) < grace:
-        return Outcome(Outcome.AWAITING_RETRY,
-                       f"run {last.run_id} failed and Dagster will retry it")
+        return Outcome(
+            Outcome.AWAITING_RETRY, f"run {last.run_id} failed and Dagster will retry it"
+        )
     if last.status == "FAILURE":
         return Outcome(Outcome.FAILED, f"run {last.run_id} failed{tries}", last.ended_at)
-    return Outcome(Outcome.FAILED, f"run {last.run_id} ended {last.status}{tries}",
-                   last.ended_at)
+    return Outcome(Outcome.FAILED, f"run {last.run_id} ended {last.status}{tries}", last.ended_at)
 
 
 def retry_delay(failures: int) -> float:

@@ -30,8 +30,9 @@ class DayBlock:
         return (date.fromisoformat(self.last) - date.fromisoformat(self.first)).days + 1
 
 
-def partition_days(days_touched: Iterable[str], *, first_day: date, last_day: date
-                   ) -> tuple[list[str], list[str]]:
+def partition_days(
+    days_touched: Iterable[str], *, first_day: date, last_day: date
+) -> tuple[list[str], list[str]]:
     """``(kept, left out)``: the touched days that exist as daily partitions.
 
     Partitions run from PARTITIONS_START_DATE to yesterday in PIPELINE_TIMEZONE (today's
@@ -55,8 +56,7 @@ def day_blocks(days: Iterable[str]) -> list[DayBlock]:
     return [DayBlock(first, last) for first, last in runs(days)]
 
 
-def refresh_run_key(epoch: str, number: int, block: DayBlock, files: str = "paid_orders"
-                    ) -> str:
+def refresh_run_key(epoch: str, number: int, block: DayBlock, files: str = "paid_orders") -> str:
     """The key of the ``number``-th request of a cursor started at ``epoch`` (the number of
     runs the sensor had launched then): a tick repeated from the same cursor asks for the
     same keys; a block requested again (its run failed, or a later load touched it again)
@@ -102,13 +102,19 @@ class RefreshCursor:
     epoch: str = ""  # where the cursor's run keys start (see refresh_run_key); "" fresh
 
     def to_cursor(self) -> str:
-        return json.dumps({
-            "v": REFRESH_CURSOR_VERSION, "after": self.after,
-            "owed": {day: list(mark) for day, mark in sorted(self.owed.items())},
-            "pending": [asdict(r) for r in self.pending], "requests": self.requests,
-            "failures": {day: list(f) for day, f in sorted(self.failures.items())},
-            "epoch": self.epoch,
-        }, sort_keys=True, separators=(",", ":"))
+        return json.dumps(
+            {
+                "v": REFRESH_CURSOR_VERSION,
+                "after": self.after,
+                "owed": {day: list(mark) for day, mark in sorted(self.owed.items())},
+                "pending": [asdict(r) for r in self.pending],
+                "requests": self.requests,
+                "failures": {day: list(f) for day, f in sorted(self.failures.items())},
+                "epoch": self.epoch,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
 
     @classmethod
     def from_cursor(cls, text: str | None) -> RefreshCursor:
@@ -123,14 +129,16 @@ class RefreshCursor:
                 return cls(after=data)
             if not isinstance(data, dict) or data.get("v") != REFRESH_CURSOR_VERSION:
                 return cls()
-            return cls(after=data["after"],
-                       owed={day: (int(mark[0]), str(mark[1]))
-                             for day, mark in data["owed"].items()},
-                       pending=tuple(RefreshRequest(**r) for r in data["pending"]),
-                       requests=int(data["requests"]),
-                       failures={day: (int(f[0]), float(f[1]))
-                                 for day, f in data.get("failures", {}).items()},
-                       epoch=str(data.get("epoch", "")))
+            return cls(
+                after=data["after"],
+                owed={day: (int(mark[0]), str(mark[1])) for day, mark in data["owed"].items()},
+                pending=tuple(RefreshRequest(**r) for r in data["pending"]),
+                requests=int(data["requests"]),
+                failures={
+                    day: (int(f[0]), float(f[1])) for day, f in data.get("failures", {}).items()
+                },
+                epoch=str(data.get("epoch", "")),
+            )
         except (ValueError, TypeError, KeyError, IndexError):
             return cls()
 
@@ -151,9 +159,15 @@ class RefreshTick:
     notes: list[str]
 
 
-def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
-                 outcomes: Mapping[str, Outcome], now: float, seed: str = "0", *,
-                 files: str = "paid_orders") -> RefreshTick:
+def refresh_tick(
+    cursor: RefreshCursor,
+    touched: Iterable[Touched],
+    outcomes: Mapping[str, Outcome],
+    now: float,
+    seed: str = "0",
+    *,
+    files: str = "paid_orders",
+) -> RefreshTick:
     """Owe the days of new materializations, settle requests, ask for free owed days. Pure.
 
     ``outcomes`` holds what became of each pending request (by run key). A request whose
@@ -167,8 +181,9 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
     after = cursor.after
     for event in touched:
         for day in event.days:
-            owed[day] = max(owed.get(day, (event.storage_id, event.batch)),
-                            (event.storage_id, event.batch))
+            owed[day] = max(
+                owed.get(day, (event.storage_id, event.batch)), (event.storage_id, event.batch)
+            )
         after = event.storage_id if after is None else max(after, event.storage_id)
     failures = dict(cursor.failures)
     pending, notes = [], []
@@ -177,8 +192,9 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
         if outcome is None or outcome.busy:
             pending.append(request)
             continue
-        span = request.first if request.first == request.last \
-            else f"{request.first}...{request.last}"
+        span = (
+            request.first if request.first == request.last else f"{request.first}...{request.last}"
+        )
         if outcome.landed:
             paid = [d for d in request.days if d in owed and owed[d][0] <= request.covers]
             for day in paid:
@@ -187,28 +203,36 @@ def refresh_tick(cursor: RefreshCursor, touched: Iterable[Touched],
                 failures.pop(day, None)
             stale = [d for d in request.days if d in owed]
             if stale:
-                notes.append(f"{span}: {outcome.detail}, but {stale} were touched again "
-                             "since: rebuilding them again")
+                notes.append(
+                    f"{span}: {outcome.detail}, but {stale} were touched again "
+                    "since: rebuilding them again"
+                )
         else:
             ended = outcome.ended_at if outcome.ended_at is not None else request.requested_at
             for day in request.days:
                 failures[day] = (failures.get(day, (0, 0.0))[0] + 1, ended)
-            notes.append(f"{span}: {outcome.detail}, so those files were not rebuilt: "
-                         "requesting them again")
+            notes.append(
+                f"{span}: {outcome.detail}, so those files were not rebuilt: requesting them again"
+            )
     busy = {day for request in pending for day in request.days}
-    cooling = {day for day, (count, ended) in failures.items()
-               if now < ended + retry_delay(count)}
+    cooling = {day for day, (count, ended) in failures.items() if now < ended + retry_delay(count)}
     if cooling & set(owed):
         notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
     count, new, epoch = cursor.requests, [], cursor.epoch or seed
     for block in day_blocks(set(owed) - busy - cooling):
         count += 1
-        batch = max(owed[d] for d in days_between(parse_day(block.first),
-                                                  parse_day(block.last)))[1]
-        new.append(RefreshRequest(refresh_run_key(epoch, count, block, files), block.first,
-                                  block.last,
-                                  covers=after if after is not None else 0,
-                                  requested_at=now, batch=batch))
+        batch = max(owed[d] for d in days_between(parse_day(block.first), parse_day(block.last)))[1]
+        new.append(
+            RefreshRequest(
+                refresh_run_key(epoch, count, block, files),
+                block.first,
+                block.last,
+                covers=after if after is not None else 0,
+                requested_at=now,
+                batch=batch,
+            )
+        )
     failures = {day: f for day, f in failures.items() if day in owed}
-    return RefreshTick(RefreshCursor(after, owed, tuple(pending + new), count, failures,
-                                     epoch), new, notes)
+    return RefreshTick(
+        RefreshCursor(after, owed, tuple(pending + new), count, failures, epoch), new, notes
+    )

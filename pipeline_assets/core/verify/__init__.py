@@ -41,10 +41,24 @@ from .report import (
 from .sides import VerifyError
 
 __all__ = [
-    "DIFFERS_FROM_SOURCE", "FILE_DIFFERS", "FILE_NOT_BUILT",
-    "FILE_UNCOMMITTED", "DayCounts", "FileCheck", "Problem", "Repairs", "VerifyError",
-    "VerifyResult", "check_files", "compare_days", "compare_orders", "compare_rows",
+    "DIFFERS_FROM_SOURCE",
+    "FILE_DIFFERS",
+    "FILE_NOT_BUILT",
+    "FILE_UNCOMMITTED",
+    "DayCounts",
+    "FileCheck",
+    "Problem",
+    "Repairs",
+    "VerifyError",
+    "VerifyResult",
+    "check_files",
+    "compare_days",
+    "compare_orders",
+    "compare_rows",
     "differing_days",
-    "orders_range_command", "rebuild_command", "repair_commands", "runs",
+    "orders_range_command",
+    "rebuild_command",
+    "repair_commands",
+    "runs",
     "verify",
 ]

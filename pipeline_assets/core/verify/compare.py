@@ -68,10 +68,10 @@ class DayCounts:
     @property
     def only_deletions(self) -> bool:
         """Whether the orders the source lost are the whole difference of the day."""
-        return bool(self.only_in_warehouse) and (
-            self.source_rows, self.source_checksum) == (
+        return bool(self.only_in_warehouse) and (self.source_rows, self.source_checksum) == (
             self.warehouse_rows - self.only_in_warehouse,
-            (self.warehouse_checksum - self.deleted_checksum) % 2**64)
+            (self.warehouse_checksum - self.deleted_checksum) % 2**64,
+        )
 
     @property
     def agrees(self) -> bool:
@@ -85,26 +85,33 @@ class DayCounts:
 
     def to_json(self, spec: TableSpec = ORDERS) -> dict:
         out = {
-            "day": self.day, "agrees": self.agrees,
+            "day": self.day,
+            "agrees": self.agrees,
             "source_rows": self.source_rows,
             "source_checksum": f"{self.source_checksum:016x}",
             "warehouse_rows": self.warehouse_rows,
             "warehouse_checksum": f"{self.warehouse_checksum:016x}",
-            "not_loaded": self.not_loaded, "changed": self.changed,
+            "not_loaded": self.not_loaded,
+            "changed": self.changed,
             "only_in_warehouse": self.only_in_warehouse,
         }
         if is_orders(spec):
-            return {**out, "deleted_order_ids": self.deleted_ids,
-                    "warehouse_paid": self.warehouse_paid}
+            return {
+                **out,
+                "deleted_order_ids": self.deleted_ids,
+                "warehouse_paid": self.warehouse_paid,
+            }
         keys = [k if isinstance(k, tuple) else (k,) for k in self.deleted_ids]
-        return {**out, "deleted_keys": [dict(zip(spec.primary_key, k, strict=True))
-                                        for k in keys],
-                "warehouse_files": {f.name: self.in_file(spec, i)
-                                    for i, f in enumerate(spec.daily_files)}}
+        return {
+            **out,
+            "deleted_keys": [dict(zip(spec.primary_key, k, strict=True)) for k in keys],
+            "warehouse_files": {
+                f.name: self.in_file(spec, i) for i, f in enumerate(spec.daily_files)
+            },
+        }
 
 
-def _counts(source: dict[int, DayDigest], warehouse: dict[int, DayDigest]
-            ) -> dict[str, DayCounts]:
+def _counts(source: dict[int, DayDigest], warehouse: dict[int, DayDigest]) -> dict[str, DayCounts]:
     """The day counts of two digests, for every day with a row on either side."""
     out = {}
     for number in sorted(set(source) | set(warehouse)):
@@ -116,8 +123,16 @@ def _counts(source: dict[int, DayDigest], warehouse: dict[int, DayDigest]
 
 # --- the check: per-day totals --------------------------------------------------------------
 
-def compare_days(source: Engine, warehouse: Engine, tz: tzinfo, days: Iterable[date], *,
-                 known=None, spec: TableSpec = ORDERS) -> dict[str, DayCounts]:
+
+def compare_days(
+    source: Engine,
+    warehouse: Engine,
+    tz: tzinfo,
+    days: Iterable[date],
+    *,
+    known=None,
+    spec: TableSpec = ORDERS,
+) -> dict[str, DayCounts]:
     """Per-day count and checksum of both sides, for ``days`` (those with a row on either
     side). ``known`` (a load's :class:`~pipeline_assets.core.load.WholeDays`) gives the
     source side of the days that load read whole; every other day is read here, both
@@ -128,8 +143,14 @@ def compare_days(source: Engine, warehouse: Engine, tz: tzinfo, days: Iterable[d
     taken = set(given)
     unread = [d for d in days if d not in taken]
     try:
-        read, stored = day_digests(source, warehouse, tz, source_spans=_spans(unread, tz),
-                                   warehouse_spans=_spans(days, tz), spec=spec)
+        read, stored = day_digests(
+            source,
+            warehouse,
+            tz,
+            source_spans=_spans(unread, tz),
+            warehouse_spans=_spans(days, tz),
+            spec=spec,
+        )
     except InvalidRowError as exc:
         raise VerifyError(f"cannot reconcile: {exc}") from None
     for day in given:
@@ -141,22 +162,32 @@ def compare_days(source: Engine, warehouse: Engine, tz: tzinfo, days: Iterable[d
 
 def _spans(days: list[date], tz: tzinfo) -> list[tuple]:
     """Runs of consecutive days as ``[midnight, next midnight)`` ranges in ``tz``."""
-    return [(day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(days=1),
-                                                          tz))
-            for first, last in runs(d.isoformat() for d in days)]
+    return [
+        (day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(days=1), tz))
+        for first, last in runs(d.isoformat() for d in days)
+    ]
 
 
 def differing_days(days: dict[str, DayCounts]) -> list[str]:
     """The days whose count or checksum differ between source and warehouse."""
-    return [d for d, c in days.items()
-            if (c.source_rows, c.source_checksum) != (c.warehouse_rows, c.warehouse_checksum)]
+    return [
+        d
+        for d, c in days.items()
+        if (c.source_rows, c.source_checksum) != (c.warehouse_rows, c.warehouse_checksum)
+    ]
 
 
 DELETED_IDS_SHOWN = 5  # per day, in messages
 
 
-def add_deleted(source: Engine, warehouse: Engine, tz: tzinfo,
-                days: dict[str, DayCounts], *, spec: TableSpec = ORDERS) -> None:
+def add_deleted(
+    source: Engine,
+    warehouse: Engine,
+    tz: tzinfo,
+    days: dict[str, DayCounts],
+    *,
+    spec: TableSpec = ORDERS,
+) -> None:
     """Fill in, for each of ``days``, the warehouse rows the source holds nowhere any
     more (``only_in_warehouse``, the first keys, their checksum): the warehouse keys of
     those days, then the source asked only about those it no longer stamps on them, by
@@ -197,33 +228,48 @@ def _show(shown: dict[int, list], gone: pa.Table, spec: TableSpec) -> None:
             keys.extend(key_values(on_day.slice(0, DELETED_IDS_SHOWN - len(keys)), spec))
 
 
-def deletes_to_allow(days: Iterable[DayCounts], max_share: float, *,
-                     spec: TableSpec = ORDERS) -> tuple[set[str], str]:
+def deletes_to_allow(
+    days: Iterable[DayCounts], max_share: float, *, spec: TableSpec = ORDERS
+) -> tuple[set[str], str]:
     """The days whose range load must allow deletes to delete the rows named on them
     (more than ``max_share`` of the day's warehouse rows), and, when those commands must
     not say so, why: the source lost more than ``max_share`` of every row compared,
     which is what a wrong database or a half-restored one looks like, and the point of
     the guard is that nobody empties the warehouse by running what was printed."""
     days = list(days)
-    allow = {c.day for c in days
-             if c.only_in_warehouse and c.only_in_warehouse > max_share * c.warehouse_rows}
+    allow = {
+        c.day
+        for c in days
+        if c.only_in_warehouse and c.only_in_warehouse > max_share * c.warehouse_rows
+    }
     lost = sum(c.only_in_warehouse for c in days)
     held = sum(c.warehouse_rows for c in days)
     if allow and lost > max_share * held:
-        what, where = ("order(s)", "SOURCE_DATABASE_URL") if is_orders(spec) else \
-            (f"{spec.name} row(s)", f"the source of {spec.name}")
-        return set(), (f"the source no longer has {lost} of the {held} {what} compared, "
-                       f"more than MAX_DELETE_SHARE={max_share:g}: check {where} "
-                       "before repairing; the range loads refuse to delete them until run "
-                       "with allow_deletes: true")
+        what, where = (
+            ("order(s)", "SOURCE_DATABASE_URL")
+            if is_orders(spec)
+            else (f"{spec.name} row(s)", f"the source of {spec.name}")
+        )
+        return set(), (
+            f"the source no longer has {lost} of the {held} {what} compared, "
+            f"more than MAX_DELETE_SHARE={max_share:g}: check {where} "
+            "before repairing; the range loads refuse to delete them until run "
+            "with allow_deletes: true"
+        )
     return allow, ""
 
 
 # --- verify: every row, matched by key -----------------------------------------------------
 
-def compare_rows(source: Engine, warehouse: Engine | None, tz: tzinfo, *,
-                 batch_rows: int = SCAN_BATCH, spec: TableSpec = ORDERS
-                 ) -> tuple[dict[str, DayCounts], int, int]:
+
+def compare_rows(
+    source: Engine,
+    warehouse: Engine | None,
+    tz: tzinfo,
+    *,
+    batch_rows: int = SCAN_BATCH,
+    spec: TableSpec = ORDERS,
+) -> tuple[dict[str, DayCounts], int, int]:
     """Match the source and the warehouse by key: per-day counts, checksums, diffs.
 
     Returns ``(days, source_rows, warehouse_rows)``. ``warehouse=None``: an empty one.
@@ -232,10 +278,14 @@ def compare_rows(source: Engine, warehouse: Engine | None, tz: tzinfo, *,
     """
     merge = _Merge(spec)
     try:
-        with _stream(source_rows(source, tz, batch_rows=batch_rows, spec=spec)) as theirs, \
-                _stream(warehouse_rows(warehouse, tz, ordered=True, batch_rows=batch_rows,
-                                       spec=spec)
-                        if warehouse is not None else iter(())) as ours:
+        with (
+            _stream(source_rows(source, tz, batch_rows=batch_rows, spec=spec)) as theirs,
+            _stream(
+                warehouse_rows(warehouse, tz, ordered=True, batch_rows=batch_rows, spec=spec)
+                if warehouse is not None
+                else iter(())
+            ) as ours,
+        ):
             for part_s, part_w in _aligned(theirs, ours, spec):
                 merge.add(part_s, part_w)
     except InvalidRowError as exc:
@@ -262,8 +312,9 @@ class _stream:
         self.items.close()
 
 
-def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table], spec: TableSpec
-             ) -> Iterator[tuple[pa.Table, pa.Table]]:
+def _aligned(
+    source: Iterator[pa.Table], warehouse: Iterator[pa.Table], spec: TableSpec
+) -> Iterator[tuple[pa.Table, pa.Table]]:
     """Pairs of (source rows, warehouse rows) over the same run of keys, in key order."""
     held = {"s": None, "w": None}
     streams = {"s": source, "w": warehouse}
@@ -276,8 +327,7 @@ def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table], spec: Ta
             if batch is None:
                 done[side] = True
             else:
-                held[side] = batch if held[side] is None else pa.concat_tables(
-                    [held[side], batch])
+                held[side] = batch if held[side] is None else pa.concat_tables([held[side], batch])
 
     def cut(side: str, bound: tuple | None) -> pa.Table:
         table = held[side]
@@ -296,16 +346,20 @@ def _aligned(source: Iterator[pa.Table], warehouse: Iterator[pa.Table], spec: Ta
         if done["s"] and done["w"] and held["s"] is None and held["w"] is None:
             return
         # keys up to the smaller of the two last keys read are complete on both sides
-        ends = [last_key(held[side], spec) for side in ("s", "w")
-                if not done[side] and held[side] is not None and held[side].num_rows]
+        ends = [
+            last_key(held[side], spec)
+            for side in ("s", "w")
+            if not done[side] and held[side] is not None and held[side].num_rows
+        ]
         bound = min(ends) if ends else None
         yield cut("s", bound), cut("w", bound)
 
 
 def _empty(spec: TableSpec) -> pa.Table:
     """No rows: the stored columns of ``spec`` and ``day``."""
-    return pa.schema([(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
-                     + [("day", pa.int32())]).empty_table()
+    return pa.schema(
+        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns] + [("day", pa.int32())]
+    ).empty_table()
 
 
 class _Merge:
@@ -332,8 +386,7 @@ class _Merge:
         self.source_rows += s.num_rows
         self.warehouse_rows += w.num_rows
         s_both, w_both = member(s, w, spec), member(w, s, spec)
-        _tally(self.not_loaded, _with_filed(s.filter(pc.invert(s_both)), spec),
-               ["day", "paid"])
+        _tally(self.not_loaded, _with_filed(s.filter(pc.invert(s_both)), spec), ["day", "paid"])
         gone = w.filter(pc.invert(w_both))
         if gone.num_rows:
             _tally(self.gone, _with_filed(gone, spec), ["day", "paid"])
@@ -344,17 +397,25 @@ class _Merge:
         differ = _differ(s_pair, w_pair, spec)
         if differ is not None and pc.any(differ).as_py():
             s_pair, w_pair = s_pair.filter(differ), w_pair.filter(differ)
-            pairs = pa.table({"s_day": s_pair["day"], "w_day": w_pair["day"],
-                              "s_paid": _filed(s_pair, spec), "w_paid": _filed(w_pair, spec)})
+            pairs = pa.table(
+                {
+                    "s_day": s_pair["day"],
+                    "w_day": w_pair["day"],
+                    "s_paid": _filed(s_pair, spec),
+                    "w_paid": _filed(w_pair, spec),
+                }
+            )
             _tally(self.changed, pairs, ["s_day", "w_day", "s_paid", "w_paid"])
 
     def _count_kept(self, w: pa.Table) -> None:
         for files in self.spec.daily_files[1:]:
             if w.num_rows:
                 kept = w.filter(pa.array(kept_rows(w, self.spec, files)))
-                _tally(self.kept, kept.append_column(
-                    "file", pa.array([files.name] * kept.num_rows, pa.string())),
-                    ["file", "day"])
+                _tally(
+                    self.kept,
+                    kept.append_column("file", pa.array([files.name] * kept.num_rows, pa.string())),
+                    ["file", "day"],
+                )
 
     def days(self) -> dict[str, DayCounts]:
         days = _counts(self.source, self.warehouse)

@@ -56,60 +56,85 @@ class FileCheck:
     file: str = "paid_orders"  # which daily file
 
     def to_json(self) -> dict:
-        return {"day": self.day, "state": self.state,
-                "matches_warehouse": self.matches_warehouse, "file_rows": self.file_rows,
-                "warehouse_paid": self.warehouse_paid, "detail": self.detail,
-                **({} if self.file == "paid_orders" else {"file": self.file})}
+        return {
+            "day": self.day,
+            "state": self.state,
+            "matches_warehouse": self.matches_warehouse,
+            "file_rows": self.file_rows,
+            "warehouse_paid": self.warehouse_paid,
+            "detail": self.detail,
+            **({} if self.file == "paid_orders" else {"file": self.file}),
+        }
 
 
-def check_files(folder: str | Path | Store, warehouse: Engine | None, tz: tzinfo,
-                days: Sequence[str], warehouse_paid: dict[str, int], *,
-                spec: TableSpec = ORDERS, files: DailyFiles | None = None
-                ) -> list[FileCheck]:
+def check_files(
+    folder: str | Path | Store,
+    warehouse: Engine | None,
+    tz: tzinfo,
+    days: Sequence[str],
+    warehouse_paid: dict[str, int],
+    *,
+    spec: TableSpec = ORDERS,
+    files: DailyFiles | None = None,
+) -> list[FileCheck]:
     """Status of each day file of ``files`` (default: ``spec``'s first daily file) in
     ``days``, and for committed ones: rows == warehouse rows? ``warehouse_paid``: the
     warehouse rows of the file's view per day."""
     files = files or spec.daily_files[0]
     statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
     committed = [s.day for s in statuses if s.state == COMMITTED]
-    hashes = file_hashes(warehouse, tz, committed, spec=spec, files=files) \
-        if warehouse is not None else {}
+    hashes = (
+        file_hashes(warehouse, tz, committed, spec=spec, files=files)
+        if warehouse is not None
+        else {}
+    )
     out = []
     for status in statuses:
         paid = warehouse_paid.get(status.day, 0)
         if status.state != COMMITTED:
-            out.append(FileCheck(status.day, status.state, None, None, paid, status.reason,
-                                 files.name))
+            out.append(
+                FileCheck(status.day, status.state, None, None, paid, status.reason, files.name)
+            )
             continue
         rows, sha = hashes.get(status.day, (None, None))
         if sha == status.sha256:
             out.append(FileCheck(status.day, status.state, True, rows, paid, file=files.name))
             continue
-        expected = [] if warehouse is None else \
-            day_rows(warehouse, [status.day], tz, spec, files)[status.day]
+        expected = (
+            []
+            if warehouse is None
+            else day_rows(warehouse, [status.day], tz, spec, files)[status.day]
+        )
         out.append(_compare_file(status, expected, paid, spec, files))
     return out
 
 
-def file_hashes(warehouse: Engine, tz: tzinfo, days: Sequence[str], *,
-                spec: TableSpec = ORDERS, files: DailyFiles | None = None
-                ) -> dict[str, tuple[int, str]]:
+def file_hashes(
+    warehouse: Engine,
+    tz: tzinfo,
+    days: Sequence[str],
+    *,
+    spec: TableSpec = ORDERS,
+    files: DailyFiles | None = None,
+) -> dict[str, tuple[int, str]]:
     """``{day: (rows, sha256 of its file's bytes)}`` from the warehouse, for ``days`` (a
     day it cannot vouch for is left out), in one ordered read of their ranges."""
     numbers = {(parse_day(day) - EPOCH).days: day for day in days}
     hashes = DayFileHashes(numbers, tz, spec, files)
-    spans = [(day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(1), tz))
-             for first, last in runs(days)]
+    spans = [
+        (day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(1), tz))
+        for first, last in runs(days)
+    ]
     for table in warehouse_rows(warehouse, tz, spans, ordered=True, spec=spec):
         hashes.add(table)
     return {numbers[number]: found for number, found in hashes.result().items()}
 
 
-def _compare_file(status: DayStatus, rows: list[dict], paid: int, spec: TableSpec,
-                  files: DailyFiles) -> FileCheck:
+def _compare_file(
+    status: DayStatus, rows: list[dict], paid: int, spec: TableSpec, files: DailyFiles
+) -> FileCheck:
     def check(matches: bool, file_rows: int | None, detail: str = "") -> FileCheck:
-        return FileCheck(status.day, status.state, matches, file_rows, paid, detail,
-                         files.name)
+        return FileCheck(status.day, status.state, matches, file_rows, paid, detail, files.name)
 
     want = serialize_day(status.day, rows, spec, files)
     if sha256_hex(want) == status.sha256:
@@ -124,12 +149,20 @@ def _compare_file(status: DayStatus, rows: list[dict], paid: int, spec: TableSpe
     different = sum(1 for k in want_rows if k in have and have[k] != want_rows[k])
     if not (missing or extra or different):  # same rows, older byte layout
         return check(True, len(have))
-    held, gone = ("paid order(s)", "no longer paid") if is_orders(spec) else \
-        (f"row(s) of {files.name}", f"no longer in {files.name}")
-    return check(False, len(have), (
-        f"the committed file has {len(have)} row(s), the warehouse {len(want_rows)} {held}: "
-        f"{missing} missing from the file, {extra} {gone} on this day, "
-        f"{different} with other values"))
+    held, gone = (
+        ("paid order(s)", "no longer paid")
+        if is_orders(spec)
+        else (f"row(s) of {files.name}", f"no longer in {files.name}")
+    )
+    return check(
+        False,
+        len(have),
+        (
+            f"the committed file has {len(have)} row(s), the warehouse {len(want_rows)} {held}: "
+            f"{missing} missing from the file, {extra} {gone} on this day, "
+            f"{different} with other values"
+        ),
+    )
 
 
 def _rows_by_key(data: bytes, spec: TableSpec) -> dict | None:

@@ -32,8 +32,9 @@ def key_text(spec: TableSpec, key: object) -> str:
     values = key if isinstance(key, tuple) else (key,)
     if isinstance(key, Mapping):
         values = tuple(key.values())
-    return ", ".join(f"{name}={_value_text(value)}"
-                     for name, value in zip(spec.primary_key, values, strict=True))
+    return ", ".join(
+        f"{name}={_value_text(value)}" for name, value in zip(spec.primary_key, values, strict=True)
+    )
 
 
 def _value_text(value: object) -> str:
@@ -90,8 +91,7 @@ def upto(table: pa.Table, spec: TableSpec, bound: tuple) -> int:
     names = spec.primary_key
     mask = pc.less_equal(table[names[-1]], bound[-1])
     for name, value in zip(reversed(names[:-1]), reversed(bound[:-1]), strict=True):
-        mask = pc.or_(pc.less(table[name], value),
-                      pc.and_(pc.equal(table[name], value), mask))
+        mask = pc.or_(pc.less(table[name], value), pc.and_(pc.equal(table[name], value), mask))
     return pc.sum(mask).as_py() or 0
 
 
@@ -111,8 +111,11 @@ def stored_keys(columns: Sequence, spec: TableSpec, tz: tzinfo) -> pa.Table:
     for name, values in zip(spec.primary_key, columns, strict=True):
         kind = spec.column(name).type
         if kind.kind == "integer":
-            out.append(keys_of(values) if isinstance(values, (pa.Array, pa.ChunkedArray))
-                       else _integer_keys(values))
+            out.append(
+                keys_of(values)
+                if isinstance(values, (pa.Array, pa.ChunkedArray))
+                else _integer_keys(values)
+            )
         elif kind.kind == "text" and isinstance(values, (pa.Array, pa.ChunkedArray)):
             out.append(pc.cast(values, pa.string()))
         else:
@@ -126,8 +129,7 @@ def _integer_keys(values: list) -> pa.Array:
     try:
         return keys_of(pa.array(values))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed, empty, too large
-        return keys_of(pa.array([None if v is None else str(v) for v in values],
-                                pa.string()))
+        return keys_of(pa.array([None if v is None else str(v) for v in values], pa.string()))
 
 
 def _stored(kind, value, tz: tzinfo) -> str | None:

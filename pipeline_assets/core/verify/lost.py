@@ -50,8 +50,9 @@ LOOKUP_BATCH = 1_000  # keys per IN list: a statement of a few KiB on every engi
 _ENV = "SOURCE_DATABASE_URL"
 
 
-def lost_keys(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Array | pa.Table,
-              spans: Sequence[Span]) -> pa.Array | pa.Table:
+def lost_keys(
+    source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Array | pa.Table, spans: Sequence[Span]
+) -> pa.Array | pa.Table:
     """The ``keys`` (unique warehouse keys stamped in ``spans``) that no source row holds.
 
     ``keys``: a table of the key columns as stored (:mod:`.keys`), or, for a one-column
@@ -62,8 +63,9 @@ def lost_keys(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Array | pa.
     return _lost(source, src, tz, keys, spans)
 
 
-def _lost(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table,
-          spans: Sequence[Span]) -> pa.Table:
+def _lost(
+    source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table, spans: Sequence[Span]
+) -> pa.Table:
     dialect = dialect_of(source)
     kind = _key_kind(src, dialect)
     if not keys.num_rows:
@@ -72,8 +74,10 @@ def _lost(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table,
         return _not_scanned(source, src, tz, keys)
     spec = src.spec
     with _reader(source, dialect, src, tz) as read:
-        stamped = [read(keys_sql(src, dialect) + window_filter(src, dialect, tz, start, end))
-                   for start, end in spans]
+        stamped = [
+            read(keys_sql(src, dialect) + window_filter(src, dialect, tz, start, end))
+            for start, end in spans
+        ]
         missing = not_in(keys, stamped, spec)
         scan = missing.num_rows > LOOKUP_BATCH and not _key_indexed(source, src)
         if not scan:
@@ -87,8 +91,9 @@ def _lost(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table,
 
 
 @contextmanager
-def _reader(source: Engine, dialect: str, src: SourceTable, tz: tzinfo
-            ) -> Iterator[Callable[[str], pa.Table]]:
+def _reader(
+    source: Engine, dialect: str, src: SourceTable, tz: tzinfo
+) -> Iterator[Callable[[str], pa.Table]]:
     """``read(sql)``: the keys a ``SELECT`` of the key columns gives, as the warehouse
     stores them (:func:`.keys.stored_keys`). Through connectorx on MySQL (its Python
     driver is slow to parse many rows); elsewhere through one connection of the engine's
@@ -96,15 +101,23 @@ def _reader(source: Engine, dialect: str, src: SourceTable, tz: tzinfo
     PostgreSQL), on SQLite no second SQLite library in the process."""
     spec = src.spec
     if dialect == MYSQL:
+
         def read_mysql(sql: str) -> pa.Table:
-            found = [stored_keys(b.columns, spec, tz)
-                     for b in mysql_batches(source, sql, 65_536) if b.num_rows]
-            return pa.concat_tables(found) if found else \
-                stored_keys([[] for _ in spec.primary_key], spec, tz)
+            found = [
+                stored_keys(b.columns, spec, tz)
+                for b in mysql_batches(source, sql, 65_536)
+                if b.num_rows
+            ]
+            return (
+                pa.concat_tables(found)
+                if found
+                else stored_keys([[] for _ in spec.primary_key], spec, tz)
+            )
 
         yield read_mysql
         return
     with guard(source, _ENV), source.connect() as conn:
+
         def read(sql: str) -> pa.Table:
             result = conn.exec_driver_sql(sql)
             try:  # the driver's rows as they come: no row objects for columns of keys
@@ -121,8 +134,7 @@ def _not_scanned(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table) -
     """``keys`` without those the scan of every source key finds (the range load's)."""
     with closing(scan_keys(source, src)) as scanned:
         for found in scanned:
-            columns = [found] if isinstance(found, (pa.Array, pa.ChunkedArray)) \
-                else found.columns
+            columns = [found] if isinstance(found, (pa.Array, pa.ChunkedArray)) else found.columns
             keys = not_in(keys, [stored_keys(columns, src.spec, tz)], src.spec)
             if not keys.num_rows:
                 break
@@ -162,7 +174,7 @@ def _lookups(src: SourceTable, dialect: str, keys: list) -> Iterator[str]:
     kind = _key_kind(src, dialect)
     select, key = keys_sql(src, dialect), quote(_key_name(src), dialect)
     for offset in range(0, len(keys), LOOKUP_BATCH):
-        part = keys[offset:offset + LOOKUP_BATCH]
+        part = keys[offset : offset + LOOKUP_BATCH]
         if kind == "exact":
             values = ", ".join(_text_literal(k, dialect) for k in part)
         elif dialect == "sqlite":
@@ -189,8 +201,10 @@ def _unusual_keys_sql(src: SourceTable, dialect: str) -> str:
     """
     select, key = keys_sql(src, dialect), quote(_key_name(src), dialect)
     if dialect == "sqlite":
-        return (f"{select} WHERE {key} >= '' AND (typeof({key}) = 'blob' "
-                f"OR {key} GLOB '0*' OR {key} GLOB '*[^0-9]*')")
+        return (
+            f"{select} WHERE {key} >= '' AND (typeof({key}) = 'blob' "
+            f"OR {key} GLOB '0*' OR {key} GLOB '*[^0-9]*')"
+        )
     if dialect == MYSQL:
         return f"{select} WHERE CAST({key} AS CHAR) REGEXP '^0|[^0-9]'"
     return f"{select} WHERE CAST({key} AS TEXT) ~ '^0|[^0-9]'"
@@ -205,6 +219,7 @@ def _key_indexed(source: Engine, src: SourceTable) -> bool:
         inspector = sa.inspect(conn)
         firsts = [inspector.get_pk_constraint(name, **where).get("constrained_columns") or []]
         firsts += [i.get("column_names") or [] for i in inspector.get_indexes(name, **where)]
-        firsts += [u.get("column_names") or []
-                   for u in inspector.get_unique_constraints(name, **where)]
+        firsts += [
+            u.get("column_names") or [] for u in inspector.get_unique_constraints(name, **where)
+        ]
     return any(columns[:1] == [_key_name(src)] for columns in firsts)

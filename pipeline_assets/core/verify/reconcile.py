@@ -34,12 +34,22 @@ from .sides import VerifyError
 Folder = str | Path | Store
 
 
-def verify(source: Engine, warehouse: Engine, folder: Folder | Mapping[str, Folder], *,
-           tz: tzinfo, today: date | None = None, partitions_start: date | None = None,
-           days_from: date | None = None, days_to: date | None = None,
-           require_all: bool = False, chunk_size: int = SCAN_BATCH,
-           max_delete_share: float = 0.5, spec: TableSpec = ORDERS,
-           module: str | None = None) -> VerifyResult:
+def verify(
+    source: Engine,
+    warehouse: Engine,
+    folder: Folder | Mapping[str, Folder],
+    *,
+    tz: tzinfo,
+    today: date | None = None,
+    partitions_start: date | None = None,
+    days_from: date | None = None,
+    days_to: date | None = None,
+    require_all: bool = False,
+    chunk_size: int = SCAN_BATCH,
+    max_delete_share: float = 0.5,
+    spec: TableSpec = ORDERS,
+    module: str | None = None,
+) -> VerifyResult:
     """Reconcile source, warehouse and day files of ``spec``; see the package docstring.
 
     ``folder``: where the day files are, a folder (or object-store URL, or store) for a
@@ -56,65 +66,91 @@ def verify(source: Engine, warehouse: Engine, folder: Folder | Mapping[str, Fold
         raise VerifyError(f"--days-from {days_from} is after --days-to {days_to}")
     require_distinct(source, warehouse)
     wh = warehouse if has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL") else None
-    days, n_source, n_warehouse = compare_rows(source, wh, tz, batch_rows=chunk_size,
-                                               spec=spec)
+    days, n_source, n_warehouse = compare_rows(source, wh, tz, batch_rows=chunk_size, spec=spec)
     scope = _Scope(today, partitions_start, days_from, days_to, require_all)
     repairs = Repairs(spec, module)
 
     allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=spec)
-    differing, loads, rebuilds = _differs_from_source(days, scope, allow, refused,
-                                                      max_delete_share, repairs)
+    differing, loads, rebuilds = _differs_from_source(
+        days, scope, allow, refused, max_delete_share, repairs
+    )
     files, file_problems, file_rebuilds = _daily_files(folder, wh, tz, days, scope, repairs)
     problems = sorted([*differing, *file_problems], key=lambda p: (p.day, p.kind, p.subject or ""))
     return VerifyResult(
-        timezone=str(getattr(tz, "key", tz)), today=today and today.isoformat(),
+        timezone=str(getattr(tz, "key", tz)),
+        today=today and today.isoformat(),
         partitions_start=partitions_start and partitions_start.isoformat(),
-        days_from=days_from and days_from.isoformat(), days_to=days_to and days_to.isoformat(),
-        require_all=require_all, source_rows=n_source, warehouse_rows=n_warehouse,
+        days_from=days_from and days_from.isoformat(),
+        days_to=days_to and days_to.isoformat(),
+        require_all=require_all,
+        source_rows=n_source,
+        warehouse_rows=n_warehouse,
         days=tuple(c for d, c in sorted(days.items()) if scope.covers(d)),
-        files=tuple(files), problems=tuple(problems),
-        repair=tuple(repairs.commands(loads, rebuilds | file_rebuilds, allow)), spec=spec,
+        files=tuple(files),
+        problems=tuple(problems),
+        repair=tuple(repairs.commands(loads, rebuilds | file_rebuilds, allow)),
+        spec=spec,
     )
 
 
-def _folder_of(folder: Folder | Mapping[str, Folder], spec: TableSpec, view: DailyFiles
-               ) -> Store:
+def _folder_of(folder: Folder | Mapping[str, Folder], spec: TableSpec, view: DailyFiles) -> Store:
     """The store of one daily file: ``folder`` itself, or its entry for the file."""
     if not isinstance(folder, Mapping):
         if len(spec.daily_files) > 1:
-            raise VerifyError(f"{spec.name} has {len(spec.daily_files)} daily files: give "
-                              "the folder of each, by name")
+            raise VerifyError(
+                f"{spec.name} has {len(spec.daily_files)} daily files: give "
+                "the folder of each, by name"
+            )
         return open_store(folder)  # a local folder or an object-store URL
     if view.name not in folder:
         raise VerifyError(f"no folder given for the day files of {view.name}")
     return open_store(folder[view.name])
 
 
-def _daily_files(folder: Folder | Mapping[str, Folder], wh: Engine | None, tz: tzinfo,
-                 days: dict[str, DayCounts], scope: _Scope, repairs: Repairs
-                 ) -> tuple[list[FileCheck], list[Problem], set[str]]:
+def _daily_files(
+    folder: Folder | Mapping[str, Folder],
+    wh: Engine | None,
+    tz: tzinfo,
+    days: dict[str, DayCounts],
+    scope: _Scope,
+    repairs: Repairs,
+) -> tuple[list[FileCheck], list[Problem], set[str]]:
     """Every daily file of the table: checks, problems and days to rebuild, together."""
     files, problems, rebuilds = [], [], set()
     for index, view in enumerate(repairs.spec.daily_files):
-        checks, found, rebuilt = _daily_file(_folder_of(folder, repairs.spec, view), wh, tz,
-                                             days, scope, repairs, index)
+        checks, found, rebuilt = _daily_file(
+            _folder_of(folder, repairs.spec, view), wh, tz, days, scope, repairs, index
+        )
         files += checks
         problems += found
         rebuilds |= rebuilt
     return files, problems, rebuilds
 
 
-def _daily_file(folder: Store, wh: Engine | None, tz: tzinfo, days: dict[str, DayCounts],
-                scope: _Scope, repairs: Repairs, index: int
-                ) -> tuple[list[FileCheck], list[Problem], set[str]]:
+def _daily_file(
+    folder: Store,
+    wh: Engine | None,
+    tz: tzinfo,
+    days: dict[str, DayCounts],
+    scope: _Scope,
+    repairs: Repairs,
+    index: int,
+) -> tuple[list[FileCheck], list[Problem], set[str]]:
     """One daily file: its checks, its problems (bad files, days not built) and the days
     to rebuild."""
     spec = repairs.spec
     view = spec.daily_files[index]
     on_disk = set(known_days(folder))
     in_view = {d: c.in_file(spec, index) for d, c in days.items()}
-    files = check_files(folder, wh, tz, sorted(d for d in on_disk if scope.covers(d)),
-                        in_view, spec=spec, files=view)
+    files = check_files(
+        folder,
+        wh,
+        tz,
+        sorted(d for d in on_disk if scope.covers(d)),
+        in_view,
+        spec=spec,
+        files=view,
+    )
     bad_files, file_rebuilds = _file_problems(files, scope, repairs, view)
     unbuilt, unbuilt_rebuilds = _not_built(in_view, on_disk, scope, repairs, view)
     return files, [*bad_files, *unbuilt], file_rebuilds | unbuilt_rebuilds
@@ -131,17 +167,24 @@ class _Scope:
     require_all: bool
 
     def covers(self, day: str) -> bool:
-        return ((self.days_from is None or day >= self.days_from.isoformat())
-                and (self.days_to is None or day <= self.days_to.isoformat()))
+        return (self.days_from is None or day >= self.days_from.isoformat()) and (
+            self.days_to is None or day <= self.days_to.isoformat()
+        )
 
     def buildable(self, day: str) -> bool:
-        return ((self.partitions_start is None or day >= self.partitions_start.isoformat())
-                and (self.today is None or day < self.today.isoformat()))
+        return (self.partitions_start is None or day >= self.partitions_start.isoformat()) and (
+            self.today is None or day < self.today.isoformat()
+        )
 
 
-def _differs_from_source(days: dict[str, DayCounts], scope: _Scope, allow: set[str],
-                         refused: str, max_delete_share: float, repairs: Repairs
-                         ) -> tuple[list[Problem], set[str], set[str]]:
+def _differs_from_source(
+    days: dict[str, DayCounts],
+    scope: _Scope,
+    allow: set[str],
+    refused: str,
+    max_delete_share: float,
+    repairs: Repairs,
+) -> tuple[list[Problem], set[str], set[str]]:
     """Rows not loaded, changed or deleted from the source: a problem per day, and the
     days to load and to rebuild that repair them all."""
     problems: list[Problem] = []
@@ -160,17 +203,27 @@ def _differs_from_source(days: dict[str, DayCounts], scope: _Scope, allow: set[s
         if counts.only_in_warehouse and refused:
             detail += f"; {refused}"
         elif counts.day in allow:
-            detail += (f"; that is more than MAX_DELETE_SHARE={max_delete_share:g} of the "
-                       "day, so its command allows the deletes")
+            detail += (
+                f"; that is more than MAX_DELETE_SHARE={max_delete_share:g} of the "
+                "day, so its command allows the deletes"
+            )
         subject = None if is_orders(repairs.spec) else repairs.spec.name
-        problems.append(Problem(counts.day, DIFFERS_FROM_SOURCE, detail, True,
-                                tuple(repairs.commands(counts.load_days, rebuild, allow)),
-                                subject))
+        problems.append(
+            Problem(
+                counts.day,
+                DIFFERS_FROM_SOURCE,
+                detail,
+                True,
+                tuple(repairs.commands(counts.load_days, rebuild, allow)),
+                subject,
+            )
+        )
     return problems, all_loads, all_rebuilds
 
 
-def _file_problems(files: list[FileCheck], scope: _Scope, repairs: Repairs,
-                   view: DailyFiles) -> tuple[list[Problem], set[str]]:
+def _file_problems(
+    files: list[FileCheck], scope: _Scope, repairs: Repairs, view: DailyFiles
+) -> tuple[list[Problem], set[str]]:
     """Day files that differ from the warehouse, are uncommitted, or went away while
     verify looked: a problem each, and the days to rebuild."""
     problems: list[Problem] = []
@@ -187,15 +240,25 @@ def _file_problems(files: list[FileCheck], scope: _Scope, repairs: Repairs,
         if not scope.buildable(check.day):
             detail += f"; {no_partition(check.day, scope.today)}"
         fails = kind != FILE_NOT_BUILT or (scope.require_all and scope.buildable(check.day))
-        problems.append(file_problem(check.day, kind, detail, scope.buildable(check.day),
-                                     fails=fails, repairs=repairs, files=view))
+        problems.append(
+            file_problem(
+                check.day,
+                kind,
+                detail,
+                scope.buildable(check.day),
+                fails=fails,
+                repairs=repairs,
+                files=view,
+            )
+        )
         if fails and scope.buildable(check.day):
             rebuilds.add(check.day)
     return problems, rebuilds
 
 
-def _not_built(in_view: dict[str, int], on_disk: set[str], scope: _Scope, repairs: Repairs,
-               view: DailyFiles) -> tuple[list[Problem], set[str]]:
+def _not_built(
+    in_view: dict[str, int], on_disk: set[str], scope: _Scope, repairs: Repairs, view: DailyFiles
+) -> tuple[list[Problem], set[str]]:
     """Days with rows of the file's view in the warehouse and no file: a problem each
     (failing only with ``require_all``), and the days to rebuild then."""
     problems: list[Problem] = []
@@ -204,11 +267,20 @@ def _not_built(in_view: dict[str, int], on_disk: set[str], scope: _Scope, repair
     for day, rows in sorted(in_view.items()):
         if rows and day not in on_disk and scope.covers(day):
             can = scope.buildable(day)
-            detail = (f"{rows} {held} in the warehouse, no file yet"
-                      + ("" if can else f"; {no_partition(day, scope.today)}"))
-            problems.append(file_problem(day, FILE_NOT_BUILT, detail, can,
-                                         fails=scope.require_all and can, repairs=repairs,
-                                         files=view))
+            detail = f"{rows} {held} in the warehouse, no file yet" + (
+                "" if can else f"; {no_partition(day, scope.today)}"
+            )
+            problems.append(
+                file_problem(
+                    day,
+                    FILE_NOT_BUILT,
+                    detail,
+                    can,
+                    fails=scope.require_all and can,
+                    repairs=repairs,
+                    files=view,
+                )
+            )
             if scope.require_all and can:
                 rebuilds.add(day)
     return problems, rebuilds

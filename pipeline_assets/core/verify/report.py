@@ -39,13 +39,13 @@ class Repairs:
             named["module"] = self.module
         return named
 
-    def commands(self, loads: Iterable[str], rebuilds: Iterable[str],
-                 allow: Iterable[str] = ()) -> list[str]:
+    def commands(
+        self, loads: Iterable[str], rebuilds: Iterable[str], allow: Iterable[str] = ()
+    ) -> list[str]:
         """Loads first, then the rebuilds that read them (one per range of days)."""
         return repair_commands(loads, rebuilds, allow, **self._named())
 
-    def rebuild(self, first: str, last: str | None = None,
-                files: DailyFiles | None = None) -> str:
+    def rebuild(self, first: str, last: str | None = None, files: DailyFiles | None = None) -> str:
         """The rebuild of days ``first``…``last`` (of ``files`` alone when the table has
         several daily files)."""
         named = self._named()
@@ -70,9 +70,14 @@ class Problem:
     subject: str | None = None
 
     def to_json(self) -> dict:
-        return {"day": self.day, "kind": self.kind, "fails": self.fails,
-                "detail": self.detail, "repair": list(self.repair),
-                **({} if self.subject is None else {"subject": self.subject})}
+        return {
+            "day": self.day,
+            "kind": self.kind,
+            "fails": self.fails,
+            "detail": self.detail,
+            "repair": list(self.repair),
+            **({} if self.subject is None else {"subject": self.subject}),
+        }
 
     def line(self) -> str:
         subject = "" if self.subject is None else f"{self.subject} "
@@ -111,11 +116,16 @@ class VerifyResult:
         table = {} if is_orders(self.spec) else {"table": self.spec.name}
         return {
             **table,
-            "ok": self.ok, "exit_code": self.exit_code, "require_all": self.require_all,
-            "timezone": self.timezone, "today": self.today,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "require_all": self.require_all,
+            "timezone": self.timezone,
+            "today": self.today,
             "partitions_start": self.partitions_start,
-            "days_from": self.days_from, "days_to": self.days_to,
-            "source_rows": self.source_rows, "warehouse_rows": self.warehouse_rows,
+            "days_from": self.days_from,
+            "days_to": self.days_to,
+            "source_rows": self.source_rows,
+            "warehouse_rows": self.warehouse_rows,
             "failing_days": self.failing_days,
             "problems": [p.to_json() for p in self.problems],
             "repair": list(self.repair),
@@ -162,12 +172,15 @@ def source_detail(c: DayCounts, spec: TableSpec = ORDERS) -> str:
     if c.changed:
         parts.append(f"{c.changed} changed since the last load")
     if c.only_in_warehouse:
-        parts.append(f"{c.only_in_warehouse} only in the warehouse: the source no longer has "
-                     f"them ({deleted_ids(c, spec)}); a range load of the day deletes them")
+        parts.append(
+            f"{c.only_in_warehouse} only in the warehouse: the source no longer has "
+            f"them ({deleted_ids(c, spec)}); a range load of the day deletes them"
+        )
     elsewhere = sorted(c.load_days - {c.day})
     moved = f"; the source now puts them on {', '.join(elsewhere)}" if elsewhere else ""
-    return (f"source {c.source_rows} rows, warehouse {c.warehouse_rows} rows: "
-            f"{', '.join(parts)}{moved}")
+    return (
+        f"source {c.source_rows} rows, warehouse {c.warehouse_rows} rows: {', '.join(parts)}{moved}"
+    )
 
 
 def deleted_ids(c: DayCounts, spec: TableSpec = ORDERS) -> str:
@@ -176,8 +189,16 @@ def deleted_ids(c: DayCounts, spec: TableSpec = ORDERS) -> str:
     return rows_named(spec, c.deleted_ids, c.only_in_warehouse)
 
 
-def file_problem(day: str, kind: str, detail: str, can_build: bool, *, fails: bool,
-                 repairs: Repairs = Repairs(), files: DailyFiles | None = None) -> Problem:
+def file_problem(
+    day: str,
+    kind: str,
+    detail: str,
+    can_build: bool,
+    *,
+    fails: bool,
+    repairs: Repairs = Repairs(),
+    files: DailyFiles | None = None,
+) -> Problem:
     """A problem with a day file (of ``files``; ``orders``' ``paid_orders`` unless told);
     its repair is a rebuild when the partition exists."""
     repair = (repairs.rebuild(day, day, files),) if can_build else ()

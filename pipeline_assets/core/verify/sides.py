@@ -54,9 +54,14 @@ NATIVE = ("integer", "float", "boolean")  # read as they are; every other kind a
 _ENV = "WAREHOUSE_DATABASE_URL"
 
 
-def source_rows(source: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
-                batch_rows: int = SCAN_BATCH, spec: TableSpec = ORDERS
-                ) -> Iterator[pa.Table]:
+def source_rows(
+    source: Engine,
+    tz: tzinfo,
+    spans: Sequence[Span] = EVERYTHING,
+    *,
+    batch_rows: int = SCAN_BATCH,
+    spec: TableSpec = ORDERS,
+) -> Iterator[pa.Table]:
     """The source's rows of ``spec`` stamped in ``spans`` as the load stores them, with
     ``day``; in key order within each span. An invalid row raises
     :class:`~pipeline_assets.core.rows.InvalidRowError`, which each caller words."""
@@ -66,10 +71,16 @@ def source_rows(source: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, 
             yield rows
 
 
-def warehouse_rows(warehouse: Engine, tz: tzinfo, spans: Sequence[Span] = EVERYTHING, *,
-                   ordered: bool = False, batch_rows: int = SCAN_BATCH,
-                   keys: tuple[int, int] | None = None, spec: TableSpec = ORDERS
-                   ) -> Iterator[pa.Table]:
+def warehouse_rows(
+    warehouse: Engine,
+    tz: tzinfo,
+    spans: Sequence[Span] = EVERYTHING,
+    *,
+    ordered: bool = False,
+    batch_rows: int = SCAN_BATCH,
+    keys: tuple[int, int] | None = None,
+    spec: TableSpec = ORDERS,
+) -> Iterator[pa.Table]:
     """The warehouse's rows of ``spec`` stamped in ``spans``, with ``day`` (in key order
     within each span when ``ordered``; only ``keys[0] <= key < keys[1]`` when given, for
     a single integer key). Nothing when no load has made the table yet.
@@ -106,11 +117,13 @@ class _Stored:
         names = [quote(c.name, dialect) for c in spec.columns]
         self.columns = ", ".join(
             n if c.type.kind in NATIVE else f"CAST({n} AS TEXT) AS {n}"
-            for n, c in zip(names, spec.columns, strict=True))
+            for n, c in zip(names, spec.columns, strict=True)
+        )
         text_order = ' COLLATE "C"' if dialect == "postgresql" else ""  # code point order
         self.order = ", ".join(
             quote(k, dialect) + ("" if spec.column(k).type.kind == "integer" else text_order)
-            for k in spec.primary_key)
+            for k in spec.primary_key
+        )
         self.date_cursor = spec.column(spec.cursor).type.kind == "date"
 
     def condition(self, start, end, keys, column: str | None = None) -> str:
@@ -133,15 +146,24 @@ class _Stored:
     def sql(self, start, end, *, ordered: bool, keys=None, plus: bool = False) -> str:
         """The rows in ``[start, end)``, by the cursor's index (``plus``: not through it)."""
         condition = self.condition(start, end, keys, f"+{self.cursor}" if plus else None)
-        return (f"SELECT {self.columns} FROM {self.table}"
-                + (f" WHERE {condition}" if condition else "")
-                + (f" ORDER BY {self.order}" if ordered else ""))
+        return (
+            f"SELECT {self.columns} FROM {self.table}"
+            + (f" WHERE {condition}" if condition else "")
+            + (f" ORDER BY {self.order}" if ordered else "")
+        )
 
     def arrow(self, rows: Sequence[tuple]) -> pa.Table:
         """Rows a driver gave (tuples, in declared column order) as a typed table."""
         columns = list(zip(*rows, strict=True))
-        return self.typed(pa.table([_array(values, c.type.kind) for values, c in zip(
-            columns, self.spec.columns, strict=True)], names=list(self.spec.column_names)))
+        return self.typed(
+            pa.table(
+                [
+                    _array(values, c.type.kind)
+                    for values, c in zip(columns, self.spec.columns, strict=True)
+                ],
+                names=list(self.spec.column_names),
+            )
+        )
 
     def typed(self, table: pa.Table) -> pa.Table:
         """Each column in its stored Arrow type, and the day of each row."""
@@ -162,8 +184,9 @@ class _Stored:
         try:
             instants = pc.cast(text, INSTANT)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            instants = pa.array([self._instant(i, v, table)
-                                 for i, v in enumerate(text.to_pylist())], INSTANT)
+            instants = pa.array(
+                [self._instant(i, v, table) for i, v in enumerate(text.to_pylist())], INSTANT
+            )
         return day_numbers(instants, self.tz)
 
     def _instant(self, i: int, text: str, table: pa.Table) -> datetime:
@@ -184,7 +207,8 @@ class _Stored:
         return VerifyError(
             f"the warehouse row of {row_name(spec, key[0] if len(key) == 1 else key)} has "
             f"{spec.cursor} {text!r}, which is not {what}; reload it with an "
-            f"explicit-range {spec.name} run")
+            f"explicit-range {spec.name} run"
+        )
 
 
 def _array(values: Sequence, kind: str) -> pa.Array:
@@ -203,8 +227,14 @@ def _tables(batch: pa.RecordBatch, batch_rows: int, stored: _Stored) -> Iterator
 READER_ROWS = 250_000
 
 
-def _sqlite_rows(warehouse: Engine, stored: _Stored, spans: Sequence[Span], ordered: bool,
-                 batch_rows: int, keys: tuple[int, int] | None) -> Iterator[pa.Table]:
+def _sqlite_rows(
+    warehouse: Engine,
+    stored: _Stored,
+    spans: Sequence[Span],
+    ordered: bool,
+    batch_rows: int,
+    keys: tuple[int, int] | None,
+) -> Iterator[pa.Table]:
     """:func:`warehouse_rows` of a SQLite warehouse."""
     with guard(warehouse, _ENV), warehouse.connect() as conn:
         cur = conn.connection.driver_connection.cursor()
@@ -213,9 +243,12 @@ def _sqlite_rows(warehouse: Engine, stored: _Stored, spans: Sequence[Span], orde
             for start, end in spans:
                 large = _at_least(cur, stored, start, end, keys, SMALL_WINDOW)
                 # SQLite keeps no statistics: a large range reads faster by a table scan
-                plans.append((stored.sql(start, end, ordered=ordered, keys=keys, plus=large),
-                              large and _at_least(cur, stored, start, end, keys,
-                                                  READER_ROWS)))
+                plans.append(
+                    (
+                        stored.sql(start, end, ordered=ordered, keys=keys, plus=large),
+                        large and _at_least(cur, stored, start, end, keys, READER_ROWS),
+                    )
+                )
             if not any(large for _, large in plans):
                 for sql, _ in plans:
                     cur.execute(sql)
@@ -229,22 +262,34 @@ def _sqlite_rows(warehouse: Engine, stored: _Stored, spans: Sequence[Span], orde
         for batch in sqlite_reader.read(database, [sql for sql, _ in plans], batch_rows):
             yield from _tables(batch, batch_rows, stored)
     except sqlite_reader.ReaderError as exc:
-        raise DatabaseError(f"cannot read the warehouse database at {redact(warehouse.url)}: "
-                            f"{exc}. Check {_ENV}.", kind=UNREACHABLE) from None
+        raise DatabaseError(
+            f"cannot read the warehouse database at {redact(warehouse.url)}: {exc}. Check {_ENV}.",
+            kind=UNREACHABLE,
+        ) from None
 
 
-def _at_least(cur, stored: _Stored, start: datetime | None, end: datetime | None,
-              keys: tuple[int, int] | None, rows: int) -> bool:
+def _at_least(
+    cur,
+    stored: _Stored,
+    start: datetime | None,
+    end: datetime | None,
+    keys: tuple[int, int] | None,
+    rows: int,
+) -> bool:
     """Whether the table holds ``rows`` or more in the range (counted through its indexes,
     at most that many: bounded whatever the table)."""
     condition = stored.condition(start, end, keys)
-    cur.execute(f"SELECT count(*) FROM (SELECT 1 FROM {stored.table}"
-                + (f" WHERE {condition}" if condition else "") + f" LIMIT {rows})")
+    cur.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM {stored.table}"
+        + (f" WHERE {condition}" if condition else "")
+        + f" LIMIT {rows})"
+    )
     return cur.fetchone()[0] >= rows
 
 
-def digest_by_day(tables: Iterable[pa.Table], spec: TableSpec = ORDERS
-                  ) -> tuple[dict[int, DayDigest], int]:
+def digest_by_day(
+    tables: Iterable[pa.Table], spec: TableSpec = ORDERS
+) -> tuple[dict[int, DayDigest], int]:
     """Per-day digests of the rows in ``tables``, and how many rows there were."""
     days: dict[int, DayDigest] = {}
     rows = 0
@@ -254,35 +299,50 @@ def digest_by_day(tables: Iterable[pa.Table], spec: TableSpec = ORDERS
     return days, rows
 
 
-def day_digests(source: Engine, warehouse: Engine, tz: tzinfo, *,
-                source_spans: Sequence[Span], warehouse_spans: Sequence[Span],
-                spec: TableSpec = ORDERS
-                ) -> tuple[dict[int, DayDigest], dict[int, DayDigest]]:
+def day_digests(
+    source: Engine,
+    warehouse: Engine,
+    tz: tzinfo,
+    *,
+    source_spans: Sequence[Span],
+    warehouse_spans: Sequence[Span],
+    spec: TableSpec = ORDERS,
+) -> tuple[dict[int, DayDigest], dict[int, DayDigest]]:
     """Per-day digests of the source over ``source_spans`` and of the warehouse over
     ``warehouse_spans``, both read at once (the warehouse in a thread of its own). With
     no source day to read (a first load read them all), the warehouse is read as two
     halves of its keys at once instead: its read is then all there is to wait for."""
     halves = _key_halves(warehouse, spec) if not source_spans else None
     with ThreadPoolExecutor(2, thread_name_prefix="pipeline-assets-warehouse") as pool:
-        parts = [pool.submit(lambda keys=keys: digest_by_day(
-            warehouse_rows(warehouse, tz, warehouse_spans, keys=keys, spec=spec), spec)[0])
-            for keys in (halves or [None])]
-        read = digest_by_day(source_rows(source, tz, source_spans, spec=spec), spec)[0] \
-            if source_spans else {}
+        parts = [
+            pool.submit(
+                lambda keys=keys: digest_by_day(
+                    warehouse_rows(warehouse, tz, warehouse_spans, keys=keys, spec=spec), spec
+                )[0]
+            )
+            for keys in (halves or [None])
+        ]
+        read = (
+            digest_by_day(source_rows(source, tz, source_spans, spec=spec), spec)[0]
+            if source_spans
+            else {}
+        )
         stored = parts[0].result()
         for part in parts[1:]:
             for day, digest in part.result().items():
-                stored.setdefault(day, DayDigest()).add(digest.rows, digest.checksum,
-                                                        digest.paid)
+                stored.setdefault(day, DayDigest()).add(digest.rows, digest.checksum, digest.paid)
         return read, stored
 
 
 def _key_halves(warehouse: Engine, spec: TableSpec) -> list[tuple[int, int]] | None:
     """Two ranges of a single integer key that split the warehouse's keys (the ends of its
     key index: two index probes), or None when there is nothing to split."""
-    if warehouse.dialect.name != "sqlite" or len(spec.primary_key) != 1 or \
-            spec.column(spec.primary_key[0]).type.kind != "integer" or \
-            not has_table(warehouse, spec.name, _ENV):
+    if (
+        warehouse.dialect.name != "sqlite"
+        or len(spec.primary_key) != 1
+        or spec.column(spec.primary_key[0]).type.kind != "integer"
+        or not has_table(warehouse, spec.name, _ENV)
+    ):
         return None
     stored = _Stored(spec, "sqlite", None)
     key = quote(spec.primary_key[0], "sqlite")
@@ -301,8 +361,9 @@ def _key_halves(warehouse: Engine, spec: TableSpec) -> list[tuple[int, int]] | N
 KEYS_PER_LIST = 1_000  # keys per IN list of warehouse_rows_by_key
 
 
-def warehouse_keys(warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec = ORDERS
-                   ) -> Iterator[pa.Table]:
+def warehouse_keys(
+    warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec = ORDERS
+) -> Iterator[pa.Table]:
     """The keys of the warehouse's rows stamped in ``spans`` (a table of the key columns):
     only the key is read, through the cursor's index (on SQLite an integer key is the
     rowid, which that index holds: no row is read at all). Through the engine's own
@@ -311,10 +372,16 @@ def warehouse_keys(warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec 
         return
     stored = _Stored(spec, dialect_of(warehouse), None)
     kinds = [spec.column(k).type.kind for k in spec.primary_key]
-    select = f"SELECT {', '.join(quote(k, stored.dialect) for k in spec.primary_key)} " \
-             f"FROM {stored.table}"
-    sqls = [f"{select} WHERE {stored.condition(start, end, None)}"
-            if start is not None or end is not None else select for start, end in spans]
+    select = (
+        f"SELECT {', '.join(quote(k, stored.dialect) for k in spec.primary_key)} "
+        f"FROM {stored.table}"
+    )
+    sqls = [
+        f"{select} WHERE {stored.condition(start, end, None)}"
+        if start is not None or end is not None
+        else select
+        for start, end in spans
+    ]
     with guard(warehouse, _ENV), warehouse.connect() as conn:
         cur = conn.connection.driver_connection.cursor()
         try:
@@ -322,15 +389,17 @@ def warehouse_keys(warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec 
                 cur.execute(sql)
                 while part := cur.fetchmany(65_536):
                     columns = list(zip(*part, strict=True))
-                    yield pa.table([_array(c, kind) for c, kind in zip(columns, kinds,
-                                                                      strict=True)],
-                                   names=list(spec.primary_key))
+                    yield pa.table(
+                        [_array(c, kind) for c, kind in zip(columns, kinds, strict=True)],
+                        names=list(spec.primary_key),
+                    )
         finally:
             cur.close()
 
 
-def warehouse_rows_by_key(warehouse: Engine, tz: tzinfo, keys: Sequence, *,
-                          spec: TableSpec = ORDERS) -> Iterator[pa.Table]:
+def warehouse_rows_by_key(
+    warehouse: Engine, tz: tzinfo, keys: Sequence, *, spec: TableSpec = ORDERS
+) -> Iterator[pa.Table]:
     """The warehouse's rows whose key is one of ``keys`` (sorted; values for a one-column
     key, tuples otherwise), with ``day``, in key order: :data:`KEYS_PER_LIST` keys per
     ``IN`` list, a probe of the key each."""
@@ -343,9 +412,11 @@ def warehouse_rows_by_key(warehouse: Engine, tz: tzinfo, keys: Sequence, *,
         cur = conn.connection.driver_connection.cursor()
         try:
             for i in range(0, len(keys), KEYS_PER_LIST):
-                listed = ", ".join(_key_literal(k) for k in keys[i:i + KEYS_PER_LIST])
-                cur.execute(f"SELECT {stored.columns} FROM {stored.table} "
-                            f"WHERE {column} IN ({listed}) ORDER BY {stored.order}")
+                listed = ", ".join(_key_literal(k) for k in keys[i : i + KEYS_PER_LIST])
+                cur.execute(
+                    f"SELECT {stored.columns} FROM {stored.table} "
+                    f"WHERE {column} IN ({listed}) ORDER BY {stored.order}"
+                )
                 if part := cur.fetchall():
                     yield stored.arrow(part)
         finally:
