@@ -45,3 +45,23 @@ def database_urls(backend: str, tmp_path: Path, request) -> dict[str, str]:
         }
     dbs = request.getfixturevalue("postgres")
     return {"source": dbs.url("source"), "warehouse": dbs.url("warehouse")}
+
+
+# The pipeline's own settings: a command a test runs as a user would sees none of the
+# caller's (a developer's shell may set them).
+SETTINGS = (
+    "PIPELINE_",
+    "SOURCE_DATABASE",
+    "WAREHOUSE_DATABASE",
+    "LOOKBACK_DAYS",
+    "PARTITIONS_START",
+    "PAID_ORDERS",
+)
+
+
+def user_environment(*, data: Path, home: Path) -> dict[str, str]:
+    """The caller's environment without the pipeline's settings, with ``data`` as
+    PIPELINE_DATA_DIR and ``home`` (made here) as DAGSTER_HOME."""
+    home.mkdir(exist_ok=True)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(SETTINGS)}
+    return env | {"PIPELINE_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}

@@ -10,7 +10,6 @@ one warehouse, real SQLite files under tmp_path.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
 from .plain import query
+from .support import user_environment
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, delete_payment, make_payments
 
 BIN = Path(sys.executable).parent
@@ -317,22 +317,7 @@ def test_the_printed_repairs_run_as_printed_in_the_users_project(cli, both, shop
     report = json.loads(cli("verify", "-m", shop, "--table", "payments", "--json")[1])
     assert len(report["repair"]) == 2
 
-    (tmp_path / "home").mkdir()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(
-            (
-                "PIPELINE_",
-                "SOURCE_DATABASE",
-                "WAREHOUSE_DATABASE",
-                "LOOKBACK_DAYS",
-                "PARTITIONS_START",
-                "PAID_ORDERS",
-            )
-        )
-    }
-    env.update(PIPELINE_DATA_DIR=str(both), DAGSTER_HOME=str(tmp_path / "home"))
+    env = user_environment(data=both, home=tmp_path / "home")
     for command in report["repair"]:
         argv = shlex.split(command)
         done = subprocess.run(

@@ -11,7 +11,6 @@ declared table's forms in a user's project in ``test_cli_location.py``.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import sqlite3
@@ -35,6 +34,7 @@ from pipeline_assets.core.spec import ORDERS
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
+from .support import user_environment
 from .tables import PAYMENTS
 
 BIN = Path(sys.executable).parent
@@ -176,21 +176,7 @@ def test_several_uncommitted_days_name_one_rebuild_per_line(tmp_path):
 @pytest.mark.e2e
 def test_each_printed_form_runs_through_the_real_cli(tmp_path):
     data = tmp_path / "data"
-    (tmp_path / "home").mkdir()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(
-            (
-                "PIPELINE_",
-                "SOURCE_DATABASE",
-                "WAREHOUSE_DATABASE",
-                "LOOKBACK_DAYS",
-                "PARTITIONS_START",
-            )
-        )
-    }
-    env.update(PIPELINE_DATA_DIR=str(data), DAGSTER_HOME=str(tmp_path / "home"))
+    env = user_environment(data=data, home=tmp_path / "home")
 
     def run(command: str) -> None:
         argv = shlex.split(command)

@@ -8,7 +8,6 @@ deletion go through core, as the asset runs them.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pipeline_assets.core.commands import range_command, rebuild_command
 from pipeline_assets.core.daily_files import read_committed_day
 
 from .plain import source_rows, warehouse_rows
+from .support import user_environment
 from .worlds import Pipeline
 
 BIN = Path(sys.executable).parent
@@ -94,22 +94,7 @@ def test_a_deleted_order_is_named_by_verify_and_the_printed_range_load_removes_i
     assert json.loads(cli("verify", "--json")[1])["repair"] == repair
 
     # phase 4: the printed commands, pasted as printed
-    (tmp_path / "home").mkdir()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(
-            (
-                "PIPELINE_",
-                "SOURCE_DATABASE",
-                "WAREHOUSE_DATABASE",
-                "LOOKBACK_DAYS",
-                "PARTITIONS_START",
-                "PAID_ORDERS",
-            )
-        )
-    }
-    env.update(PIPELINE_DATA_DIR=str(data), DAGSTER_HOME=str(tmp_path / "home"))
+    env = user_environment(data=data, home=tmp_path / "home")
     for command in repair:
         argv = shlex.split(command)
         done = subprocess.run(
