@@ -58,6 +58,7 @@ from common import (  # noqa: E402
     postgres_url,
     workdir_for,
 )
+from memory import memory_kib  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.db import make_engine, orders, redact  # noqa: E402
@@ -70,24 +71,7 @@ RECENT_DAYS = 4  # the lookback window and more, for the "without the history" c
 CHUNK = 10_000  # rows per executemany of the raw floors
 
 
-# --- memory --------------------------------------------------------------------------------
-
-
-def memory_kib() -> dict[str, int]:
-    """``VmRSS`` (now) and ``VmHWM`` (peak so far) of this process, in KiB."""
-    out: dict[str, int] = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0])
-    except OSError:
-        pass
-    if "VmHWM" not in out:  # not Linux: only the peak is known (bytes on macOS)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out["VmHWM"] = peak // 1024 if sys.platform == "darwin" else peak
-        out.setdefault("VmRSS", out["VmHWM"])
-    return out
+# --- one load in a fresh process, its memory measured ---------------------------------
 
 
 def child_main(kind: str) -> int:

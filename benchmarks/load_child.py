@@ -18,31 +18,15 @@ from __future__ import annotations
 import gc
 import json
 import os
-import resource
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from memory import memory_kib
+
 NOW = datetime(2027, 2, 1, tzinfo=timezone.utc)  # after every generated row
 LOOKBACK_DAYS = 2
-
-
-def memory_kib() -> dict[str, int]:
-    """``VmRSS`` (now) and ``VmHWM`` (peak so far) of this process, in KiB."""
-    out: dict[str, int] = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0])
-    except OSError:
-        pass
-    if "VmHWM" not in out:  # not Linux: only the peak is known (bytes on macOS)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out["VmHWM"] = peak // 1024 if sys.platform == "darwin" else peak
-        out.setdefault("VmRSS", out["VmHWM"])
-    return out
 
 
 def main(table: str) -> int:
