@@ -83,7 +83,8 @@ def warehouse_rows(
 ) -> Iterator[pa.Table]:
     """The warehouse's rows of ``spec`` stamped in ``spans``, with ``day`` (in key order
     within each span when ``ordered``; only ``keys[0] <= key < keys[1]`` when given, for
-    a single integer key). Nothing when no load has made the table yet.
+    a key whose first column is an integer: that column's range). Nothing when no load has
+    made the table yet.
 
     PostgreSQL is read through its Arrow driver. SQLite never through a second copy of the
     SQLite library in this process (:mod:`~pipeline_assets.core.sqlite_reader` says why):
@@ -335,11 +336,11 @@ def day_digests(
 
 
 def _key_halves(warehouse: Engine, spec: TableSpec) -> list[tuple[int, int]] | None:
-    """Two ranges of a single integer key that split the warehouse's keys (the ends of its
-    key index: two index probes), or None when there is nothing to split."""
+    """Two ranges of the key's first column, an integer, that split the warehouse's keys
+    (the ends of its key index: two index probes; every row of a composite key's first
+    value falls in one half), or None when there is nothing to split."""
     if (
         warehouse.dialect.name != "sqlite"
-        or len(spec.primary_key) != 1
         or spec.column(spec.primary_key[0]).type.kind != "integer"
         or not has_table(warehouse, spec.name, _ENV)
     ):
