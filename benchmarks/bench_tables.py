@@ -232,6 +232,25 @@ def load_child(
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def floor_child(table: str, source_url: str, backend) -> dict:
+    """The raw database floor of one first load in a fresh process (``floor_child.py``):
+    the source read by its Arrow driver, then written as the load writes and by ADBC."""
+    env = clean_env(
+        BENCH_SOURCE_URL=source_url,
+        BENCH_WAREHOUSE_URL=backend.new_url(f"warehouse_floor_{table}"),
+        BENCH_WAREHOUSE_C_URL=backend.new_url(f"warehouse_floor_c_{table}"),
+    )
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "floor_child.py"), table],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"the {table} floor failed in its subprocess:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def last_rows_read(warehouse_url: str) -> int:
     engine = make_engine(warehouse_url, role="warehouse")
     try:
@@ -506,6 +525,55 @@ def part_rate(args, backend, n: int, cache: dict) -> dict:
                 f"{mib(got['base_rss_kib']):>8} | {mib(got['peak_kib']):>8} | "
                 f"{mib(got['peak_kib'] - got['base_rss_kib']):>6}"
             )
+    floors = {}
+    for table, url in zip(("orders", "payments"), sources(backend, args, n, cache), strict=True):
+        for _ in range(1 if args.quick else args.runs):
+            got = floor_child(table, url, backend)
+            if table not in floors or got["read"] + got["write_driver"] < (
+                floors[table]["read"] + floors[table]["write_driver"]
+            ):
+                floors[table] = got
+    print(
+        f"\n2b. the raw database floor at {n:,} (floor_child.py, best of the same runs): "
+        "the source read by its Arrow driver with no check, then written into an empty "
+        "table of the warehouse's DDL as the load writes (driver) or by ADBC's "
+        "adbc_ingest (C); ratio: payments rows/s / orders rows/s"
+    )
+    rule(
+        f"{'case':<40} | {'orders s':>8} | {'payments s':>10} | {'ratio':>6} | "
+        f"{'load / floor: orders, payments':>30}"
+    )
+
+    def ratio(parts: tuple[str, ...], seconds: dict) -> float:
+        if seconds:
+            rate = {t: best[t, n]["rows_read"] / seconds[t] for t in floors}
+        else:
+            rate = {t: floors[t]["rows"] / sum(floors[t][x] for x in parts) for t in floors}
+        return rate["payments"] / rate["orders"]
+
+    load_s = {t: best[t, n]["seconds"] for t in ("orders", "payments")}
+    cases = (
+        ("read (ADBC) + write as the load does", ("read", "write_driver")),
+        ("read (ADBC) + write by adbc_ingest (C)", ("read", "write_c")),
+        ("read alone", ("read",)),
+        ("write as the load does, alone", ("write_driver",)),
+    )
+    for case, parts in cases:
+        o, p = (sum(floors[t][x] for x in parts) for t in ("orders", "payments"))
+        versus = (
+            f"{load_s['orders'] / o:>5.2f}x, {load_s['payments'] / p:.2f}x"
+            if len(parts) == 2
+            else ""
+        )
+        print(f"{case:<40} | {o:>8.2f} | {p:>10.2f} | {ratio(parts, {}):>5.2f}x | {versus:>30}")
+    for table, got in floors.items():
+        best["floor", table] = got  # for part 3
+    floor = ratio(("read", "write_driver"), {})
+    loads = ratio((), load_s)
+    print(
+        f"the loads' ratio {loads:.2f}x is {loads / floor:.2f} of the ratio the same "
+        f"reader and writer allow ({floor:.2f}x)"
+    )
     return best
 
 
@@ -622,6 +690,13 @@ def part_peer(
                 [got["seconds"]],
             ),
         )
+    if rate and ("floor", "payments") in rate:
+        floor = rate["floor", "payments"]
+        for label, part in (("as the load writes", "write_driver"), ("by adbc_ingest", "write_c")):
+            seconds = floor["read"] + floor[part]
+            lines.append(
+                (f"raw floor (part 2b): read + write {label}", floor["rows"], seconds, [seconds])
+            )
     if ours_on_copy:
         lines.insert(
             3,
