@@ -214,6 +214,16 @@ def materialize(env: dict, cwd: Path, *target: str) -> tuple[float, int]:
     return seconds, max(peaks.values(), default=0)
 
 
+def child(script: str, table: str, env: dict) -> dict:
+    """Run ``script`` for ``table`` in a fresh process: the JSON line it prints."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / script), table], env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{script} {table} failed in its subprocess:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def load_child(
     table: str, source_url: str, warehouse_url: str, pythonpath: Path | None = None
 ) -> dict:
@@ -221,15 +231,7 @@ def load_child(
     env = clean_env(BENCH_SOURCE_URL=source_url, BENCH_WAREHOUSE_URL=warehouse_url)
     if pythonpath:
         env["PYTHONPATH"] = str(pythonpath)
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "load_child.py"), table],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"the {table} load failed in its subprocess:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return child("load_child.py", table, env)
 
 
 def floor_child(table: str, source_url: str, backend) -> dict:
@@ -240,15 +242,7 @@ def floor_child(table: str, source_url: str, backend) -> dict:
         BENCH_WAREHOUSE_URL=backend.new_url(f"warehouse_floor_{table}"),
         BENCH_WAREHOUSE_C_URL=backend.new_url(f"warehouse_floor_c_{table}"),
     )
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "floor_child.py"), table],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"the {table} floor failed in its subprocess:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return child("floor_child.py", table, env)
 
 
 def last_rows_read(warehouse_url: str) -> int:

@@ -9,8 +9,9 @@ value), then written into an empty table of the warehouse's own DDL (key, change
 index) in one transaction, twice:
 
 - ``write_driver``: the way the load writes (``core/staging.py``): SQLite through the
-  standard ``sqlite3`` module, 100 rows per ``INSERT``, one flat list of values made by
-  ``to_pylist``; PostgreSQL by ``COPY … FROM STDIN (FORMAT csv)`` of Arrow's CSV;
+  standard ``sqlite3`` module by the stage's own ``Stage._insert_runs`` (many rows per
+  ``INSERT``, one flat list of values made by ``to_pylist``); PostgreSQL by ``COPY …
+  FROM STDIN (FORMAT csv)`` of Arrow's CSV;
 - ``write_c``: the Arrow table handed whole to the ADBC driver's ``adbc_ingest`` (C, no
   Python value at all): what a loader could reach only with a second SQLite library in
   the process, which the load does not risk (``core/staging.py`` says why).
@@ -44,9 +45,8 @@ from pipeline_assets.core.schema import warehouse_table  # noqa: E402
 from pipeline_assets.core.source import inspect_source  # noqa: E402
 from pipeline_assets.core.source_sql import scan_sql  # noqa: E402
 from pipeline_assets.core.spec import ORDERS  # noqa: E402
+from pipeline_assets.core.staging import Stage  # noqa: E402
 from pipeline_assets_tests.tables import PAYMENTS  # noqa: E402
-
-ROWS_PER_INSERT = 100
 
 
 def read(url: str, spec) -> tuple[float, pa.Table]:
@@ -135,24 +135,12 @@ def write_driver(url: str, spec, table: pa.Table) -> float:
             driver.execute("BEGIN")
             driver.execute(create)
             width = len(names)
-            one = "(" + ", ".join("?" * width) + ")"
-            step = ROWS_PER_INSERT * width
             insert = f"INSERT INTO {spec.name} VALUES "
             for batch in table.to_batches(65_536):
                 flat: list = [None] * (batch.num_rows * width)
                 for i in range(width):
-                    values = batch.column(i)
-                    if pa.types.is_boolean(values.type):
-                        values = pc.cast(values, pa.int64())
-                    flat[i::width] = values.to_pylist()
-                whole = len(flat) - len(flat) % step
-                driver.executemany(
-                    insert + ", ".join([one] * ROWS_PER_INSERT),
-                    [flat[j : j + step] for j in range(0, whole, step)],
-                )
-                if whole < len(flat):
-                    rest = (len(flat) - whole) // width
-                    driver.execute(insert + ", ".join([one] * rest), flat[whole:])
+                    flat[i::width] = batch.column(i).to_pylist()
+                Stage._insert_runs(driver, insert, width, flat)  # the load's own writer
             for index in indexes:
                 driver.execute(index)
             driver.commit()
