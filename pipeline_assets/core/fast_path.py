@@ -12,6 +12,7 @@ row is left to the exact parser (:mod:`.row_checks`), which names it.
 from __future__ import annotations
 
 import decimal
+import re
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -236,11 +237,20 @@ def _uniform_text(text: pa.Array, zone: str) -> tuple[pa.Array, pa.Array] | None
     clock = pc.equal(pc.binary_slice(raw, 13, 14), b":")
     if not pc.all(pc.or_(pc.equal(lengths, 10), clock)).as_py():
         return None
-    try:
+
+    def aware():
         return pc.cast(text, INSTANT), pc.is_valid(text)
-    except pa.ArrowInvalid:
-        pass
-    try:
+
+    def naive():
         return localize(pc.cast(text, pa.timestamp("us")), zone)
-    except pa.ArrowInvalid:
-        return None
+
+    # each cast takes only its own form; the first value says which to try first (a cast
+    # that fails costs as much as one that reads the batch: 0.2 s per 100,000 stamps)
+    first = text[0].as_py().rstrip()
+    offset = first.endswith("Z") or re.search(r"[+-][0-9]{2}:[0-9]{2}$", first)
+    for cast in (aware, naive) if offset else (naive, aware):
+        try:
+            return cast()
+        except pa.ArrowInvalid:
+            pass
+    return None
