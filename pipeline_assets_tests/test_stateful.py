@@ -33,6 +33,7 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
@@ -134,6 +135,7 @@ PAYMENT_EXAMPLES = {"sqlite": 30, "postgresql": 12}
 # a range load of all of time: every generated updated_at is inside it
 EVERYTHING = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 STATS: Counter = Counter()
+Step = Callable[..., None]  # the fixed history's step(rule, **arguments)
 
 # --- strategies ------------------------------------------------------------------------
 
@@ -1070,8 +1072,9 @@ class _Fixed:
         return self.value
 
 
-def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
-    """One history that crashes at every point, each check after every step; the counts."""
+def _fixed_history(machine_class: type[LoadHistories], play: Callable[[Step], None]) -> Counter:
+    """One fixed history: the start, then ``play(step)``, each check after every step; the
+    counts. ``step(rule, **arguments)`` runs one rule of the machine, then every check."""
     STATS.clear()
     STATS["seed"] = "fixed"
     machine = machine_class()
@@ -1083,136 +1086,150 @@ def _fixed_history(machine_class: type[PipelineHistories]) -> Counter:
     try:
         with no_crash_settings_from_outside():
             step("start", zone="America/New_York", lookback=2)
-            for n, point in enumerate(INCREMENTAL_POINTS):  # each load has new rows to write
-                step(
-                    "app_writes_order",
-                    order_id=107 + n,
-                    status="paid",
-                    amount=f"{n}.50",
-                    at=(
-                        4 + n,
-                        time(23, 59, 59, 999_999),
-                        ("utc", "naive", "date", "z", "local", "minus5")[n],
-                    ),
-                )
-                step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
-            step(
-                "app_writes_order",
-                order_id=101,
-                status="refunded",
-                amount="40.00",
-                at=(0, time(0), "local"),
-            )
-            step(
-                "range_load",
-                start=("midnight", 0),
-                end=("midnight", 2),
-                crashes=LOAD_POINTS[:2],
-                retry=False,
-                allow=False,
-            )
-            step(
-                "range_load",
-                start=("midnight", 0),
-                end=("midnight", 2),
-                crashes=[],
-                retry=True,
-                allow=False,
-            )
-            for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
-                step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
-                step(
-                    "app_writes_order",
-                    order_id=111 + n,
-                    status="paid",
-                    amount="7.05",
-                    at=(n + 1, time(2, 30), "space"),
-                )
-                step("incremental_load", plan_first=False, crashes=[], retry=True)
-                step(
-                    "rebuild_days",
-                    choice=("range", n, 3),
-                    crashes=[point],
-                    retry=True,
-                    same_run_id=n % 2 == 0,
-                )
-            step(
-                "rebuild_days",
-                choice=("touched", 0, 0),
-                crashes=FILE_POINTS[:2],
-                retry=False,
-                same_run_id=True,
-            )
-            # the app deletes an order; range loads die at the delete step, then repair
-            step("app_deletes_order", data=_Fixed(107))
-            step(
-                "range_load",
-                start=("midnight", 0),
-                end=("midnight", N_DAYS),
-                crashes=sorted(RANGE_ONLY),
-                retry=True,
-                allow=False,
-            )
-            step("app_deletes_order", data=_Fixed(108))
-            for order_id in (111, 112):  # two of the three orders of days 1–3: refused
-                step("app_deletes_order", data=_Fixed(order_id))
-            step(
-                "range_load",
-                start=("midnight", 1),
-                end=("midnight", 4),
-                crashes=[],
-                retry=True,
-                allow=False,
-            )
-            step("repair_everything")
+            play(step)
     finally:
         machine.teardown()
     return Counter({k: v for k, v in STATS.items() if k != "seed"})
 
 
-def _assert_every_point_crashed(counts: Counter) -> None:
+def _range_load(step: Step, start: int, end: int, crashes: list[str], retry: bool) -> None:
+    """A range load of the local days [start, end) under the delete guard."""
+    step(
+        "range_load",
+        start=("midnight", start),
+        end=("midnight", end),
+        crashes=crashes,
+        retry=retry,
+        allow=False,
+    )
+
+
+def _crash_every_incremental_point(step: Step, write: Callable[[int, tuple], None]) -> None:
+    """An incremental load crashed at each of its points, then retried. Before load ``n``,
+    ``write(n, at)`` gives it new rows to write: ``at`` is day 4 + n, a microsecond before
+    local midnight, in another text form for each load."""
+    for n, point in enumerate(INCREMENTAL_POINTS):
+        write(
+            n,
+            (4 + n, time(23, 59, 59, 999_999), ("utc", "naive", "date", "z", "local", "minus5")[n]),
+        )
+        step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
+
+
+def _crash_every_file_point(step: Step, write: Callable[[int], None]) -> None:
+    """Day files rebuilt crashing at each file point over three days ("between days" is
+    reached), then retried: first a killed writer's temp file left, ``write(n)`` a row on
+    day n + 1, loaded. Then the touched days, crashing twice without a retry."""
+    for n, point in enumerate(FILE_POINTS):
+        step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
+        write(n)
+        step("incremental_load", plan_first=False, crashes=[], retry=True)
+        step(
+            "rebuild_days",
+            choice=("range", n, 3),
+            crashes=[point],
+            retry=True,
+            same_run_id=n % 2 == 0,
+        )
+    step(
+        "rebuild_days",
+        choice=("touched", 0, 0),
+        crashes=FILE_POINTS[:2],
+        retry=False,
+        same_run_id=True,
+    )
+
+
+def _delete_then_repair(step: Step, rule: str, first, later, days: tuple[int, int]) -> None:
+    """The app deletes ``first`` (``rule``); a range load of all of time dies at its delete
+    step, then is retried. The app deletes ``later``: the range load of ``days`` is refused
+    (too many of its rows gone). Last, the repair of everything."""
+    step(rule, data=_Fixed(first))
+    _range_load(step, 0, N_DAYS, sorted(RANGE_ONLY), retry=True)
+    for key in later:
+        step(rule, data=_Fixed(key))
+    _range_load(step, *days, crashes=[], retry=True)
+    step("repair_everything")
+
+
+def _orders_history(step: Step) -> None:
+    """orders: loads crashed at every point (each has new rows to write), a refund on a
+    local midnight, a range load crashed without a retry and run again, day files rebuilt
+    crashing at every point, deletes, a refused range load, the repair."""
+
+    def new_order(n: int, at: tuple) -> None:
+        step("app_writes_order", order_id=107 + n, status="paid", amount=f"{n}.50", at=at)
+
+    _crash_every_incremental_point(step, new_order)
+    step(
+        "app_writes_order",
+        order_id=101,
+        status="refunded",
+        amount="40.00",
+        at=(0, time(0), "local"),
+    )
+    _range_load(step, 0, 2, crashes=LOAD_POINTS[:2], retry=False)
+    _range_load(step, 0, 2, crashes=[], retry=True)
+
+    def order_on_day(n: int) -> None:
+        step(
+            "app_writes_order",
+            order_id=111 + n,
+            status="paid",
+            amount="7.05",
+            at=(n + 1, time(2, 30), "space"),
+        )
+
+    _crash_every_file_point(step, order_on_day)
+    # 107 goes at the delete step; then 108, and two of the three orders of days 1–3
+    # (111, 112): the range load of days 1–3 is refused
+    _delete_then_repair(step, "app_deletes_order", 107, (108, 111, 112), days=(1, 4))
+
+
+def _assert_every_point_crashed(counts: Counter, history: str = "history") -> None:
     missed = [point for point in POINTS if not counts[f"crash {point}"]]
-    assert not missed, f"the fixed history never crashed at {missed}"
+    assert not missed, f"the fixed {history} never crashed at {missed}"
     assert counts["committed day checks"] and counts["uncommitted day checks"]
     assert counts["refused deletes"] == 1 and counts["repairs of everything"] == 1
+
+
+def _check_orders_history(machine_class: type[PipelineHistories]) -> None:
+    """The orders history reached every crash point, refused once, deleted four orders."""
+    counts = _fixed_history(machine_class, _orders_history)
+    _assert_every_point_crashed(counts)
     assert counts["deleted orders"] == 4  # 107 at the delete step; 108, 111, 112 repaired
+
+
+def _on(machine: type[LoadHistories], backend: str, admin: sa.Engine, **more) -> type:
+    """``machine`` on ``backend``: "postgresql", or "mariadb" (the source on MariaDB, the
+    warehouse a SQLite file), its databases made through ``admin``; ``more``: other
+    class attributes (``emptied``)."""
+    name = {"postgresql": "OnPostgres", "mariadb": "OnMariaDB"}[backend]
+    return type(name, (machine,), {"backend": backend, "admin": admin, **more})
 
 
 def test_every_crash_point_in_a_fixed_history_sqlite():
     """Every crash point, deterministically, each run: not left to the random seed."""
-    _assert_every_point_crashed(_fixed_history(PipelineHistories))
+    _check_orders_history(PipelineHistories)
 
 
 @pytest.mark.postgres
 def test_every_crash_point_in_a_fixed_history_postgresql(postgres_admin):
-    class OnPostgres(PipelineHistories):
-        backend = "postgresql"
-        admin = postgres_admin
-
-    _assert_every_point_crashed(_fixed_history(OnPostgres))
+    """The same history on real PostgreSQL databases: every crash point, each run."""
+    _check_orders_history(_on(PipelineHistories, "postgresql", postgres_admin))
 
 
 @pytest.mark.mysql
 def test_every_crash_point_in_a_fixed_history_mariadb(mysql_admin):
     """The same history with the source on MariaDB: every crash point of the load."""
-
-    class OnMariaDB(PipelineHistories):
-        backend = "mariadb"
-        admin = mysql_admin
-
-    _assert_every_point_crashed(_fixed_history(OnMariaDB))
+    _check_orders_history(_on(PipelineHistories, "mariadb", mysql_admin))
 
 
 @pytest.mark.mysql
 def test_random_histories_mariadb_source(mysql_admin):
     """Random histories with the source on MariaDB (a SQLite warehouse): every text form
     of updated_at through the MariaDB reader."""
-
-    class OnMariaDB(PipelineHistories):
-        backend = "mariadb"
-        admin = mysql_admin
-
-    _run(OnMariaDB, default_examples=15)
+    _run(_on(PipelineHistories, "mariadb", mysql_admin), default_examples=15)
 
 
 def test_random_histories_sqlite():
@@ -1223,12 +1240,7 @@ def test_random_histories_sqlite():
 @pytest.mark.postgres
 def test_random_histories_postgresql(postgres_admin):
     """The same histories on real PostgreSQL databases, made and dropped per history."""
-
-    class OnPostgres(PipelineHistories):
-        backend = "postgresql"
-        admin = postgres_admin
-
-    _run(OnPostgres, default_examples=40)
+    _run(_on(PipelineHistories, "postgresql", postgres_admin), default_examples=40)
 
 
 def test_machine_knows_every_crash_point():
@@ -1259,123 +1271,67 @@ def test_step_retry_dying_twice_after_its_manifest_keeps_days_committed(tmp_path
 # --- payments: the same histories on the second declared table -----------------------------
 
 
-def _fixed_payments_history(machine_class: type[PaymentHistories]) -> Counter:
-    """One payments history that crashes at every crash point, checked after every step:
-    incremental loads, a late row, a flip, day files rebuilt (a killed writer's temp files
-    left), a range load dying at its delete step, a refused mass delete, the repair."""
-    STATS.clear()
-    STATS["seed"] = "fixed"
-    machine = machine_class()
-
-    def step(rule: str, **arguments) -> None:
-        getattr(machine, rule)(**arguments)
-        machine.check_all()
-
+def _payments_history(step: Step) -> None:
+    """One payments history that crashes at every crash point: incremental loads, a late
+    row, a flip, day files rebuilt (a killed writer's temp files left), a range load
+    dying at its delete step, a refused mass delete, the repair."""
     values = ("captured", 1999, Decimal("1.10"), -0.0, "Grüße ☕ 𝄞", True, date(2026, 3, 20))
-    try:
-        with no_crash_settings_from_outside():
-            step("start", zone="America/New_York", lookback=2)
-            for n, point in enumerate(INCREMENTAL_POINTS):  # each load has new rows to write
-                step(
-                    "app_writes_payment",
-                    key=(n + 1, 1),
-                    values=values,
-                    at=(
-                        4 + n,
-                        time(23, 59, 59, 999_999),
-                        ("utc", "naive", "date", "z", "local", "minus5")[n],
-                    ),
-                    trim=n % 2 == 0,
-                )
-                step(
-                    "app_writes_payment",
-                    key=(n + 1, 2),
-                    values=("failed", -(2**63), Decimal("-99999999.99"), None, None, False, None),
-                    at=(4 + n, time(0), "date"),
-                    trim=True,
-                )
-                step("incremental_load", plan_first=n == 0, crashes=[point], retry=True)
-            step(
-                "app_writes_late_payment",
-                key=(1, 3),
-                values=("pending", *values[1:]),
-                late="edge",
-                form="plus0530",
-                seconds=1,
-            )
-            step("app_flips_captured", data=_Fixed((1, 3)), at=None)  # to captured, same stamp
-            step("incremental_load", plan_first=False, crashes=[], retry=True)
-            for n, point in enumerate(FILE_POINTS):  # three days: "between days" is reached
-                step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
-                step(
-                    "app_writes_payment",
-                    key=(n + 1, 3),
-                    values=values,  # day n + 1
-                    at=(n + 1, time(2, 30), "space"),
-                    trim=False,
-                )
-                step("incremental_load", plan_first=False, crashes=[], retry=True)
-                step(
-                    "rebuild_days",
-                    choice=("range", n, 3),
-                    crashes=[point],
-                    retry=True,
-                    same_run_id=n % 2 == 0,
-                )
-            step(
-                "rebuild_days",
-                choice=("touched", 0, 0),
-                crashes=FILE_POINTS[:2],
-                retry=False,
-                same_run_id=True,
-            )
-            # the app deletes one attempt; a range load dies at its delete step, then repairs
-            step("app_deletes_payment", data=_Fixed((1, 2)))
-            step(
-                "range_load",
-                start=("midnight", 0),
-                end=("midnight", N_DAYS),
-                crashes=sorted(RANGE_ONLY),
-                retry=True,
-                allow=False,
-            )
-            for key in ((2, 1), (2, 2), (3, 1), (3, 2)):  # four of the six of days 5–6
-                step("app_deletes_payment", data=_Fixed(key))
-            step(
-                "range_load",
-                start=("midnight", 5),
-                end=("midnight", 7),
-                crashes=[],
-                retry=True,
-                allow=False,
-            )
-            step("repair_everything")
-    finally:
-        machine.teardown()
-    return Counter({k: v for k, v in STATS.items() if k != "seed"})
+
+    def two_attempts(n: int, at: tuple) -> None:
+        step("app_writes_payment", key=(n + 1, 1), values=values, at=at, trim=n % 2 == 0)
+        step(
+            "app_writes_payment",
+            key=(n + 1, 2),
+            values=("failed", -(2**63), Decimal("-99999999.99"), None, None, False, None),
+            at=(4 + n, time(0), "date"),
+            trim=True,
+        )
+
+    _crash_every_incremental_point(step, two_attempts)
+    step(
+        "app_writes_late_payment",
+        key=(1, 3),
+        values=("pending", *values[1:]),
+        late="edge",
+        form="plus0530",
+        seconds=1,
+    )
+    step("app_flips_captured", data=_Fixed((1, 3)), at=None)  # to captured, same stamp
+    step("incremental_load", plan_first=False, crashes=[], retry=True)
+
+    def attempt_on_day(n: int) -> None:
+        step(
+            "app_writes_payment",
+            key=(n + 1, 3),
+            values=values,  # day n + 1
+            at=(n + 1, time(2, 30), "space"),
+            trim=False,
+        )
+
+    _crash_every_file_point(step, attempt_on_day)
+    # (1, 2) goes at the delete step; then four of the six attempts of days 5–6
+    later = ((2, 1), (2, 2), (3, 1), (3, 2))
+    _delete_then_repair(step, "app_deletes_payment", (1, 2), later, days=(5, 7))
 
 
-def _assert_every_payments_point_crashed(counts: Counter) -> None:
-    missed = [point for point in POINTS if not counts[f"crash {point}"]]
-    assert not missed, f"the fixed payments history never crashed at {missed}"
-    assert counts["committed day checks"] and counts["uncommitted day checks"]
-    assert counts["refused deletes"] == 1 and counts["repairs of everything"] == 1
+def _check_payments_history(machine_class: type[PaymentHistories]) -> None:
+    """The payments history reached every crash point, refused once, deleted five
+    attempts, checked day files' bytes and wrote a row on the lookback's edge."""
+    counts = _fixed_history(machine_class, _payments_history)
+    _assert_every_point_crashed(counts, "payments history")
     assert counts["deleted payments"] == 5  # (1, 2) at the delete step; four repaired
     assert counts["day bytes checks"] and counts["late row edge"] == 1
 
 
 def test_every_crash_point_in_a_fixed_payments_history_sqlite():
     """payments: every crash point, of the load and of the files, deterministically."""
-    _assert_every_payments_point_crashed(_fixed_payments_history(PaymentHistories))
+    _check_payments_history(PaymentHistories)
 
 
 @pytest.mark.postgres
 def test_every_crash_point_in_a_fixed_payments_history_postgresql(postgres_admin):
-    class OnPostgres(PaymentHistories):
-        backend = "postgresql"
-        admin = postgres_admin
-
-    _assert_every_payments_point_crashed(_fixed_payments_history(OnPostgres))
+    """The same payments history on real PostgreSQL databases: every crash point."""
+    _check_payments_history(_on(PaymentHistories, "postgresql", postgres_admin))
 
 
 def test_random_payments_histories_sqlite():
@@ -1388,13 +1344,9 @@ def test_random_payments_histories_sqlite():
 def test_random_payments_histories_postgresql(postgres_admin):
     """The same payments histories on real PostgreSQL databases (a timestamptz stamp,
     numeric fee, double rate, date and boolean columns in the source)."""
-
-    class OnPostgres(PaymentHistories):
-        backend = "postgresql"
-        admin = postgres_admin
-        emptied = EmptiedDatabases(postgres_admin)
-
+    emptied = EmptiedDatabases(postgres_admin)
     try:
-        _run(OnPostgres, default_examples=PAYMENT_EXAMPLES["postgresql"])
+        machine = _on(PaymentHistories, "postgresql", postgres_admin, emptied=emptied)
+        _run(machine, default_examples=PAYMENT_EXAMPLES["postgresql"])
     finally:
-        OnPostgres.emptied.drop_all()
+        emptied.drop_all()
