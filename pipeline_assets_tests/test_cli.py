@@ -63,6 +63,19 @@ def app_url(data: Path) -> str:
     return f"sqlite:///{data / 'app.db'}"
 
 
+def demo_set(
+    updated_at: str, order: str = "105", status: str = "paid", amount: str = "22.00"
+) -> list[str]:
+    """The arguments of ``demo set``: by default order 105, paid, 22.00, at ``updated_at``."""
+    options = ["--status", status, "--amount", amount, "--updated-at", updated_at]
+    return ["demo", "set", order, *options]
+
+
+def assert_has(got: dict, want: dict) -> None:
+    """``got`` holds each key of ``want`` with its value (and may hold other keys)."""
+    assert {k: got[k] for k in want} == want
+
+
 def fingerprint(path: Path) -> tuple[list[str], str, list[str]]:
     """Files in the folder, the database file's hash, and its full SQL dump."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -158,20 +171,7 @@ def test_demo_init_reads_its_day_in_the_pipeline_time_zone(capsys, tmp_path):
 
 
 def test_demo_init_twice_needs_force_and_keeps_the_data(cli, initialized):
-    assert (
-        cli(
-            "demo",
-            "set",
-            "105",
-            "--status",
-            "paid",
-            "--amount",
-            "22.00",
-            "--updated-at",
-            "2026-01-25",
-        )[0]
-        == 0
-    )
+    assert cli(*demo_set("2026-01-25"))[0] == 0
     before = source_rows(app_url(initialized))
     err = one_line_error(*cli("demo", "init"))
     assert "already has an orders table; pass --force" in err
@@ -244,21 +244,9 @@ def test_demo_generate_with_another_seed_differs(cli, tmp_path):
 
 
 def test_demo_set_updates_and_inserts(cli, initialized):
-    code, out, err = cli(
-        "demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at", "2026-01-25"
-    )
+    code, out, err = cli(*demo_set("2026-01-25"))
     assert (code, out, err) == (0, "order 105 updated: paid 22.00 2026-01-25\n", "")
-    code, out, err = cli(
-        "demo",
-        "set",
-        "186",
-        "--status",
-        "paid",
-        "--amount",
-        "9.90",
-        "--updated-at",
-        "2026-01-24T23:30:00+01:00",
-    )
+    code, out, err = cli(*demo_set("2026-01-24T23:30:00+01:00", order="186", amount="9.90"))
     assert (code, out, err) == (0, "order 186 inserted: paid 9.90 2026-01-24T23:30:00+01:00\n", "")
     rows = source_rows(app_url(initialized))
     assert rows[4] == (105, "paid", "22.00", "2026-01-25")
@@ -282,7 +270,7 @@ def test_demo_set_takes_days_relative_to_the_clock(
     capsys, initialized, env, value, stored, zone, clock
 ):
     code = main(
-        ["demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at", value],
+        demo_set(value),
         environ={**env, "PIPELINE_TIMEZONE": zone},
         clock=lambda: clock,
     )
@@ -295,101 +283,31 @@ def test_demo_set_takes_days_relative_to_the_clock(
     "argv, message",
     [
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "22,00",
-                "--updated-at",
-                "2026-01-25",
-            ],
+            demo_set("2026-01-25", amount="22,00"),
             "--amount: '22,00' is not a decimal number",
         ),
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "1e3",
-                "--updated-at",
-                "2026-01-25",
-            ],
+            demo_set("2026-01-25", amount="1e3"),
             "--amount: '1e3' is not a decimal number",
         ),
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "22.00",
-                "--updated-at",
-                "2026-02-30",
-            ],
+            demo_set("2026-02-30"),
             "--updated-at: '2026-02-30' is not a valid date",
         ),
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "22.00",
-                "--updated-at",
-                "25/01/2026",
-            ],
+            demo_set("25/01/2026"),
             "--updated-at: '25/01/2026' is not an ISO-8601 date",
         ),
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                " ",
-                "--amount",
-                "22.00",
-                "--updated-at",
-                "2026-01-25",
-            ],
+            demo_set("2026-01-25", status=" "),
             "--status must not be empty",
         ),
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "22.00",
-                "--updated-at",
-                "yesterday 25:00",
-            ],
+            demo_set("yesterday 25:00"),
             "--updated-at: 'yesterday 25:00' has no valid time of day",
         ),
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "22.00",
-                "--updated-at",
-                "last week",
-            ],
+            demo_set("last week"),
             "--updated-at: 'last week' is not an ISO-8601 date",
         ),
         (["demo", "init", "--force", "--history-days", "-1"], "--history-days -1 must be 0"),
@@ -418,7 +336,7 @@ def test_bad_demo_input_fails_in_one_line_and_changes_nothing(cli, initialized, 
         (["load"], "invalid choice: 'load'"),
         (["demo"], "the following arguments are required: DEMO_COMMAND"),
         (
-            ["demo", "set", "x", "--status", "paid", "--amount", "1", "--updated-at", "2026-01-01"],
+            demo_set("2026-01-01", order="x", amount="1"),
             "argument ORDER_ID: invalid int value: 'x'",
         ),
         (["demo", "generate", "--days", "2"], "the following arguments are required: --orders"),
@@ -436,7 +354,7 @@ def test_commands_other_than_init_never_create_the_source(cli, data):
     for argv in (
         ["plan"],
         ["demo", "generate", "--orders", "1", "--days", "1"],
-        ["demo", "set", "1", "--status", "paid", "--amount", "1.00", "--updated-at", "2026-01-01"],
+        demo_set("2026-01-01", order="1", amount="1.00"),
     ):
         err = one_line_error(*cli(*argv))
         assert "does not exist: create the demo with `pipeline-assets demo init`" in err
@@ -543,38 +461,24 @@ def test_plan_on_a_fresh_warehouse_reports_the_first_load_and_writes_nothing(cli
     code, out, err = cli("plan")
     assert (code, err) == (0, "")
     plan = json.loads(out)
-    assert {
-        k: plan[k]
-        for k in (
-            "kind",
-            "window_start",
-            "window_end",
-            "watermark_before",
-            "watermark_after",
-            "rows_read",
-            "inserted",
-            "updated",
-            "unchanged",
-            "days_touched",
-            "dry_run",
-            "lookback_days",
-            "warehouse_exists",
-        )
-    } == {
-        "kind": "incremental",
-        "window_start": None,
-        "window_end": None,
-        "watermark_before": None,
-        "watermark_after": "2026-01-21T00:00:00+00:00",
-        "rows_read": 6,
-        "inserted": 6,
-        "updated": 0,
-        "unchanged": 0,
-        "days_touched": CHAPTER_DAYS,
-        "dry_run": True,
-        "lookback_days": 2,
-        "warehouse_exists": False,
-    }
+    assert_has(
+        plan,
+        {
+            "kind": "incremental",
+            "window_start": None,
+            "window_end": None,
+            "watermark_before": None,
+            "watermark_after": "2026-01-21T00:00:00+00:00",
+            "rows_read": 6,
+            "inserted": 6,
+            "updated": 0,
+            "unchanged": 0,
+            "days_touched": CHAPTER_DAYS,
+            "dry_run": True,
+            "lookback_days": 2,
+            "warehouse_exists": False,
+        },
+    )
     assert plan["warehouse"] == f"sqlite:///{initialized / 'warehouse.db'}"
     assert sorted(p.name for p in initialized.iterdir()) == ["app.db"]
     assert fingerprint(initialized / "app.db") == source_before
@@ -587,37 +491,27 @@ def test_plan_on_a_fresh_warehouse_reports_the_first_load_and_writes_nothing(cli
 
 def test_plan_after_a_load_shows_the_lookback_window_and_writes_nothing(cli, initialized):
     real_load(initialized)
-    cli("demo", "set", "105", "--status", "paid", "--amount", "22.00", "--updated-at", "2026-01-25")
-    cli("demo", "set", "186", "--status", "paid", "--amount", "9.90", "--updated-at", "2026-01-24")
+    cli(*demo_set("2026-01-25"))
+    cli(*demo_set("2026-01-24", order="186", amount="9.90"))
     warehouse_before = fingerprint(initialized / "warehouse.db")
 
     code, out, err = cli("plan")
     assert (code, err) == (0, "")
     plan = json.loads(out)
-    assert {
-        k: plan[k]
-        for k in (
-            "window_start",
-            "watermark_before",
-            "watermark_after",
-            "rows_read",
-            "inserted",
-            "updated",
-            "unchanged",
-            "days_touched",
-            "warehouse_exists",
-        )
-    } == {
-        "window_start": "2026-01-19T00:00:00+00:00",
-        "watermark_before": "2026-01-21T00:00:00+00:00",
-        "watermark_after": "2026-01-25T00:00:00+00:00",
-        "rows_read": 3,
-        "inserted": 1,
-        "updated": 1,
-        "unchanged": 1,  # 186, 105, 106
-        "days_touched": ["2026-01-24", "2026-01-25"],
-        "warehouse_exists": True,
-    }
+    assert_has(
+        plan,
+        {
+            "window_start": "2026-01-19T00:00:00+00:00",
+            "watermark_before": "2026-01-21T00:00:00+00:00",
+            "watermark_after": "2026-01-25T00:00:00+00:00",
+            "rows_read": 3,
+            "inserted": 1,
+            "updated": 1,
+            "unchanged": 1,  # 186, 105, 106
+            "days_touched": ["2026-01-24", "2026-01-25"],
+            "warehouse_exists": True,
+        },
+    )
     assert fingerprint(initialized / "warehouse.db") == warehouse_before
     assert json.loads(cli("watermark", "show")[1])["watermark"] == "2026-01-21T00:00:00+00:00"
 
@@ -663,17 +557,7 @@ def test_invalid_settings_are_a_one_line_error(cli, data, setting, message):
         (["plan"], "SOURCE_DATABASE_URL"),
         (["demo", "init"], "SOURCE_DATABASE_URL"),
         (
-            [
-                "demo",
-                "set",
-                "1",
-                "--status",
-                "paid",
-                "--amount",
-                "1.00",
-                "--updated-at",
-                "2026-01-01",
-            ],
+            demo_set("2026-01-01", order="1", amount="1.00"),
             "SOURCE_DATABASE_URL",
         ),
     ],
@@ -739,17 +623,7 @@ def test_python_dash_m_runs_the_commands(tmp_path):
     "argv, code, message",
     [
         (
-            [
-                "demo",
-                "set",
-                "105",
-                "--status",
-                "paid",
-                "--amount",
-                "22.00",
-                "--updated-at",
-                "2026-01-32",
-            ],
+            demo_set("2026-01-32"),
             1,
             "--updated-at: '2026-01-32' is not a valid date",
         ),
