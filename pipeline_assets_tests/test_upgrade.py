@@ -19,7 +19,9 @@ import sqlalchemy as sa
 
 from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.db import batches, make_engine, orders, watermark_history
+from pipeline_assets.core.declaration import declaration_of_batch, fingerprint
 from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.spec import ORDERS
 from pipeline_assets.core.times import UTC
 
 HERE = Path(__file__).parent / "previous_release"
@@ -65,9 +67,10 @@ def everything(warehouse: sa.Engine) -> dict[str, list[tuple]]:
         }
 
 
+ADDED = ("table_name", "declaration")  # the columns added to the old release's tables
 OLD_COLUMNS = {  # every column the old release wrote
     "orders": ("order_id", "status", "amount", "updated_at"),
-    "pipeline_batches": tuple(c.name for c in batches.columns if c.name != "table_name"),
+    "pipeline_batches": tuple(c.name for c in batches.columns if c.name not in ADDED),
     "pipeline_watermark_history": tuple(
         c.name for c in watermark_history.columns if c.name != "table_name"
     ),
@@ -153,3 +156,6 @@ def test_a_late_row_after_the_upgrade_is_loaded_as_before(previous):
         tables = dict(conn.execute(sa.select(batches.c.batch_id, batches.c.table_name)).all())
     assert tables[result.batch_id] == "orders"
     assert sum(name is None for name in tables.values()) == 4  # the old release's batches
+    # the new batch recorded ORDERS' declaration; the old release's count as written under it
+    with warehouse.connect() as conn:
+        assert {declaration_of_batch(conn, b).fingerprint for b in tables} == {fingerprint(ORDERS)}

@@ -351,13 +351,34 @@ batches = sa.Table(
     sa.Column("mass_delete_allowed", sa.Boolean, nullable=True),
     # the declared table the batch loaded (NULL: orders, in a warehouse made before)
     sa.Column("table_name", sa.String(64), nullable=True),
+    # the fingerprint of the declaration the batch was written with (core/declaration.py;
+    # NULL: written before declarations were recorded, orders' batches under ORDERS)
+    sa.Column("declaration", sa.String(64), nullable=True),
+)
+
+declarations = sa.Table(
+    "pipeline_declarations",
+    metadata,
+    # one row per distinct declaration of a table, written with the first batch under it
+    sa.Column("table_name", sa.String(64), primary_key=True),  # the spec's name, orders too
+    sa.Column("fingerprint", sa.String(64), primary_key=True),
+    sa.Column("declaration", sa.Text, nullable=False),  # the JSON the fingerprint hashes
+    sa.Column("first_batch_id", sa.String(64), nullable=False),
+    sa.Column("recorded_at", sa.String(32), nullable=False),  # canonical UTC
 )
 # Columns added after a table's first release: a warehouse made before gains them.
 ADDED_COLUMNS = {
-    "pipeline_batches": ("rows_deleted", "deleted_digest", "mass_delete_allowed", "table_name"),
+    "pipeline_batches": (
+        "rows_deleted",
+        "deleted_digest",
+        "mass_delete_allowed",
+        "table_name",
+        "declaration",
+    ),
     "pipeline_watermark_history": ("table_name",),
 }
-STATE_TABLES = (watermark_state, watermark_history, batches)  # shared by every table
+# shared by every table; a warehouse made before a table existed gains it (create_all)
+STATE_TABLES = (watermark_state, watermark_history, batches, declarations)
 
 daily_revenue = sa.Table(
     "daily_revenue",

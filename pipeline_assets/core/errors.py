@@ -134,6 +134,48 @@ class DeclarationError(PipelineError):
         return DeclarationError(self.path, self.value, self.reason, where=where)
 
 
+class DeclarationChanged(PipelineError):
+    """A declaration whose ``primary_key`` or ``cursor`` differ from those its table's
+    stored rows, state and files were written with (``core/declaration.py``).
+
+    Terminal: the stored rows are keyed and stamped by the old ones, and running again
+    unchanged meets them again. ``changes`` is a list of ``(attribute, stored, declared)``;
+    ``attribute``, ``stored`` and ``declared`` are its first.
+    """
+
+    def __init__(self, table: str, changes: list[tuple[str, object, object]]):
+        self.table, self.changes = table, list(changes)
+        self.attribute, self.stored, self.declared = self.changes[0]
+        what = "; ".join(
+            f"{attribute} is {_declared_text(declared)} in the declaration but "
+            f"{_declared_text(stored)} in what is stored"
+            for attribute, stored, declared in self.changes
+        )
+        legacy = (
+            " (for orders also the rows whose table_name is NULL, and the table daily_revenue)"
+            if table == "orders"
+            else ""
+        )
+        super().__init__(
+            f"table {table}: {what}. A table's key and change stamp cannot change under its "
+            "stored rows, watermark and files, so nothing was written. To change them, "
+            f"declare the new shape under a new name (name: {table}_v2, say: a new warehouse "
+            "table with its own watermark, ledger and day files), load it, then retire the "
+            f"old declaration of {table} from the project. Its warehouse table {table}, its "
+            "state and its day files stay as they were; to remove them, drop the table "
+            f"{table} and delete its rows of pipeline_watermark (name = '{table}'), "
+            "pipeline_watermark_history, pipeline_batches and pipeline_declarations "
+            f"(table_name = '{table}'){legacy}, and its day files' folders, by hand."
+        )
+
+
+def _declared_text(value: object) -> str:
+    """A key (a list of columns) or a change stamp as a message shows it."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
 class LocationError(PipelineError):
     """A module that is not a code location of declared tables."""
 

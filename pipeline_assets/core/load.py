@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from . import declaration
 from . import watermark as wm
 from .columnar import day_text
 from .crash import crash_point
@@ -192,11 +193,14 @@ def _window(
     lookback_days: int,
     dry_run: bool,
 ) -> _Window:
-    """Step 1: lock the table's watermark row, read the watermark, decide what to read."""
+    """Step 1: lock the table's watermark row, refuse a changed key or change stamp, read
+    the watermark, decide what to read."""
     if dry_run:
         ensure_schema(conn, spec)  # rolled back at the end: a dry run writes nothing
     else:
         wm.lock(conn, kind, table=spec.name)
+    # under the lock: the latest declaration is the one the last committed batch used
+    declaration.check_unchanged(conn, spec)
     before = wm.read(conn, table=spec.name)
     if kind == "incremental":
         start = wm.window_start(before, lookback_days)
@@ -268,7 +272,8 @@ def _commit(
     announced_batch,
     dry_run: bool,
 ) -> _Committed:
-    """Step 6: the watermark, the ledger entry and one commit (a dry run rolls back)."""
+    """Step 6: the watermark, the ledger entry with its declaration (recorded if new) and
+    one commit (a dry run rolls back)."""
     batch_id = batch_id_for(
         window.kind, window.start, window.end, tally.digest.hexdigest(), spec.name
     )
@@ -289,6 +294,7 @@ def _commit(
     wm.write(conn, before, after, kind="load", at=now, batch_id=batch_id, table=spec.name)
     crash_point("load_after_watermark")
     if not seen:
+        fingerprint = declaration.record(conn, spec, batch_id, now)
         conn.execute(
             batches.insert().values(
                 batch_id=batch_id,
@@ -307,6 +313,7 @@ def _commit(
                 deleted_digest=None if gone is None else gone.digest,
                 mass_delete_allowed=None if gone is None else gone.mass,
                 table_name=spec.name,
+                declaration=fingerprint,
             )
         )
     crash_point("load_before_commit")
