@@ -5,6 +5,8 @@ How the modules fit, bottom up:
 - :mod:`.layout`: the names in a folder (``2026-01-25.json``, ``_manifest_<run>.json``,
   ``_committed/…``) and the checks on days and run ids.
 - :mod:`.serialize`: the bytes of each file (deterministic JSON) and their sha256.
+- :mod:`.hashes`: the sha256 of the same day file bytes, built from Arrow tables of stored
+  rows (what ``verify`` checks with).
 - :mod:`.store`: where the folder lives and how one file is replaced: local disk
   (temp + fsync + rename, ``flock``) or an object store (one whole-object PUT, through
   ``universal_pathlib`` and fsspec). Chosen by the location: a path or a URL.
@@ -55,6 +57,7 @@ from __future__ import annotations
 
 import os
 
+from .hashes import DayFileHashes
 from .layout import (
     COMMITTED,
     DAY_FILE_RE,
@@ -73,7 +76,7 @@ from .layout import (
     manifest_name,
     pointer_name,
 )
-from .serialize import ROW_FIELDS, DayFileHashes, serialize_day, sha256_hex
+from .serialize import ROW_FIELDS, serialize_day, sha256_hex
 from .state import (
     DayStatus,
     UncommittedDayError,

@@ -1,0 +1,310 @@
+"""The Arrow side of a day file's bytes: :class:`DayFileHashes`, the sha256 of the bytes
+:func:`~.serialize.serialize_day` gives each day, built from Arrow tables of stored rows
+by Arrow's kernels (what ``verify`` checks a year of files with).
+
+Below it, its helpers per column type: the one Arrow form a stored column is written
+from, which rows hold one of a ``where``'s values, each value's JSON text, and the rows
+it cannot vouch for (whose day then gets no hash, and is built the slow way). A property
+test holds it to :func:`~.serialize.serialize_day`, byte for byte
+(``pipeline_assets_tests/test_day_views.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from datetime import date, datetime
+
+from ..spec import ORDERS, DailyFiles, TableSpec
+from ..times import UTC
+from ..types import DECIMAL_TEXT, ColumnType
+from .serialize import file_of
+
+_AMOUNT_RE = re.compile(f"^{DECIMAL_TEXT}$")  # the decimal text serialize_day accepts
+# The characters json.dumps(ensure_ascii=True) writes as they are: printable ASCII but the
+# quote and the backslash. Text of only these is quoted as it is; the rest is escaped.
+_PLAIN_TEXT = r"^[ !#-\[\]-~]*$"
+_DAY_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+class DayFileHashes:
+    """The sha256 of the bytes :func:`serialize_day` gives each of ``days`` (day numbers:
+    days since 1970-01-01), from Arrow tables of stored rows fed in primary-key order,
+    batch after batch: the same bytes, built by Arrow's kernels and hashed as they come
+    (nothing held but a hash per day), so ``verify`` checks a year of files at the speed
+    of one scan.
+
+    ``spec`` and ``files`` say which file (default: ``orders``' ``paid_orders``). Each
+    table given to :meth:`add` holds, by column name, every column of the file and of its
+    ``where``, as the warehouse stores them (:meth:`.types.ColumnType.stored`): integers
+    as integers; text as text; decimals as exact text; floats as floats; booleans as
+    booleans (or 0/1); dates as ``YYYY-MM-DD`` text (or Arrow dates); timestamps as
+    canonical UTC text (or Arrow timestamps, naive ones read as UTC); NULL as null. Plus
+    ``day``: the day the row belongs to in the pipeline's zone, as days since 1970-01-01
+    (int32). Other columns are ignored. For ``orders``: ``order_id``, ``status``,
+    ``amount``, ``updated_at`` (canonical UTC text) and ``day``.
+
+    Each object's JSON text is built per column type, keys in sorted order as
+    ``json.dumps(sort_keys=True)`` writes them; text that JSON escapes (quotes,
+    backslashes, control characters, non-ASCII) is escaped by ``json.dumps`` itself,
+    value by value, and floats are written by it too. A day holding a row this cannot
+    vouch for (a value :func:`serialize_day` would refuse or write otherwise, such as an
+    amount ``1e3``) gets no hash: the caller builds that day's bytes the slow way, and
+    words the error.
+    """
+
+    def __init__(self, days, tz, spec: TableSpec = ORDERS, files: DailyFiles | None = None):
+        import pyarrow as pa
+
+        self.tz = tz
+        self.spec = spec
+        self.files = file_of(spec, files)
+        self._hashes = {day: [hashlib.sha256(), 0] for day in days}
+        self._wanted = pa.array(sorted(self._hashes), pa.int32())
+        self._unsure: set[int] = set()
+        filtered = [column for column, _ in self.files.where]
+        self._needed = list(dict.fromkeys([*self.files.columns, *filtered]))
+
+    def add(self, table) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        spec, files = self.spec, self.files
+        slot = {name: f"c{i}" for i, name in enumerate(self._needed)}
+        keep = pc.is_in(table["day"], value_set=self._wanted)
+        for name, allowed in files.where:  # the view's rows: compared as stored
+            kind = spec.column(name).type
+            keep = pc.and_(keep, _allowed(_stored_array(table[name], kind)[0], kind, allowed))
+        if not pc.any(keep).as_py():
+            return
+        table = table.filter(keep)
+        columns, bad = {"day": table["day"]}, None
+        for name in self._needed:
+            array, wrong = _stored_array(table[name], spec.column(name).type)
+            columns[slot[name]] = array
+            bad = _or(bad, wrong)
+        if bad is not None:
+            columns["bad"] = bad
+        rows = (
+            pa.table(columns)
+            .sort_by([("day", "ascending"), *((slot[k], "ascending") for k in spec.primary_key)])
+            .combine_chunks()
+        )
+        bad = rows["bad"].combine_chunks() if bad is not None else None
+        parts: list = []
+        for i, name in enumerate(sorted(files.columns)):
+            column = spec.column(name)
+            parts.append(("{" if i == 0 else ",") + json.dumps(name) + ":")
+            pieces, wrong = _json_text(
+                rows[slot[name]].combine_chunks(), column.type, column.nullable, self.tz
+            )
+            parts.extend(pieces)
+            bad = _or(bad, wrong)
+        parts.append("}")
+        merged: list = []
+        for part in parts:
+            if isinstance(part, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += part
+            else:
+                merged.append(part)
+        text = pc.binary_join_element_wise(*merged, "")
+        if bad is not None:
+            bad = pc.fill_null(bad, True)
+            if pc.any(bad).as_py():
+                self._unsure |= set(pc.unique(rows["day"].filter(bad)).to_pylist())
+        day = rows["day"].to_numpy()
+        cut = np.flatnonzero(np.diff(day)) + 1
+        starts = np.concatenate(([0], cut))
+        offsets = pa.array(np.concatenate((starts, [len(day)])), pa.int32())
+        lists = pa.ListArray.from_arrays(
+            offsets, text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+        )
+        counts = np.diff(offsets.to_numpy()).tolist()
+        for start, count, joined in zip(
+            starts.tolist(), counts, pc.binary_join(lists, ",").to_pylist(), strict=True
+        ):
+            state = self._hashes[int(day[start])]
+            state[0].update(("," if state[1] else "[").encode("ascii") + joined.encode("ascii"))
+            state[1] += count
+
+    def result(self) -> dict[int, tuple[int, str]]:
+        """``{day: (rows, sha256 hex)}`` for every day it can vouch for."""
+        out = {}
+        for day, (digest, rows) in self._hashes.items():
+            if day in self._unsure:
+                continue
+            digest = digest.copy()
+            digest.update(b"]\n" if rows else b"[]\n")
+            out[day] = (rows, digest.hexdigest())
+        return out
+
+
+# --- the Arrow side, per column type --------------------------------------------------------
+
+
+def _or(a, b):
+    import pyarrow.compute as pc
+
+    if a is None:
+        return b
+    return a if b is None else pc.or_(a, b)
+
+
+def _stored_array(array, kind: ColumnType):
+    """(the column in the one Arrow form it is written from, rows it cannot vouch for or
+    None): integers int64; text, decimals and dates string; floats float64; booleans
+    bool; timestamps UTC instants."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..columnar import INSTANT
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    t, k = array.type, kind.kind
+    if k == "integer":
+        return (array if t == pa.int64() else pc.cast(array, pa.int64())), None
+    if k in ("text", "decimal"):
+        if pa.types.is_decimal(t):
+            array = pc.cast(array, pa.string())
+        return (array if t == pa.string() else pc.cast(array, pa.string())), None
+    if k == "float":
+        return (array if t == pa.float64() else pc.cast(array, pa.float64())), None
+    if k == "boolean":
+        if pa.types.is_integer(t):
+            return pc.not_equal(array, 0), pc.fill_null(
+                pc.invert(pc.is_in(array, value_set=pa.array([0, 1], t))), False
+            )
+        return (array if t == pa.bool_() else pc.cast(array, pa.bool_())), None
+    if k == "date":
+        if pa.types.is_date(t):
+            return pc.cast(array, pa.string()), None
+        return (array if t == pa.string() else pc.cast(array, pa.string())), None
+    if pa.types.is_timestamp(t):  # timestamp
+        if t.tz is None:
+            array = pc.cast(pc.cast(array, pa.timestamp("us")), INSTANT)
+        return pc.cast(array, INSTANT), None
+    if pa.types.is_null(t):
+        return pc.cast(array, INSTANT), None
+    text = pc.cast(array, pa.string())
+    try:
+        return pc.cast(text, INSTANT), None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        moments, wrong = [], []
+        for value in text.to_pylist():
+            try:
+                moment = None if value is None else datetime.fromisoformat(value)
+                ok = moment is None or moment.tzinfo is not None
+            except ValueError:
+                moment, ok = None, False
+            moments.append(moment if ok else None)
+            wrong.append(not ok)
+        return pa.array(moments, INSTANT), pa.array(wrong, pa.bool_())
+
+
+def _allowed(array, kind: ColumnType, allowed: tuple):
+    """Which rows hold one of a ``where``'s values (compared as the warehouse stores them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = [v for v in allowed if v is not None]
+    if kind.kind == "timestamp":
+        values = [v.astimezone(UTC) for v in values]
+    elif kind.kind in ("decimal", "date"):
+        values = [kind.stored(v) for v in values]
+    match = pc.fill_null(pc.is_in(array, value_set=pa.array(values, array.type)), False)
+    if None in allowed:
+        match = pc.or_(match, pc.is_null(array))
+    return match
+
+
+def _decimal_pattern(kind: ColumnType) -> str:
+    """The stored text of a decimal that :func:`serialize_day` writes back unchanged."""
+    if kind.scale is None:
+        return _AMOUNT_RE.pattern
+    whole = kind.precision - kind.scale
+    integer = "0" if whole == 0 else f"(0|[1-9][0-9]{{0,{whole - 1}}})"
+    fraction = rf"\.[0-9]{{{kind.scale}}}" if kind.scale else ""
+    return f"^-?{integer}{fraction}$"
+
+
+def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, object]:
+    """(the pieces of each row's JSON value: literals and arrays, rows it cannot vouch
+    for or None), for a column in the form :func:`_stored_array` gives."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..columnar import local_text
+
+    k = kind.kind
+    bad = None
+    quoted = k in ("text", "decimal", "date", "timestamp")
+    if k == "integer":
+        text = pc.cast(array, pa.string())
+    elif k == "text":
+        text = array
+        plain = pc.fill_null(pc.match_substring_regex(array, _PLAIN_TEXT), True)
+        if not pc.all(plain).as_py():
+            escape = pc.invert(plain)
+            text = pc.binary_join_element_wise('"', array, '"', "")
+            escaped = pa.array(
+                [json.dumps(v) for v in array.filter(escape).to_pylist()], pa.string()
+            )
+            text, quoted = pc.replace_with_mask(text, escape, escaped), False
+    elif k == "decimal":
+        text = array
+        bad = pc.invert(pc.fill_null(pc.match_substring_regex(array, _decimal_pattern(kind)), True))
+    elif k == "float":
+        values, wrong = [], []
+        for v in array.to_pylist():
+            ok = v is None or math.isfinite(v)
+            values.append(json.dumps(v) if ok and v is not None else None)
+            wrong.append(not ok)
+        text, bad = pa.array(values, pa.string()), pa.array(wrong, pa.bool_())
+    elif k == "boolean":
+        text = pc.if_else(array, "true", "false")
+    elif k == "date":
+        text = array
+        bad = _bad_days(array)
+    else:
+        text = local_text(array, tz)
+    if array.null_count:
+        if quoted:
+            text, quoted = pc.binary_join_element_wise('"', text, '"', ""), False
+        if not nullable:
+            bad = _or(bad, pc.is_null(array))
+        text = pc.fill_null(text, "null")
+    if bad is not None and pc.any(bad).as_py():
+        text = pc.if_else(bad, "null", text)  # the day is not vouched for: keep kernels quiet
+    return (['"', text, '"'] if quoted else [text]), bad
+
+
+def _bad_days(array):
+    """Which ``YYYY-MM-DD`` texts are not a calendar day Python's ``date`` holds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    form = pc.fill_null(
+        pc.and_(
+            pc.match_substring_regex(array, _DAY_TEXT), pc.invert(pc.starts_with(array, "0000"))
+        ),
+        True,
+    )
+    try:
+        pc.cast(pc.if_else(form, array, "2000-01-01"), pa.date32())
+        return pc.invert(form)
+    except pa.ArrowInvalid:  # a day 30 of February: ask Python, value by value
+        return pa.array([v is not None and not _is_day(v) for v in array.to_pylist()], pa.bool_())
+
+
+def _is_day(text: str) -> bool:
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        return False
+    try:
+        date.fromisoformat(text)
+        return True
+    except ValueError:
+        return False
