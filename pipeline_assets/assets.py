@@ -2,14 +2,15 @@
 and metadata.
 
 For a table ``N`` (a :class:`~.core.spec.TableSpec`): the asset ``N`` (the incremental
-load, with its two checks), and per daily file set ``F`` the daily-partitioned ``F`` (its
-day files) and, when it has totals, ``T``. Names come from ``spec.names``; ``orders``
-keeps every name and metadata key it had before declarations existed.
+load, with its two checks), and what every asset of the table shares (its settings, its
+resource keys, the run failure of a core error). The assets of its daily file sets (per
+set ``F`` the daily-partitioned ``F`` and, when it has totals, ``T``) are built in
+:mod:`.files_assets`. Names come from ``spec.names``; ``orders`` keeps every name and
+metadata key it had before declarations existed.
 
 No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
 """
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -20,12 +21,8 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
-    AssetIn,
     AssetKey,
-    BackfillPolicy,
-    BetaWarning,
     Config,
-    DailyPartitionsDefinition,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -34,17 +31,13 @@ from dagster import (
 )
 from pydantic import Field
 
-from .core.commands import DEFINITIONS_MODULE, daily_assets
-from .core.daily_files import DayFilesBatch, manifest_path
+from .core.commands import DEFINITIONS_MODULE
 from .core.errors import PipelineError
-from .core.paid import store_daily_revenue
 from .core.secrets import redact
-from .core.spec import ORDERS, DailyFiles, TableSpec
+from .core.spec import ORDERS, TableSpec
 from .core.times import to_instant, utc_now
-from .core.views import day_rows, day_totals, store_totals
-from .io_manager import REBUILD_METADATA
 from .location import DECLARATION, shown_attributes
-from .settings import Settings, files_location
+from .settings import Settings
 
 if TYPE_CHECKING:
     from .core.load import LoadResult
@@ -109,7 +102,7 @@ def is_orders(spec: TableSpec) -> bool:
     return shape(spec) == shape(ORDERS)
 
 
-def _failure(exc: PipelineError) -> Failure:
+def run_failure(exc: PipelineError) -> Failure:
     """A run failure with the error's one line; retried only when a retry can pass (an
     unreachable database may come back, bad input does not fix itself)."""
     return Failure(description=str(exc), allow_retries=exc.retryable)
@@ -307,7 +300,7 @@ def build_table_asset(
                 description=str(exc), allow_retries=False, metadata=exc.metadata
             ) from None
         except PipelineError as exc:
-            raise _failure(exc) from None
+            raise run_failure(exc) from None
         row = "order(s)" if orders else "row(s)"
         if result.mass_delete_allowed:
             context.log.warning(
@@ -405,152 +398,3 @@ def reconcile_check(
             "repair": MetadataValue.json(verdict.repair),
         },
     )
-
-
-def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
-    """One partition per day in PIPELINE_TIMEZONE, from PARTITIONS_START_DATE; a day's
-    partition exists once the day is over."""
-    return DailyPartitionsDefinition(
-        start_date=settings.partitions_start.isoformat(), timezone=settings.timezone
-    )
-
-
-def build_files_assets(
-    table: TableSettings,
-    files: DailyFiles,
-    table_asset,
-    keys: TableResources = TableResources(),
-    clock: Clock = utc_now,
-):
-    """The daily-partitioned assets of one file set: ``F`` and, with totals, ``T``."""
-    # backfill_policy is beta in Dagster 1.13: pinned to 1.13, and the single-run range
-    # behaviour is covered by our tests, so its warning is silenced here only.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BetaWarning)
-        built = [_build_files_asset(table, files, table_asset, keys, clock)]
-        if files.totals is not None:
-            built.append(_build_totals_asset(table, files, keys))
-        return built
-
-
-def _build_files_asset(
-    table: TableSettings, files: DailyFiles, table_asset, keys: TableResources, clock: Clock
-):
-    settings, spec = table.settings, table.spec
-    tz = settings.tz
-    location = files_location(settings, spec, files)
-    orders = is_orders(spec)
-    rows_word = "paid orders" if orders else "rows"
-
-    @asset(
-        name=files.name,
-        partitions_def=daily_partitions(settings),
-        backfill_policy=BackfillPolicy.single_run(),
-        deps=[table_asset],
-        io_manager_key=keys.files[files.name],
-        pool=f"{files.name}_files",
-        group_name="daily_files",
-        code_version="1",
-        owners=[OWNER],
-        kinds={"json"},
-        retry_policy=RetryPolicy(max_retries=2, delay=5),
-        required_resource_keys={keys.watermark},
-        # what the IO manager names when a reader finds a day not committed
-        metadata={
-            REBUILD_METADATA: MetadataValue.json(
-                {"select": daily_assets(spec, files.name), "module": table.module}
-            )
-        },
-        description="The paid orders of each day, one JSON file per day, replaced "
-        "atomically; a manifest per run says which files are committed."
-        if orders
-        else f"The rows of {spec.name} in {files.name} of each day, one JSON file per day, "
-        "replaced atomically; a manifest per run says which files are committed.",
-    )
-    def files_asset(context: AssetExecutionContext) -> DayFilesBatch:
-        """The rows of each day, one JSON file per day."""
-        watermark = getattr(context.resources, keys.watermark)
-        days = list(context.partition_keys)
-        try:
-            by_day = day_rows(watermark.warehouse.engine(), days, tz, spec=spec, files=files)
-            current = watermark.current(spec.name)
-        except PipelineError as exc:
-            raise _failure(exc) from None
-        manifest = manifest_path(location, context.run.run_id)
-        for day in days:
-            context.add_asset_metadata(
-                {"rows": len(by_day[day]), "manifest": MetadataValue.path(str(manifest))},
-                partition_key=day,
-            )
-        context.log.info(
-            f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
-            f"{sum(map(len, by_day.values()))} {rows_word}"
-        )
-        return DayFilesBatch(
-            days=by_day,
-            watermark=current.isoformat() if current else None,
-            written_at=clock().isoformat(timespec="seconds"),
-            spec=spec,
-            files=files,
-        )
-
-    return files_asset
-
-
-def _build_totals_asset(table: TableSettings, files: DailyFiles, keys: TableResources):
-    settings, spec = table.settings, table.spec
-    totals = files.totals
-    orders = is_orders(spec)
-
-    @asset(
-        name=totals.name,
-        partitions_def=daily_partitions(settings),
-        backfill_policy=BackfillPolicy.single_run(),
-        ins={"day_files": AssetIn(key=AssetKey(files.name))},
-        group_name="daily_files",
-        code_version="1",
-        owners=[OWNER],
-        kinds={"sql"},
-        required_resource_keys={keys.warehouse},
-        description="Per day: the number of paid orders and their exact total, computed "
-        "from the committed paid_orders files."
-        if orders
-        else f"Per day: the number of rows of {files.name} and the exact sum of "
-        f"{', '.join(totals.sum) or 'no column'}, computed from its committed files.",
-    )
-    def totals_asset(context: AssetExecutionContext, day_files: dict) -> MaterializeResult:
-        """Per day: the number of rows and their exact totals."""
-        warehouse = getattr(context.resources, keys.warehouse)
-        try:
-            if orders:
-                per_day = {day: day_totals(rows) for day, rows in day_files.items()}
-                store_daily_revenue(warehouse.engine(), per_day)
-            else:
-                per_day = {
-                    day: day_totals(rows, totals, spec=spec) for day, rows in day_files.items()
-                }
-                store_totals(warehouse.engine(), spec=spec, totals=totals, per_day=per_day)
-        except PipelineError as exc:
-            raise _failure(exc) from None
-        for day, (count, sums) in sorted(per_day.items()):
-            context.add_asset_metadata(
-                _totals_metadata(orders, totals.sum, count, sums), partition_key=day
-            )
-        return MaterializeResult()
-
-    return totals_asset
-
-
-def _totals_metadata(orders: bool, summed, count: int, sums) -> dict:
-    """``orders``' ``orders``, ``revenue`` and ``revenue_exact``; any other table's
-    ``rows`` and, per summed column ``C``, ``C`` (a float, only so the UI can plot it)
-    and ``C_exact`` (the exact total as text)."""
-    from .core.views import total_text
-
-    if orders:
-        return {"orders": count, "revenue": float(sums), "revenue_exact": str(sums)}
-    out: dict = {"rows": count}
-    for name in summed:
-        out[name] = float(sums[name])
-        out[f"{name}_exact"] = total_text(sums[name])
-    return out

@@ -18,17 +18,12 @@ from typing import Any
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
 
 from . import settings as settings_module
-from .assets import (
-    Clock,
-    TableResources,
-    TableSettings,
-    build_files_assets,
-    build_table_asset,
-)
+from .assets import Clock, TableResources, TableSettings, build_table_asset
 from .automation import build_daily_schedule, build_new_rows_sensor, build_refresh_sensor
 from .core.commands import DEFINITIONS_MODULE
 from .core.spec import ORDERS, TableSpec
 from .core.times import utc_now
+from .files_assets import build_files_assets
 from .io_manager import DailyFilesIOManager
 from .location import source_resource_key
 from .resources import SourceDatabase, Warehouse, WatermarkStore
