@@ -247,8 +247,7 @@ class Stage:
         if table.num_rows == 0:
             return 0, None
         if self.dialect == "sqlite":
-            # one flat list, the columns interleaved by slice assignment (in C): the
-            # statements of :meth:`write` each bind a run of whole rows of it
+            # one flat list, columns interleaved by slice assignment (in C), bound in runs
             width = len(names)
             flat: list = [None] * (table.num_rows * width)
             for i, name in enumerate(names):
@@ -281,10 +280,9 @@ class Stage:
 
     @staticmethod
     def _insert_runs(driver, insert: str, width: int, flat: list) -> None:
-        """SQLite: ``flat`` (rows of ``width`` values, one after another) in statements of
-        :data:`ROWS_PER_INSERT` rows each (``VALUES (…), (…), …``), as many as SQLite's
-        limit on bound values allows: a statement per row costs SQLite a step and Python
-        a row tuple each, which a ten-column table pays as much as a four-column one."""
+        """SQLite: ``flat`` (rows of ``width`` values in a row) in statements of
+        :data:`ROWS_PER_INSERT` rows (``VALUES (…), (…), …``, within SQLite's limit on
+        bound values): a statement per row cost a step and a Python tuple per row."""
         limit = driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         per = max(1, min(ROWS_PER_INSERT, limit // width))
         one = "(" + ", ".join("?" * width) + ")"
