@@ -177,6 +177,11 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = OR
         else 0.0,
         "future_rows": result.future_rows,
         future: _keys(result.future_order_ids),
+        # the declaration (core/evolve.py): what the source has that nobody declared (never
+        # read), the fingerprint the batch was written with, and what it changed
+        "undeclared_columns": MetadataValue.json(list(result.undeclared_columns)),
+        "declaration": result.declaration or "none",
+        **_schema_change(result),
         # only a range load can see a deletion: an incremental one says nothing of them
         **(
             {}
@@ -189,6 +194,19 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = OR
             }
         ),
     }
+
+
+def _schema_change(result: "LoadResult") -> dict:
+    """What a batch changed in the warehouse table, when it changed something."""
+    out = {}
+    if result.columns_added:
+        out["columns_added"] = MetadataValue.json(list(result.columns_added))
+        out["days_to_fill"] = MetadataValue.json(list(result.days_to_fill))
+    if result.columns_removed:
+        out["columns_removed"] = MetadataValue.json(list(result.columns_removed))
+    if result.columns_widened:
+        out["columns_widened"] = MetadataValue.json(list(result.columns_widened))
+    return out
 
 
 def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult:
@@ -396,5 +414,6 @@ def reconcile_check(
                 }
             ),
             "repair": MetadataValue.json(verdict.repair),
+            **({"days_to_fill": MetadataValue.json(verdict.to_fill)} if verdict.to_fill else {}),
         },
     )

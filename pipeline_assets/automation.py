@@ -28,12 +28,13 @@ from dagster import (
 )
 
 from .core import sensing
+from .core.daily_files import open_store, shape_of, stale_days
 from .core.days import yesterday
 from .core.errors import PipelineError
 from .core.spec import ORDERS as ORDERS_SPEC
 from .core.spec import DailyFiles, TableSpec
 from .core.times import utc_now
-from .settings import Settings
+from .settings import Settings, files_location
 
 REASON_TAG = "pipeline_assets/reason"
 ORDERS_BATCH_TAG = "pipeline_assets/orders_batch_id"  # pipeline_assets/<N>_batch_id
@@ -222,6 +223,8 @@ def build_refresh_sensor(
     table_key = AssetKey(spec.names.asset)
     built = " and ".join(n for n in (files.name, files.totals.name if files.totals else None) if n)
     tag = batch_tag(spec)
+    shape = shape_of(spec, files)
+    location = files_location(settings, spec, files)
 
     @sensor(
         name=name,
@@ -230,7 +233,8 @@ def build_refresh_sensor(
         default_status=_default_status(settings, DefaultSensorStatus),
         description=f"After each materialization of {spec.name}, rebuilds {built} for "
         "exactly the days in its days_touched: one run per block of consecutive days; "
-        "keeps owing a day until a run rebuilt it successfully.",
+        "keeps owing a day until a run rebuilt it successfully. When the declaration "
+        f"of {files.name} changes, rebuilds once every committed day written before.",
     )
     def refresh_sensor(context: SensorEvaluationContext):
         now = clock()
@@ -259,6 +263,20 @@ def build_refresh_sensor(
             if not days:
                 notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
             touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
+        stale: list[str] = []
+        if state.declaration != shape.current:  # once per declared shape
+            try:
+                found_stale = [s.day for s in stale_days(open_store(location), shape)]
+            except PipelineError as exc:  # the cursor stays: the next tick looks again
+                return SkipReason(f"could not look at the day files of {files.name}: {exc}")
+            stale, left_out = sensing.partition_days(
+                found_stale, first_day=settings.partitions_start, last_day=last_day
+            )
+            if stale:
+                notes.append(
+                    f"{len(stale)} committed day(s) of {files.name} were written with another "
+                    f"declaration: rebuilding them in the declared one ({shape.current})"
+                )
         runs = _runs_with_keys(context.instance, name, [r.key for r in state.pending])
         outcomes = {
             r.key: sensing.request_outcome(
@@ -273,6 +291,8 @@ def build_refresh_sensor(
             now.timestamp(),
             seed=state.epoch or _seed(context.instance, name),
             files=files.name,
+            declaration=shape.current,
+            stale=stale,
         )
         for note in notes + tick.notes:
             context.log.info(note)

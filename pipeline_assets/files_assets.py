@@ -13,6 +13,7 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 """
 
 import warnings
+from dataclasses import asdict
 
 from dagster import (
     AssetExecutionContext,
@@ -29,13 +30,13 @@ from dagster import (
 
 from .assets import OWNER, Clock, TableResources, TableSettings, is_orders, run_failure
 from .core.commands import daily_assets
-from .core.daily_files import DayFilesBatch, manifest_path
+from .core.daily_files import DayFilesBatch, manifest_path, shape_of
 from .core.errors import PipelineError
 from .core.paid import store_daily_revenue
 from .core.spec import DailyFiles
 from .core.times import utc_now
 from .core.views import day_rows, day_totals, store_totals
-from .io_manager import REBUILD_METADATA
+from .io_manager import REBUILD_METADATA, SHAPE_METADATA
 from .settings import Settings, files_location
 
 
@@ -91,7 +92,9 @@ def _build_files_asset(
         metadata={
             REBUILD_METADATA: MetadataValue.json(
                 {"select": daily_assets(spec, files.name), "module": table.module}
-            )
+            ),
+            # the shape its files are declared with: a reader refuses a day of another
+            SHAPE_METADATA: MetadataValue.json(asdict(shape_of(spec, files))),
         },
         description="The paid orders of each day, one JSON file per day, replaced "
         "atomically; a manifest per run says which files are committed."

@@ -15,6 +15,7 @@ from .core.commands import materialize
 from .core.daily_files import (
     DayFilesBatch,
     DayFilesError,
+    Shape,
     Store,
     open_store,
     read_committed_days,
@@ -24,6 +25,7 @@ from .core.errors import PipelineError
 from .core.spec import ORDERS
 
 REBUILD_METADATA = "pipeline_assets/rebuild"  # on a daily files asset: how to rebuild a day
+SHAPE_METADATA = "pipeline_assets/shape"  # and the shape its days must have been written in
 
 
 @contextmanager
@@ -144,7 +146,11 @@ class DailyFilesIOManager(ConfigurableIOManager):
             keys = self._partition_keys(context, "load")
             name = context.asset_key.to_user_string()
             return read_committed_days(
-                self.store_for(context), keys, name=name, rebuild=_rebuild(context)
+                self.store_for(context),
+                keys,
+                name=name,
+                rebuild=_rebuild(context),
+                shape=_shape(context),
             )
 
 
@@ -159,6 +165,16 @@ def _rebuild(context: InputContext):
         return None
     value = getattr(entry, "value", entry)
     return lambda day: materialize(value["select"], first=day, module=value["module"])
+
+
+def _shape(context: InputContext) -> Shape | None:
+    """The shape the upstream file set is declared with (metadata
+    ``pipeline_assets/shape``); None: any committed day will do."""
+    upstream = context.upstream_output
+    entry = (upstream.definition_metadata or {}).get(SHAPE_METADATA) if upstream else None
+    if entry is None:
+        return None
+    return Shape(**getattr(entry, "value", entry))
 
 
 def _run_created(context: OutputContext) -> str:

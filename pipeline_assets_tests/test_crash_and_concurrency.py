@@ -109,8 +109,10 @@ def materialize(env, cwd, *args) -> subprocess.CompletedProcess:
 
 
 def test_every_load_crash_point_is_killed_for_real():
-    """Each load crash point of core/crash.py has its SIGKILL case below."""
-    assert set(LOAD_POINTS) == {p for p in POINTS if p.startswith("load_")}
+    """Each load crash point of core/crash.py has its SIGKILL case below, but the one only a
+    changed declaration reaches (orders' never changes here), killed in
+    test_schema_changes.py."""
+    assert set(LOAD_POINTS) | {"load_after_alter"} == {p for p in POINTS if p.startswith("load_")}
 
 
 # Every point on both warehouses; with a MariaDB source three of them, which reach each part

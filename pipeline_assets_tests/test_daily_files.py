@@ -152,6 +152,29 @@ def test_paths(tmp_path):
 # --- a run's files -----------------------------------------------------------------------
 
 
+# the fingerprint of paid_orders' shape, from the rule: the first 16 hex digits of the
+# SHA-256 of its description as compact, key-sorted, ASCII JSON
+PAID_ORDERS_SHAPE = hashlib.sha256(
+    json.dumps(
+        {
+            "table": "orders",
+            "primary_key": ["order_id"],
+            "cursor": "updated_at",
+            "columns": {
+                "order_id": "integer",
+                "status": "text",
+                "amount": "decimal",
+                "updated_at": "timestamp",
+            },
+            "where": {"status": ["paid"]},
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    ).encode()
+).hexdigest()[:16]
+
+
 def test_write_leaves_day_files_manifest_and_pointers(paid_folder):
     folder = paid_folder
     written = write(
@@ -170,6 +193,15 @@ def test_write_leaves_day_files_manifest_and_pointers(paid_folder):
         "files": {
             "2026-01-25": {"rows": 1, "sha256": sha_one},
             "2026-01-26": {"rows": 0, "sha256": sha_empty},
+        },
+        # the shape the files were written with: paid_orders' columns, types and filter,
+        # fingerprinted by the rule of docs/contract.md
+        "declaration": PAID_ORDERS_SHAPE,
+        "columns": {
+            "amount": "decimal",
+            "order_id": "integer",
+            "status": "text",
+            "updated_at": "timestamp",
         },
     }
     assert json.loads(pointer_path(folder, DAY).read_bytes()) == {

@@ -127,6 +127,9 @@ FILES_LANDED = {  # point → (day files replaced: "none" | "first" | "all", man
 LOAD_POINTS = sorted(p for p in POINTS if p in LOAD_COMMITTED)
 INCREMENTAL_POINTS = [p for p in LOAD_POINTS if p not in RANGE_ONLY]
 FILE_POINTS = sorted(p for p in POINTS if p in FILES_LANDED)
+# Reached only when a declaration changes under stored rows, which the machines' fixed
+# declarations never do: killed for real, and raised, in test_schema_changes.py.
+SCHEMA_CHANGE_POINTS = {"load_after_alter"}
 
 EXAMPLES = int(os.environ.get("PIPELINE_STATEFUL_EXAMPLES", "0")) or None
 STEPS = int(os.environ.get("PIPELINE_STATEFUL_STEPS", "30"))
@@ -1187,7 +1190,11 @@ def _orders_history(step: Step) -> None:
 
 
 def _assert_every_point_crashed(counts: Counter, history: str = "history") -> None:
-    missed = [point for point in POINTS if not counts[f"crash {point}"]]
+    missed = [
+        point
+        for point in POINTS
+        if not counts[f"crash {point}"] and point not in SCHEMA_CHANGE_POINTS
+    ]
     assert not missed, f"the fixed {history} never crashed at {missed}"
     assert counts["committed day checks"] and counts["uncommitted day checks"]
     assert counts["refused deletes"] == 1 and counts["repairs of everything"] == 1
@@ -1245,7 +1252,7 @@ def test_random_histories_postgresql(postgres_admin):
 
 def test_machine_knows_every_crash_point():
     """A crash point the machine does not model would go untested: add it to the tables."""
-    assert set(POINTS) == set(LOAD_COMMITTED) | set(FILES_LANDED)
+    assert set(POINTS) == set(LOAD_COMMITTED) | set(FILES_LANDED) | SCHEMA_CHANGE_POINTS
 
 
 def test_step_retry_dying_twice_after_its_manifest_keeps_days_committed(tmp_path):

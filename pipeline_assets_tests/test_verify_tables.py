@@ -21,6 +21,7 @@ import pytest
 
 from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files import serialize_day
+from pipeline_assets.core.declaration import files_fingerprint
 from pipeline_assets.core.deletions import DeletePolicy
 from pipeline_assets.core.horizon import newest_row, reconcile_horizon
 from pipeline_assets.core.load import load_table
@@ -149,8 +150,9 @@ def test_the_check_tells_a_deleted_row_from_one_that_moved(table):
     assert newest_row(warehouse, app.spec) == stamp("2026-01-08T23:59")
 
 
-def _commit(folder: Path, files: dict[str, bytes]) -> None:
-    """Day files committed as docs/reader-protocol.md lays them out (not by the writer)."""
+def _commit(folder: Path, files: dict[str, bytes], shape: str) -> None:
+    """Day files committed as docs/reader-protocol.md lays them out (not by the writer),
+    in the declared ``shape`` (the file set's fingerprint)."""
     (folder / "_committed").mkdir(parents=True)
     manifest = "_manifest_r1.json"
     entries = {
@@ -173,6 +175,7 @@ def _commit(folder: Path, files: dict[str, bytes]) -> None:
                 "sequence": 1,
                 "watermark": None,
                 "written_at": NOW.isoformat(),
+                "declaration": shape,
             }
         )
     )
@@ -190,7 +193,7 @@ def test_each_day_file_is_checked_against_its_own_view(table, tmp_path):
         for day, rows in day_rows(warehouse, days, UTC, app.spec, view).items()
     }
     assert json.loads(files["2026-01-03"]) and len(json.loads(files["2026-01-03"])) == 1
-    _commit(tmp_path, files)
+    _commit(tmp_path, files, files_fingerprint(app.spec, view))
     assert check(app, warehouse, tmp_path).problems == ()
 
     app.put(4, stamp("2026-01-05T12:00"), version=1)  # loaded after the file was built

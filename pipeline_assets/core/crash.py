@@ -17,6 +17,7 @@ import signal
 from pathlib import Path
 
 POINTS = (
+    "load_after_alter",  # a declared change made to the warehouse table, nothing read yet
     "load_after_stage",  # every row read, validated and staged; nothing compared yet
     "load_after_compare",  # every row staged and compared with the warehouse, not merged
     "load_before_delete",  # a range load: what it deletes found and allowed, not deleted

@@ -366,6 +366,20 @@ declarations = sa.Table(
     sa.Column("first_batch_id", sa.String(64), nullable=False),
     sa.Column("recorded_at", sa.String(32), nullable=False),  # canonical UTC
 )
+column_fills = sa.Table(
+    "pipeline_column_fills",
+    metadata,
+    # one row per column a declaration added to a table that already held rows
+    # (core/evolve.py): the days whose rows were stored without it and have not been read
+    # whole since, which range loads fill
+    sa.Column("table_name", sa.String(64), primary_key=True),
+    sa.Column("column_name", sa.String(255), primary_key=True),
+    sa.Column("added_batch_id", sa.String(64), primary_key=True),  # the batch that added it
+    sa.Column("declaration", sa.String(64), nullable=False),  # that batch's fingerprint
+    sa.Column("added_at", sa.String(32), nullable=False),  # canonical UTC
+    sa.Column("rows_before", sa.BigInteger, nullable=False),  # rows the table held then
+    sa.Column("days", sa.Text, nullable=False),  # JSON list of YYYY-MM-DD still unfilled
+)
 # Columns added after a table's first release: a warehouse made before gains them.
 ADDED_COLUMNS = {
     "pipeline_batches": (
@@ -378,7 +392,7 @@ ADDED_COLUMNS = {
     "pipeline_watermark_history": ("table_name",),
 }
 # shared by every table; a warehouse made before a table existed gains it (create_all)
-STATE_TABLES = (watermark_state, watermark_history, batches, declarations)
+STATE_TABLES = (watermark_state, watermark_history, batches, declarations, column_fills)
 
 daily_revenue = sa.Table(
     "daily_revenue",

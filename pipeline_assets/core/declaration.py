@@ -21,7 +21,12 @@ those of ``orders`` (``table_name`` NULL or ``orders``) count as written under
 :func:`latest`).
 
 :func:`check_unchanged` refuses a load whose ``primary_key`` or ``cursor`` differ from
-the latest recorded declaration's (:class:`~.errors.DeclarationChanged`).
+the latest recorded declaration's (:class:`~.errors.DeclarationChanged`); every other
+change is followed by the warehouse table (:mod:`.evolve`).
+
+A daily file set's bytes depend on less: :func:`describe_files` (the table, key and change
+stamp, the file's columns and types, its filter) and its :func:`files_fingerprint`, which
+each manifest records, so a reader and ``verify`` tell a day written under another shape.
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 import sqlalchemy as sa
 
 from .db import PIPELINE, batches, declarations, of_table
 from .errors import DeclarationChanged
-from .spec import ORDERS, TableSpec
+from .spec import ORDERS, DailyFiles, TableSpec
 from .times import canonical
 
 __all__ = [
@@ -43,7 +49,10 @@ __all__ = [
     "check_unchanged",
     "declaration_of_batch",
     "describe",
+    "describe_files",
+    "files_fingerprint",
     "fingerprint",
+    "implied_files_fingerprint",
     "latest",
     "record",
     "stable_json",
@@ -71,6 +80,34 @@ def describe(spec: TableSpec) -> dict:
     }
 
 
+def describe_files(spec: TableSpec, files: DailyFiles) -> dict:
+    """What defines the bytes of ``spec``'s day files ``files``: the table, its key and
+    change stamp (the rows' order and day), the file's columns with their types, and its
+    filter. A manifest records its :func:`files_fingerprint`."""
+    whole = describe(spec)
+    return {
+        "table": spec.name,
+        "primary_key": list(spec.primary_key),
+        "cursor": spec.cursor,
+        "columns": {name: whole["columns"][name]["type"] for name in files.columns},
+        "where": whole["daily_files"][files.name]["where"],
+    }
+
+
+def files_fingerprint(spec: TableSpec, files: DailyFiles) -> str:
+    """The first 16 hex digits of the SHA-256 of :func:`describe_files`' stable JSON."""
+    return _hash(_json(describe_files(spec, files)))
+
+
+def implied_files_fingerprint(spec: TableSpec, files: DailyFiles) -> str | None:
+    """What a manifest that records no fingerprint (written before manifests did) was
+    written with: ``paid_orders`` as the release before declarations wrote it (ORDERS');
+    None, unknown, for any other file set, whose days then count as stale."""
+    if (spec.name, files.name) == (ORDERS.name, ORDERS.daily_files[0].name):
+        return files_fingerprint(ORDERS, ORDERS.daily_files[0])
+    return None
+
+
 def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
@@ -80,8 +117,10 @@ def stable_json(spec: TableSpec) -> str:
     return _json(describe(spec))
 
 
+@lru_cache(maxsize=64)
 def fingerprint(spec: TableSpec) -> str:
-    """The first 16 hex digits of the SHA-256 of :func:`stable_json`."""
+    """The first 16 hex digits of the SHA-256 of :func:`stable_json` (once per spec: every
+    load asks)."""
     return _hash(stable_json(spec))
 
 
@@ -155,11 +194,18 @@ def latest(conn: sa.Connection, table: str) -> Recorded | None:
     return None if row is None else _of(conn, row.table_name, row.declaration)
 
 
-def check_unchanged(conn: sa.Connection, spec: TableSpec) -> None:
+_NOT_READ = object()
+
+
+def check_unchanged(
+    conn: sa.Connection, spec: TableSpec, stored: Recorded | None | object = _NOT_READ
+) -> None:
     """Refuse ``spec`` when its ``primary_key`` or ``cursor`` differ from the latest
-    recorded declaration of its table (:class:`DeclarationChanged`); a table with no
-    batch, or with other changes (columns, files), passes."""
-    stored = latest(conn, spec.name)
+    recorded declaration of its table (``stored``, read here unless given:
+    :class:`DeclarationChanged`); a table with no batch, or with other changes (columns,
+    files: core/evolve.py), passes."""
+    if stored is _NOT_READ:
+        stored = latest(conn, spec.name)
     if stored is None:
         return
     changes = []

@@ -169,6 +169,31 @@ class DeclarationChanged(PipelineError):
         )
 
 
+class SchemaChangeRefused(PipelineError):
+    """A declaration whose change the warehouse table cannot follow by itself, refused
+    when the run starts, before anything is written (``core/evolve.py``). Terminal."""
+
+
+class TypeChangeRefused(SchemaChangeRefused):
+    """A column declared with a type its stored values may not fit (a narrowing, a change
+    of kind, a key column's type).
+
+    Terminal: the stored rows hold the old type's values until someone decides what to do
+    with them. ``why`` says what the stored values may not fit.
+    """
+
+    def __init__(self, table: str, column: str, stored: str, declared: str, why: str):
+        self.table, self.column, self.stored, self.declared = table, column, stored, declared
+        super().__init__(
+            f"table {table}: column {column} is declared {declared} but stored as {stored}, "
+            f"and {why}, so nothing was written. Declare it {stored} again (or a type every "
+            f"stored value fits: docs/contract.md lists the widenings the pipeline applies "
+            f"itself); to store it as {declared}, declare the new shape under a new name "
+            f"(name: {table}_v2, say), load it, then retire the old declaration of {table}, "
+            "whose warehouse table, state and day files stay as they were."
+        )
+
+
 def _declared_text(value: object) -> str:
     """A key (a list of columns) or a change stamp as a message shows it."""
     if isinstance(value, (list, tuple)):
@@ -250,6 +275,8 @@ class UncommittedDayError(PipelineError):
     message names; reading them again does not commit them.
     """
 
+    state = "is not committed"
+
     def __init__(
         self,
         reasons: Mapping[str, str],
@@ -263,7 +290,7 @@ class UncommittedDayError(PipelineError):
         rebuild = rebuild or rebuild_command
         self.reasons = dict(sorted(reasons.items()))
         self.days = tuple(self.reasons)
-        parts = [f"{name} day {day} is not committed: {why}." for day, why in self.reasons.items()]
+        parts = [f"{name} day {day} {self.state}: {why}." for day, why in self.reasons.items()]
         # each command alone on its line, nothing after it: pasted as printed, it runs
         commands = [rebuild(day) for day in self.days]
         how = (
@@ -272,6 +299,14 @@ class UncommittedDayError(PipelineError):
             else " Rebuild them, one command per line:\n" + "\n".join(commands)
         )
         super().__init__(" ".join(parts) + how)
+
+
+class StaleDayError(UncommittedDayError):
+    """Committed days written under another declaration of their file set (other columns,
+    types or filter): a reader of the declared shape would mix two shapes. Terminal: a
+    rebuild writes them in the declared shape."""
+
+    state = "was written with another declaration"
 
 
 # --- transient: may pass when run again ----------------------------------------------------

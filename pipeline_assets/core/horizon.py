@@ -16,8 +16,8 @@ takes the declared table (``spec``; ``orders`` unless told, in the words it alwa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, tzinfo
 
 from sqlalchemy.engine import Engine
@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from . import watermark as wm
 from .days import days_between, runs
 from .db import dialect_of, guard, has_table
+from .evolve import Gap, days_to_fill, open_gaps
 from .source import quote
 from .spec import ORDERS, TableSpec
 from .times import UTC, day_start, from_canonical, parse_day
@@ -114,6 +115,7 @@ class Verdict:
     differing: list[str]
     repair: list[str]
     description: str | None
+    to_fill: dict[str, list[str]] = field(default_factory=dict)  # column: days (evolve.Gap)
 
 
 def judge(
@@ -124,16 +126,56 @@ def judge(
     max_delete_share: float = 0.5,
     spec: TableSpec = ORDERS,
     repairs: Repairs | None = None,
+    to_fill: Sequence[Gap] = (),
 ) -> Verdict:
-    """Pass when every compared day agrees and at least one day was compared.
+    """Pass when every compared day agrees, at least one day was compared, and no column
+    added to the declaration still lacks values on days stored before it (``to_fill``,
+    whatever the horizon: those rows were never read for it).
 
     ``days`` holds the days of the horizon with a row on either side. None of them while
     the warehouse holds rows is a failure: the check could vouch for nothing.
     ``repairs``: the commands' table and code location (default: ``spec``'s, this one).
     """
+    repairs = repairs or Repairs(spec)
+    verdict = _judge(h, days, warehouse_holds_rows, max_delete_share, spec, repairs)
+    return _with_gaps(verdict, to_fill, repairs) if to_fill else verdict
+
+
+def _with_gaps(verdict: Verdict, to_fill: Sequence[Gap], repairs: Repairs) -> Verdict:
+    """The verdict, failed by the days still to fill, naming each column, its days and the
+    range loads that fill them (then the rebuilds of the files that hold the columns)."""
+    by_day = days_to_fill(list(to_fill))
+    filed = {c for f in repairs.spec.daily_files for c in f.columns}
+    rebuilds = [d for d, columns in by_day.items() if filed & set(columns)]
+    fill = repairs.commands(by_day, rebuilds)
+    said = "; ".join(
+        f"column {gap.column} was declared after {gap.rows_before} row(s) were stored (batch "
+        f"{gap.added_batch_id}, {gap.added_at[:10]}), and {len(gap.days)} day(s) hold rows "
+        "not read since, which lack its values: "
+        + ", ".join(a if a == b else f"{a}…{b}" for a, b in runs(gap.days))
+        for gap in to_fill
+    )
+    text = f"{said}. Fill them: " + "; ".join(fill)
+    return replace(
+        verdict,
+        passed=False,
+        repair=list(dict.fromkeys([*verdict.repair, *fill])),
+        description=f"{verdict.description} {text}" if verdict.description else text,
+        to_fill={gap.column: list(gap.days) for gap in to_fill},
+    )
+
+
+def _judge(
+    h: Horizon,
+    days: Mapping[str, DayCounts],
+    warehouse_holds_rows: bool,
+    max_delete_share: float,
+    spec: TableSpec,
+    repairs: Repairs,
+) -> Verdict:
     bad = differing_days(dict(days))
     if bad:
-        return _differing(days, bad, max_delete_share, repairs or Repairs(spec))
+        return _differing(days, bad, max_delete_share, repairs)
     if days:
         return Verdict(True, len(days), [], [], None)
     rows = "orders" if is_orders(spec) else f"{spec.name} rows"
@@ -246,6 +288,7 @@ def reconcile_horizon(
     )
     days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
     add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)}, spec=spec)
+    to_fill = open_gaps(warehouse, spec)
     return (
         h,
         days,
@@ -256,5 +299,6 @@ def reconcile_horizon(
             max_delete_share=max_delete_share,
             spec=spec,
             repairs=repairs,
+            to_fill=to_fill,
         ),
     )

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, tzinfo
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from . import declaration
+from . import declaration, evolve
 from . import watermark as wm
 from .columnar import day_text
 from .crash import crash_point
@@ -119,7 +119,9 @@ def load_table(
         stage = Stage(conn, spec)
         trans = conn.begin()
         try:
-            window = _window(conn, spec, kind, start, end, lookback_days, dry_run)
+            window = _window(conn, spec, kind, start, end, lookback_days, dry_run, tz)
+            if window.evolution.altered:
+                crash_point("load_after_alter")
             tally = _tally(window, now, tz, spec)
             target = warehouse_table(spec)
             first_key = target.c[spec.primary_key[0]]
@@ -147,7 +149,7 @@ def load_table(
             raise
         finally:
             stage.close()
-    return _result(window, tally, changes, gone, committed, dry_run)
+    return _result(window, tally, changes, gone, committed, dry_run, src.undeclared)
 
 
 def load_orders(source: Engine, warehouse: Engine, **kwargs) -> LoadResult:
@@ -163,6 +165,7 @@ class _Window:
     start: datetime | None
     end: datetime | None
     before: datetime | None  # the watermark when the batch began
+    evolution: evolve.Evolution  # what changed in the declaration, done to the table
 
 
 @dataclass(frozen=True)
@@ -192,19 +195,23 @@ def _window(
     end: datetime | None,
     lookback_days: int,
     dry_run: bool,
+    tz: tzinfo,
 ) -> _Window:
-    """Step 1: lock the table's watermark row, refuse a changed key or change stamp, read
-    the watermark, decide what to read."""
+    """Step 1: lock the table's watermark row, refuse a changed key or change stamp, bring
+    the table to its declaration (core/evolve.py), read the watermark, decide what to
+    read."""
     if dry_run:
         ensure_schema(conn, spec)  # rolled back at the end: a dry run writes nothing
     else:
         wm.lock(conn, kind, table=spec.name)
     # under the lock: the latest declaration is the one the last committed batch used
-    declaration.check_unchanged(conn, spec)
+    stored = declaration.latest(conn, spec.name)
+    declaration.check_unchanged(conn, spec, stored)
+    evolution = evolve.evolve(conn, spec, stored, tz)
     before = wm.read(conn, table=spec.name)
     if kind == "incremental":
         start = wm.window_start(before, lookback_days)
-    return _Window(kind, start, end, before)
+    return _Window(kind, start, end, before, evolution)
 
 
 def _tally(window: _Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
@@ -293,6 +300,10 @@ def _commit(
         return _Committed(batch_id, after, seen, unannounced)
     wm.write(conn, before, after, kind="load", at=now, batch_id=batch_id, table=spec.name)
     crash_point("load_after_watermark")
+    # the rows of every day the batch read whole hold what the source holds: days stored
+    # without a column added since are filled there (core/evolve.py)
+    evolve.record_gaps(conn, spec, window.evolution, batch_id, now)
+    evolve.close_gaps(conn, spec, *_days_read_whole(tally))
     if not seen:
         fingerprint = declaration.record(conn, spec, batch_id, now)
         conn.execute(
@@ -322,6 +333,15 @@ def _commit(
     return _Committed(batch_id, after, seen, unannounced)
 
 
+def _days_read_whole(tally: Tally):
+    """The first and last day the batch read whole (None: unbounded on that side)."""
+    first, last = tally.whole
+    return (
+        None if first is None else EPOCH + timedelta(days=first),
+        None if last is None else EPOCH + timedelta(days=last),
+    )
+
+
 def _result(
     window: _Window,
     tally: Tally,
@@ -329,6 +349,7 @@ def _result(
     gone: Deletions | None,
     committed: _Committed,
     dry_run: bool,
+    undeclared: list[str],
 ) -> LoadResult:
     changed = changes.inserted + changes.updated + (len(gone.keys) if gone else 0)
     return LoadResult(
@@ -358,6 +379,12 @@ def _result(
         deleted_digest=None if gone is None else gone.digest,
         mass_delete_allowed=bool(gone and gone.mass),
         read_whole=tally.read_whole(),
+        undeclared_columns=tuple(undeclared),
+        declaration=window.evolution.fingerprint,
+        columns_added=window.evolution.added,
+        columns_removed=window.evolution.removed,
+        columns_widened=tuple(w.to_json() for w in window.evolution.widened),
+        days_to_fill=tuple(evolve.unread(window.evolution.gap_days, *_days_read_whole(tally))),
     )
 
 

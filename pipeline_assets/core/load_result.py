@@ -71,6 +71,14 @@ class LoadResult:
     deleted_order_ids: tuple = ()  # the first 20 of their keys
     deleted_digest: str | None = None  # SHA-256 of their keys (Deletions.digest)
     mass_delete_allowed: bool = False  # more than MAX_DELETE_SHARE, let through
+    # the declaration (core/evolve.py): source columns it does not name (never read), its
+    # fingerprint, and what the batch found changed since the table's latest batch
+    undeclared_columns: tuple[str, ...] = ()
+    declaration: str | None = None
+    columns_added: tuple[str, ...] = ()  # added to the warehouse table (or found there)
+    columns_removed: tuple[str, ...] = ()  # declared no more: kept, no longer written
+    columns_widened: tuple[dict, ...] = ()  # {"column", "from", "to"}: values rewritten
+    days_to_fill: tuple[str, ...] = ()  # days whose rows were stored without the added
     read_whole: WholeDays | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:

@@ -67,6 +67,30 @@ def index_name(spec: TableSpec) -> str:
     return f"{spec.name}_{spec.cursor}_idx"[:63]
 
 
+def present_columns(bind: sa.Engine | sa.Connection, name: str) -> set[str]:
+    """The columns the warehouse table ``name`` has (one catalog query; none if missing)."""
+    if bind.dialect.name == "sqlite":
+        quoted = name.replace('"', '""')
+        sql, params = f'SELECT name FROM pragma_table_info("{quoted}")', {}
+    else:
+        sql = (
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = :t"
+        )
+        params = {"t": name}
+    if isinstance(bind, sa.Engine):
+        with bind.connect() as conn:
+            return set(conn.execute(sa.text(sql), params).scalars())
+    return set(bind.execute(sa.text(sql), params).scalars())
+
+
+def missing_columns(bind: sa.Engine | sa.Connection, spec: TableSpec) -> frozenset[str]:
+    """The declared columns ``spec``'s warehouse table lacks: declared since its last load,
+    which adds them (core/evolve.py). Readers read them as NULL until then."""
+    present = present_columns(bind, spec.name)
+    return frozenset(c for c in spec.column_names if present and c not in present)
+
+
 def ensure_table(conn: sa.Connection, spec: TableSpec) -> None:
     """Create the warehouse table of ``spec`` and its index if missing, in ``conn``'s
     transaction."""

@@ -32,7 +32,7 @@ from .daily_files.serialize import file_of
 from .db import guard, has_table, writing
 from .errors import PipelineError
 from .money import parse_amount
-from .schema import warehouse_table
+from .schema import missing_columns, warehouse_table
 from .spec import ORDERS, DailyFiles, TableSpec, Totals
 from .times import UTC, canonical, day_start, from_canonical, parse_day
 from .types import ColumnType, TypeValueError, format_decimal
@@ -77,14 +77,16 @@ def day_rows(
         values = [kind.stored(v) for v in allowed if v is not None]
         match = c[name].in_(values) if values else sa.false()
         conditions.append(sa.or_(match, c[name].is_(None)) if None in allowed else match)
-    query = (
-        sa.select(*(c[n] for n in names))
-        .where(*conditions)
-        .order_by(*(c[k] for k in spec.primary_key))
-    )
     # A read: no schema creation and no write transaction (verify calls this per span).
     if not has_table(warehouse, spec.name, _ENV):
         return out
+    with guard(warehouse, _ENV):
+        absent = missing_columns(warehouse, spec)  # declared since the last load: NULL
+    query = (
+        sa.select(*(sa.null().label(n) if n in absent else c[n] for n in names))
+        .where(*conditions)
+        .order_by(*(c[k] for k in spec.primary_key))
+    )
     day_of_row = _day_reader(cursor.type, tz)
     shown_cursor = spec.cursor in files.columns and cursor.type.kind == "timestamp"
     at = {n: i for i, n in enumerate(names)}

@@ -79,6 +79,7 @@ from .layout import (
 from .serialize import ROW_FIELDS, serialize_day, sha256_hex
 from .state import (
     DayStatus,
+    Shape,
     UncommittedDayError,
     day_status,
     describe_days,
@@ -86,6 +87,8 @@ from .state import (
     read_committed_day,
     read_committed_days,
     settled_statuses,
+    shape_of,
+    stale_days,
 )
 from .store import (
     LocalStore,
@@ -132,6 +135,7 @@ __all__ = [
     "DayStatus",
     "LocalStore",
     "ObjectStore",
+    "Shape",
     "Store",
     "UncommittedDayError",
     "WrittenRun",
@@ -151,6 +155,8 @@ __all__ = [
     "rebuild_pointers",
     "serialize_day",
     "settled_statuses",
+    "shape_of",
+    "stale_days",
     "sha256_hex",
     "temp_path_for",
     "write_day_files",

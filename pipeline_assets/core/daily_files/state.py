@@ -17,7 +17,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..commands import rebuild_command
-from ..errors import UncommittedDayError
+from ..declaration import describe_files, files_fingerprint, implied_files_fingerprint
+from ..errors import StaleDayError, UncommittedDayError
+from ..spec import DailyFiles, TableSpec
 from .layout import (
     COMMITTED,
     DAY_FILE_RE,
@@ -30,7 +32,7 @@ from .layout import (
     day_name,
     pointer_name,
 )
-from .serialize import json_object, sha256_hex
+from .serialize import file_of, json_object, sha256_hex
 from .store import Store, open_store
 
 # On an object store (no lock to wait on) a reader that finds a day uncommitted while
@@ -51,6 +53,10 @@ class DayStatus:
     rows: int | None = None
     sha256: str | None = None
     data: bytes | None = field(default=None, repr=False, compare=False)
+    # what the manifest says the file was written with: its file set's fingerprint
+    # (None: a manifest from before manifests recorded it) and columns
+    declaration: str | None = None
+    columns: dict | None = field(default=None, compare=False)
 
     @property
     def committed(self) -> bool:
@@ -132,7 +138,7 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
     # The newest manifest listing the day: the one its pointer names, unless the last
     # run stopped between its manifest and its pointers and that manifest lists it too.
     problem = None
-    manifest_name = sequence = entry = None
+    manifest_name = sequence = entry = shape = None
     try:
         pointer = read_json_object(store, pointer_name(day))
     except ValueError as exc:
@@ -140,7 +146,7 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
     if pointer is not None:
         try:
             manifest, entry = manifest_entry(store, pointer.get("manifest"), day)
-            manifest_name, sequence = pointer["manifest"], manifest["sequence"]
+            manifest_name, sequence, shape = pointer["manifest"], manifest["sequence"], manifest
             if sequence != pointer.get("sequence") or entry["sha256"] != pointer.get("sha256"):
                 raise ValueError(f"manifest {manifest_name} disagrees with the pointer")
         except ValueError as exc:
@@ -158,6 +164,7 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
             manifest, head_entry = manifest_entry(store, head.get("manifest"), day)
             if manifest["sequence"] == head["sequence"]:
                 manifest_name, sequence, entry = head["manifest"], head["sequence"], head_entry
+                shape = manifest
                 problem = None
         except ValueError:
             pass  # the unfinished run did not list this day, or crashed before its manifest
@@ -186,6 +193,7 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
             sequence=sequence,
             sha256=actual,
         )
+    declared, columns = shape.get("declaration"), shape.get("columns")
     return DayStatus(
         day,
         COMMITTED,
@@ -194,6 +202,8 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
         rows=entry.get("rows"),
         sha256=actual,
         data=data,
+        declaration=declared if isinstance(declared, str) else None,
+        columns=columns if isinstance(columns, dict) else None,
     )
 
 
@@ -263,6 +273,56 @@ def settled_statuses(
     return [s if s.committed else next(again) for s in statuses]
 
 
+@dataclass(frozen=True)
+class Shape:
+    """The shape a file set is declared with now (``current``: its fingerprint) and the one
+    a manifest that records none was written with (``implied``; None: unknown)."""
+
+    current: str
+    implied: str | None = None
+    columns: dict | None = None  # the declared columns and their types, for messages
+
+    def stale(self, status: DayStatus) -> bool:
+        """Whether a committed day was written with another shape."""
+        return status.committed and (status.declaration or self.implied) != self.current
+
+    def why(self, status: DayStatus) -> str:
+        """How a stale day's shape differs from the declared one, in words."""
+        written = (status.declaration or self.implied or "unknown")[:16]
+        had, has = status.columns, self.columns
+        if had is None or has is None:
+            return f"written with shape {written}, declared now {self.current}"
+        parts = []
+        if sorted(set(has) - set(had)):
+            parts.append("it lacks " + ", ".join(sorted(set(has) - set(had))))
+        if sorted(set(had) - set(has)):
+            parts.append("it still holds " + ", ".join(sorted(set(had) - set(has))))
+        retyped = sorted(c for c in set(had) & set(has) if had[c] != has[c])
+        if retyped:
+            parts.append(
+                "it wrote " + ", ".join(f"{c} as {had[c]} (now {has[c]})" for c in retyped)
+            )
+        if not parts:
+            parts.append("its filter or key differs")
+        return f"written with shape {written}, declared now {self.current}: " + "; ".join(parts)
+
+
+def shape_of(spec: TableSpec, files: DailyFiles | None = None) -> Shape:
+    """The shape ``spec``'s file set ``files`` (default: its first) is declared with."""
+    files = file_of(spec, files)
+    return Shape(
+        files_fingerprint(spec, files),
+        implied_files_fingerprint(spec, files),
+        describe_files(spec, files)["columns"],
+    )
+
+
+def stale_days(folder: str | os.PathLike | Store, shape: Shape) -> list[DayStatus]:
+    """The committed days of ``folder`` written with another shape than ``shape``'s (a
+    look at every day's pointer and manifest: once per declaration change)."""
+    return [s for s in describe_days(folder) if shape.stale(s)]
+
+
 def _parse_day_bytes(day: str, data: bytes) -> list[dict]:
     try:
         rows = json.loads(data)
@@ -280,10 +340,12 @@ def read_committed_days(
     wait_for_writer: bool | float = True,
     name: str = "paid_orders",
     rebuild: Callable[[str], str] | None = None,
+    shape: Shape | None = None,
 ) -> dict[str, list[dict]]:
     """Rows of each of ``days``, committed ones only; else one error naming every bad day
     of the file set ``name`` and the command that rebuilds it (``rebuild(day)``; default:
-    ``paid_orders``' own).
+    ``paid_orders``' own). With ``shape``, a committed day written with another shape is
+    an error too (:class:`StaleDayError`): a reader never mixes two shapes unknowingly.
 
     With ``wait_for_writer`` a run that is writing right now is waited for instead of
     being reported as uncommitted (see :func:`settled_statuses`).
@@ -292,6 +354,9 @@ def read_committed_days(
     bad = {s.day: s.reason for s in statuses if not s.committed}
     if bad:
         raise UncommittedDayError(bad, name=name, rebuild=rebuild)
+    stale = {s.day: shape.why(s) for s in statuses if shape is not None and shape.stale(s)}
+    if stale:
+        raise StaleDayError(stale, name=name, rebuild=rebuild)
     return {s.day: _parse_day_bytes(s.day, s.data) for s in statuses}
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..crash import crash_point
+from ..declaration import describe_files, files_fingerprint
 from ..spec import ORDERS, DailyFiles, TableSpec
 from .layout import (
     DAY_FILE_RE,
@@ -20,7 +21,7 @@ from .layout import (
     manifest_name,
     pointer_name,
 )
-from .serialize import dumps, serialize_day, sha256_hex
+from .serialize import dumps, file_of, serialize_day, sha256_hex
 from .state import Snapshot, listed, read_head, read_json_object
 from .store import Store, open_store
 
@@ -171,7 +172,9 @@ def write_day_files(
     files: DailyFiles | None = None,
 ) -> WrittenRun:
     """Write one run: each day file whole, then the manifest, then the pointers, the head.
-    The bytes of each file are those of ``spec``'s ``files`` (default: ``paid_orders``).
+    The bytes of each file are those of ``spec``'s ``files`` (default: ``paid_orders``);
+    the manifest records the shape they were written with (``declaration``: the file
+    set's fingerprint, ``columns``: its columns and their types).
 
     Everything is serialized and checked before the first byte is written, so bad rows
     never touch the folder. The named crash points of :mod:`..crash` sit between the
@@ -193,6 +196,7 @@ def write_day_files(
     except (TypeError, ValueError):
         raise DayFilesError(f"written_at {written_at!r} must be an ISO-8601 timestamp") from None
 
+    view = file_of(spec, files)
     rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
     blobs = {day: serialize_day(day, rows, spec, files) for day, rows in rows_by_day.items()}
     # serialize_day refused duplicates, so the row count is the input's length.
@@ -225,6 +229,9 @@ def write_day_files(
             "watermark": watermark,
             "written_at": written_at,
             "files": entries,
+            # the shape every file of the run was written with (core/declaration.py)
+            "declaration": files_fingerprint(spec, view),
+            "columns": describe_files(spec, view)["columns"],
         }
         crash_point("files_before_manifest")
         store.write(manifest_file, dumps(manifest), crash_at="manifest_before_rename")

@@ -2,6 +2,11 @@
 runs over the days that exist as partitions, one run per block of consecutive days
 (:func:`day_blocks`); its cursor (:class:`RefreshCursor`) keeps the days it owes until a
 successful run requested after they became owed has rebuilt them (:func:`refresh_tick`).
+
+When the file set's declaration changes (its shape: columns, types, filter), every
+committed day written in another shape is owed too, once: the cursor keeps the shape it
+last owed them for (``declaration``), and the Dagster layer looks for such days only
+when the declared shape differs from it.
 """
 
 from __future__ import annotations
@@ -100,6 +105,7 @@ class RefreshCursor:
     requests: int = 0
     failures: Mapping[str, tuple[int, float]] = field(default_factory=dict)
     epoch: str = ""  # where the cursor's run keys start (see refresh_run_key); "" fresh
+    declaration: str = ""  # the file set's shape the stale days were last owed for
 
     def to_cursor(self) -> str:
         return json.dumps(
@@ -111,6 +117,7 @@ class RefreshCursor:
                 "requests": self.requests,
                 "failures": {day: list(f) for day, f in sorted(self.failures.items())},
                 "epoch": self.epoch,
+                "declaration": self.declaration,
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -138,6 +145,7 @@ class RefreshCursor:
                     day: (int(f[0]), float(f[1])) for day, f in data.get("failures", {}).items()
                 },
                 epoch=str(data.get("epoch", "")),
+                declaration=str(data.get("declaration", "")),
             )
         except (ValueError, TypeError, KeyError, IndexError):
             return cls()
@@ -167,8 +175,14 @@ def refresh_tick(
     seed: str = "0",
     *,
     files: str = "paid_orders",
+    declaration: str | None = None,
+    stale: Iterable[str] = (),
 ) -> RefreshTick:
     """Owe the days of new materializations, settle requests, ask for free owed days. Pure.
+
+    ``declaration`` (the file set's shape now) with ``stale`` (its committed days written
+    in another shape, looked up because ``declaration`` differs from the cursor's): those
+    days are owed, once; the cursor then keeps ``declaration``.
 
     ``outcomes`` holds what became of each pending request (by run key). A request whose
     run succeeded pays the days it covers — unless a later load touched one of them
@@ -185,6 +199,12 @@ def refresh_tick(
                 owed.get(day, (event.storage_id, event.batch)), (event.storage_id, event.batch)
             )
         after = event.storage_id if after is None else max(after, event.storage_id)
+    shape = cursor.declaration
+    if declaration is not None and declaration != shape:
+        mark = (after if after is not None else 0, f"declaration {declaration}")
+        for day in stale:
+            owed[day] = max(owed.get(day, mark), mark)
+        shape = declaration
     failures = dict(cursor.failures)
     pending, notes = [], []
     for request in cursor.pending:
@@ -234,5 +254,5 @@ def refresh_tick(
         )
     failures = {day: f for day, f in failures.items() if day in owed}
     return RefreshTick(
-        RefreshCursor(after, owed, tuple(pending + new), count, failures, epoch), new, notes
+        RefreshCursor(after, owed, tuple(pending + new), count, failures, epoch, shape), new, notes
     )

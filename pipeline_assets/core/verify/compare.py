@@ -64,6 +64,9 @@ class DayCounts:
     deleted_checksum: int = 0  # the checksum of those rows alone
     # warehouse rows per daily file after the first (whose count is warehouse_paid)
     warehouse_kept: dict[str, int] = field(default_factory=dict)
+    # per column added to the declaration after rows were stored (core/evolve.py): the
+    # day's warehouse rows that hold NULL there while the source holds a value
+    lacking: dict[str, int] = field(default_factory=dict)
 
     @property
     def only_deletions(self) -> bool:
@@ -94,6 +97,7 @@ class DayCounts:
             "not_loaded": self.not_loaded,
             "changed": self.changed,
             "only_in_warehouse": self.only_in_warehouse,
+            **({"lacking": dict(sorted(self.lacking.items()))} if self.lacking else {}),
         }
         if is_orders(spec):
             return {
@@ -269,14 +273,17 @@ def compare_rows(
     *,
     batch_rows: int = SCAN_BATCH,
     spec: TableSpec = ORDERS,
+    lacking: Iterable[str] = (),
 ) -> tuple[dict[str, DayCounts], int, int]:
     """Match the source and the warehouse by key: per-day counts, checksums, diffs.
 
     Returns ``(days, source_rows, warehouse_rows)``. ``warehouse=None``: an empty one.
+    ``lacking``: columns added since rows were stored, whose NULLs the source fills are
+    counted per day (:attr:`DayCounts.lacking`).
     Both sides stream in key order; the rows of each run of keys that both have read past
     are compared at once, so memory holds a few batches whatever the tables.
     """
-    merge = _Merge(spec)
+    merge = _Merge(spec, tuple(lacking))
     try:
         with (
             _stream(source_rows(source, tz, batch_rows=batch_rows, spec=spec)) as theirs,
@@ -365,8 +372,10 @@ def _empty(spec: TableSpec) -> pa.Table:
 class _Merge:
     """What the matched rows say, accumulated run of keys by run of keys."""
 
-    def __init__(self, spec: TableSpec):
+    def __init__(self, spec: TableSpec, lacking: tuple[str, ...] = ()):
         self.spec = spec
+        self.lacking = lacking
+        self.lacks: dict[tuple[int, str], int] = {}  # (warehouse day, column): rows
         self.source: dict[int, DayDigest] = {}
         self.warehouse: dict[int, DayDigest] = {}
         self.source_rows = self.warehouse_rows = 0
@@ -394,6 +403,13 @@ class _Merge:
             _show(self.gone_ids, gone, spec)
         # both sides are sorted by key and unique: the rows they share line up one to one
         s_pair, w_pair = s.filter(s_both), w.filter(w_both)
+        for column in self.lacking:
+            lacks = pc.and_(pc.is_null(w_pair[column]), pc.is_valid(s_pair[column]))
+            if pc.any(lacks).as_py():
+                on = w_pair.filter(lacks).append_column(
+                    "column", pa.array([column] * pc.sum(lacks).as_py(), pa.string())
+                )
+                _tally(self.lacks, on, ["day", "column"])
         differ = _differ(s_pair, w_pair, spec)
         if differ is not None and pc.any(differ).as_py():
             s_pair, w_pair = s_pair.filter(differ), w_pair.filter(differ)
@@ -448,6 +464,8 @@ class _Merge:
                 counts.rebuild_days.update(files)
         for (name, number), rows in self.kept.items():
             at(number).warehouse_kept[name] = rows
+        for (number, column), rows in self.lacks.items():
+            at(number).lacking[column] = rows
         return dict(sorted(days.items()))
 
 

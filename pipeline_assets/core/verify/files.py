@@ -30,6 +30,7 @@ from ..daily_files import (
     serialize_day,
     settled_statuses,
     sha256_hex,
+    shape_of,
 )
 from ..days import runs
 from ..spec import ORDERS, DailyFiles, TableSpec
@@ -54,6 +55,7 @@ class FileCheck:
     warehouse_paid: int  # the warehouse rows of the file's view on the day
     detail: str = ""
     file: str = "paid_orders"  # which daily file
+    stale: bool = False  # committed, but written with another shape than declared now
 
     def to_json(self) -> dict:
         return {
@@ -64,6 +66,7 @@ class FileCheck:
             "warehouse_paid": self.warehouse_paid,
             "detail": self.detail,
             **({} if self.file == "paid_orders" else {"file": self.file}),
+            **({"stale": True} if self.stale else {}),
         }
 
 
@@ -81,8 +84,9 @@ def check_files(
     ``days``, and for committed ones: rows == warehouse rows? ``warehouse_paid``: the
     warehouse rows of the file's view per day."""
     files = files or spec.daily_files[0]
+    shape = shape_of(spec, files)
     statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
-    committed = [s.day for s in statuses if s.state == COMMITTED]
+    committed = [s.day for s in statuses if s.state == COMMITTED and not shape.stale(s)]
     hashes = (
         file_hashes(warehouse, tz, committed, spec=spec, files=files)
         if warehouse is not None
@@ -94,6 +98,20 @@ def check_files(
         if status.state != COMMITTED:
             out.append(
                 FileCheck(status.day, status.state, None, None, paid, status.reason, files.name)
+            )
+            continue
+        if shape.stale(status):  # a rebuild writes the declared shape: nothing to compare
+            out.append(
+                FileCheck(
+                    status.day,
+                    status.state,
+                    False,
+                    status.rows,
+                    paid,
+                    shape.why(status),
+                    files.name,
+                    stale=True,
+                )
             )
             continue
         rows, sha = hashes.get(status.day, (None, None))

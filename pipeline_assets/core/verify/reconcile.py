@@ -4,7 +4,7 @@ one declared table (``orders`` unless ``spec`` says otherwise) and each of its d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, tzinfo
 from pathlib import Path
 
@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db import has_table, require_distinct
+from ..evolve import Gap, days_to_fill, open_gaps
 from ..source import SCAN_BATCH
 from ..spec import ORDERS, DailyFiles, TableSpec
 from .compare import DayCounts, compare_rows, deletes_to_allow
@@ -21,7 +22,9 @@ from .report import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
     FILE_NOT_BUILT,
+    FILE_STALE,
     FILE_UNCOMMITTED,
+    LACKS_COLUMN,
     Problem,
     Repairs,
     VerifyResult,
@@ -66,7 +69,10 @@ def verify(
         raise VerifyError(f"--days-from {days_from} is after --days-to {days_to}")
     require_distinct(source, warehouse)
     wh = warehouse if has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL") else None
-    days, n_source, n_warehouse = compare_rows(source, wh, tz, batch_rows=chunk_size, spec=spec)
+    to_fill = open_gaps(wh, spec) if wh is not None else []
+    days, n_source, n_warehouse = compare_rows(
+        source, wh, tz, batch_rows=chunk_size, spec=spec, lacking={g.column for g in to_fill}
+    )
     scope = _Scope(today, partitions_start, days_from, days_to, require_all)
     repairs = Repairs(spec, module)
 
@@ -74,6 +80,9 @@ def verify(
     differing, loads, rebuilds = _differs_from_source(
         days, scope, allow, refused, max_delete_share, repairs
     )
+    differing, fill_loads, fill_rebuilds = _to_fill(to_fill, days, differing, scope, repairs)
+    loads |= fill_loads
+    rebuilds |= fill_rebuilds
     files, file_problems, file_rebuilds = _daily_files(folder, wh, tz, days, scope, repairs)
     problems = sorted([*differing, *file_problems], key=lambda p: (p.day, p.kind, p.subject or ""))
     return VerifyResult(
@@ -90,6 +99,7 @@ def verify(
         problems=tuple(problems),
         repair=tuple(repairs.commands(loads, rebuilds | file_rebuilds, allow)),
         spec=spec,
+        to_fill=tuple(to_fill),
     )
 
 
@@ -221,6 +231,59 @@ def _differs_from_source(
     return problems, all_loads, all_rebuilds
 
 
+def _to_fill(
+    to_fill: list[Gap],
+    days: dict[str, DayCounts],
+    differing: list[Problem],
+    scope: _Scope,
+    repairs: Repairs,
+) -> tuple[list[Problem], set[str], set[str]]:
+    """The days whose rows were stored before a column was declared and not read whole
+    since (core/evolve.py): the day's problem names the columns (a problem of their own
+    when the rows agree otherwise), and a range load of the day fills them; then its
+    files are rebuilt, when a daily file holds one of the columns."""
+    spec = repairs.spec
+    by_day = {p.day: p for p in differing}
+    problems = [p for p in differing]
+    loads: set[str] = set()
+    rebuilds: set[str] = set()
+    for day, columns in days_to_fill(to_fill).items():
+        if not scope.covers(day):
+            continue
+        counts = days.get(day, DayCounts(day))
+        named = "; ".join(_lacks(gap, counts) for gap in to_fill if gap.column in columns)
+        filed = any(c in f.columns for f in spec.daily_files for c in columns)
+        rebuild = {day} if filed and scope.buildable(day) else set()
+        loads.add(day)
+        rebuilds |= rebuild
+        held = by_day.get(day)
+        if held is not None:  # the same day differs: one problem, which names the columns
+            problems[problems.index(held)] = replace(held, detail=f"{held.detail}; {named}")
+            continue
+        problems.append(
+            Problem(
+                day,
+                LACKS_COLUMN,
+                named,
+                True,
+                tuple(repairs.commands({day}, rebuild)),
+                None if is_orders(spec) else spec.name,
+            )
+        )
+    return problems, loads, rebuilds
+
+
+def _lacks(gap: Gap, counts: DayCounts) -> str:
+    """What one day lacks of one added column, in words."""
+    held = counts.lacking.get(gap.column, 0)
+    return (
+        f"its rows were stored before column {gap.column} was declared (batch "
+        f"{gap.added_batch_id}, {gap.added_at[:10]}) and not read since"
+        + (f": {held} of them hold no {gap.column} though the source has one" if held else "")
+        + "; a range load of the day fills them"
+    )
+
+
 def _file_problems(
     files: list[FileCheck], scope: _Scope, repairs: Repairs, view: DailyFiles
 ) -> tuple[list[Problem], set[str]]:
@@ -231,7 +294,9 @@ def _file_problems(
     for check in files:
         if check.state == COMMITTED and check.matches_warehouse:
             continue
-        if check.state == COMMITTED:
+        if check.stale:
+            kind, detail = FILE_STALE, check.detail
+        elif check.state == COMMITTED:
             kind, detail = FILE_DIFFERS, check.detail
         elif check.state == UNCOMMITTED:
             kind, detail = FILE_UNCOMMITTED, check.detail

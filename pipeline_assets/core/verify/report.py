@@ -23,6 +23,8 @@ DIFFERS_FROM_SOURCE = "differs from source"
 FILE_UNCOMMITTED = "uncommitted"
 FILE_DIFFERS = "file differs from warehouse"
 FILE_NOT_BUILT = "not built"
+FILE_STALE = "written with another declaration"  # committed in a shape no longer declared
+LACKS_COLUMN = "lacks a column"  # rows stored before a column was declared, not read since
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class VerifyResult:
     problems: tuple[Problem, ...]  # sorted by day, then kind
     repair: tuple[str, ...]  # every command, grouped by ranges, in the order to run them
     spec: TableSpec = field(default=ORDERS, compare=False, repr=False)
+    to_fill: tuple = ()  # the open gaps of columns added since rows were stored (evolve.Gap)
 
     @property
     def failing_days(self) -> list[str]:
@@ -131,6 +134,7 @@ class VerifyResult:
             "repair": list(self.repair),
             "days": [d.to_json(self.spec) for d in self.days],
             "files": [f.to_json() for f in self.files],
+            **({"columns_to_fill": [g.to_json() for g in self.to_fill]} if self.to_fill else {}),
         }
 
     def lines(self) -> list[str]:

@@ -41,6 +41,7 @@ from ..db import (
 )
 from ..digest import DayDigest, add_days
 from ..errors import VerifyError
+from ..schema import missing_columns
 from ..secrets import redact
 from ..source import SCAN_BATCH, SMALL_WINDOW, inspect_source, quote, scan_table
 from ..spec import ORDERS, TableSpec
@@ -93,7 +94,9 @@ def warehouse_rows(
     """
     if not has_table(warehouse, spec.name, _ENV):
         return
-    stored = _Stored(spec, dialect_of(warehouse), tz)
+    with guard(warehouse, _ENV):
+        absent = missing_columns(warehouse, spec)
+    stored = _Stored(spec, dialect_of(warehouse), tz, absent)
     if warehouse.dialect.name == "sqlite":
         yield from _sqlite_rows(warehouse, stored, spans, ordered, batch_rows, keys)
         return
@@ -111,13 +114,20 @@ class _Stored:
     """The SQL that reads a declared table's stored rows in one dialect, and the Arrow
     table of what it read. For ``orders`` the statements are the ones it always had."""
 
-    def __init__(self, spec: TableSpec, dialect: str, tz: tzinfo):
+    def __init__(
+        self, spec: TableSpec, dialect: str, tz: tzinfo, absent: frozenset[str] = frozenset()
+    ):
         self.spec, self.dialect, self.tz = spec, dialect, tz
         self.table = quote(spec.name, dialect)
         self.cursor = quote(spec.cursor, dialect)
         names = [quote(c.name, dialect) for c in spec.columns]
+        # a declared column the table lacks yet (the next load adds it) reads as NULL
         self.columns = ", ".join(
-            n if c.type.kind in NATIVE else f"CAST({n} AS TEXT) AS {n}"
+            f"NULL AS {n}"
+            if c.name in absent
+            else n
+            if c.type.kind in NATIVE
+            else f"CAST({n} AS TEXT) AS {n}"
             for n, c in zip(names, spec.columns, strict=True)
         )
         text_order = ' COLLATE "C"' if dialect == "postgresql" else ""  # code point order
@@ -406,7 +416,9 @@ def warehouse_rows_by_key(
     ``IN`` list, a probe of the key each."""
     if not keys or not has_table(warehouse, spec.name, _ENV):
         return
-    stored = _Stored(spec, dialect_of(warehouse), tz)
+    with guard(warehouse, _ENV):
+        absent = missing_columns(warehouse, spec)
+    stored = _Stored(spec, dialect_of(warehouse), tz, absent)
     names = [quote(k, stored.dialect) for k in spec.primary_key]
     column = names[0] if len(names) == 1 else f"({', '.join(names)})"
     with guard(warehouse, _ENV), warehouse.connect() as conn:
