@@ -37,7 +37,13 @@ from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, LACKS_COLUMN, Repai
 
 from .conftest import NOW, ROOT
 from .support import database_urls
-from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, make_payments, put_payments
+from .tables import (
+    PAYMENTS,
+    PAYMENTS_ATTRIBUTES,
+    delete_payment,
+    make_payments,
+    put_payments,
+)
 
 MODULE = "shop.definitions"  # the code location the printed commands name
 DAYS = [(date(2026, 1, 10) + timedelta(n)).isoformat() for n in range(10)]  # 10th…19th
@@ -192,6 +198,7 @@ def test_a_declared_column_is_added_and_its_old_rows_are_named_until_filled(engi
     run(engines, WITH_CODE)
     assert stored(warehouse, "legacy_code")[-3:] == [(8, "L8"), (9, "L9"), (30, "new")]
     assert stored(warehouse, "legacy_code")[0] == (0, None)
+    delete_payment(source, 2, 1)  # and the app deletes one: the range loads delete it too
 
     report = verified(engines, WITH_CODE, tmp_path)
     lacking = {p.day: p for p in report.problems if p.kind in (DIFFERS_FROM_SOURCE, LACKS_COLUMN)}
@@ -209,9 +216,11 @@ def test_a_declared_column_is_added_and_its_old_rows_are_named_until_filled(engi
     assert f"{DAYS[0]}…{DAYS[-3]}" in verdict.description
     assert ranges(verdict.repair) == [(DAYS[0], DAYS[-2])]
 
+    assert "only in the warehouse" in lacking[DAYS[2]].detail
     run_printed(engines, report.repair, WITH_CODE)
-    assert [v for _, v in stored(warehouse, "legacy_code")] == [f"L{n}" for n in range(10)] + [
-        "new"
+    assert [v for _, v in stored(warehouse, "legacy_code")] == [
+        *(f"L{n}" for n in range(10) if n != 2),
+        "new",
     ]
     assert verified(engines, WITH_CODE, tmp_path).ok
     assert check(engines, WITH_CODE).passed
@@ -713,3 +722,72 @@ def test_the_story_of_a_schema_change_in_a_users_project(shop, cli):
         assert dagster(*shlex.split(command)[1:]).returncode == 0, command
     assert "note" not in read_committed_day(root / "data" / "captured_payments", DAYS[1])[0]
     assert cli("verify", "-m", module, **env)[0] == 0
+
+
+@pytest.mark.e2e
+@pytest.mark.postgres
+@pytest.mark.celery
+def test_a_schema_change_made_by_a_step_on_a_celery_worker(tmp_path, postgres, rabbit):
+    """The load of a changed declaration, its step run by a worker of
+    deploy/celery-worker.sh serving the user's project: the worker adds the column in the
+    batch's transaction on the PostgreSQL warehouse and records the days to fill."""
+    from .brokers import CeleryWorker
+    from .test_cli_location import dg_project
+    from .worlds import CALLERS, psycopg2_url
+
+    module = dg_project(tmp_path, {"payments": PAYMENTS_ATTRIBUTES})
+    urls = {name: postgres.url(name) for name in ("source", "warehouse", "instance")}
+    engines = (
+        make_engine(urls["source"], role="source"),
+        make_engine(urls["warehouse"], role="warehouse"),
+    )
+    make_payments(engines[0], rows=ROWS)
+    run(engines)
+    migrate(engines[0])
+    declare_in(tmp_path, module, dict(WITH_CODE.attributes))
+
+    production = (ROOT / "deploy" / "dagster.yaml").read_text()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(CALLERS)}
+    env |= {
+        "SOURCE_DATABASE_URL": urls["source"],
+        "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+        "PIPELINE_AUTOMATION": "off",
+        "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
+        "PIPELINE_EXECUTOR": "celery",
+        "CELERY_BROKER_URL": rabbit.url,
+        "CELERY_WORKER_MODULE": module,
+    }
+    for side in ("run", "worker"):  # a home and a data folder each: no shared local disk
+        (tmp_path / side / "home").mkdir(parents=True)
+        (tmp_path / side / "home" / "dagster.yaml").write_text(production)
+    homes = {
+        side: {
+            "DAGSTER_HOME": str(tmp_path / side / "home"),
+            "PIPELINE_DATA_DIR": str(tmp_path / side / "data"),
+        }
+        for side in ("run", "worker")
+    }
+    worker = CeleryWorker("w1", env | homes["worker"], tmp_path / "worker.log")
+    try:
+        worker.start().wait_ready()
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "dagster"), "asset", "materialize", "-m", module]
+            + ["--select", "payments"],
+            cwd=tmp_path,
+            env=env | homes["run"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        worker.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert 'Submitting celery task for step "payments"' in done.stderr
+    assert worker.log.read_text(errors="replace").count("succeeded in") == 1
+    assert warehouse_columns(engines[1])["legacy_code"] is True
+    with engines[1].connect() as conn:
+        [fill] = conn.execute(sa.select(column_fills)).all()
+    assert (fill.column_name, json.loads(fill.days)) == ("legacy_code", DAYS[:-2])
+    assert [v for _, v in stored(engines[1], "legacy_code")][-3:] == ["L7", "L8", "L9"]
+    for engine in engines:
+        engine.dispose()
