@@ -11,8 +11,8 @@ a valid asset name or that is one of the pipeline's own tables. Each refusal is 
 :class:`DeclarationError` naming the attribute's path (``columns.amount_cents``,
 ``daily_files[0].where.status``) and the value.
 
-:data:`ORDERS` is the chapter's table, declared: ``pipeline_assets/defs/orders``
-holds the same declaration as YAML, and a test checks they agree.
+:data:`ORDERS` is the chapter's table, declared: the attributes the release before
+declarations implied (:data:`ORDERS_ATTRIBUTES`), which ``definitions.py`` serves.
 """
 
 from __future__ import annotations
@@ -395,7 +395,7 @@ def _share(attributes: Mapping, key: str) -> float | None:
 
 
 # The chapter's table, as a declaration: the names, columns, filter and totals the
-# pipeline had before declarations existed (pipeline_assets/defs/orders/defs.yaml).
+# pipeline had before declarations existed.
 ORDERS_ATTRIBUTES = {
     "table": "orders",
     "primary_key": "order_id",
