@@ -68,6 +68,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_deletes.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_tables.py
 	$(BIN)/python benchmarks/bench_tables.py --postgres-if-reachable '$(BENCH_POSTGRES)'
+	$(BIN)/python benchmarks/bench_schema.py
+	$(BIN)/python benchmarks/bench_schema.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

@@ -19,7 +19,13 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("bench_*.py"))
 # The scripts whose tables start with a "case" column (the others name their rows by size).
-CASE_TABLES = {"bench_load.py", "bench_backfill.py", "bench_sensor_tick.py", "bench_celery.py"}
+CASE_TABLES = {
+    "bench_load.py",
+    "bench_backfill.py",
+    "bench_sensor_tick.py",
+    "bench_celery.py",
+    "bench_schema.py",
+}
 
 
 def test_every_benchmark_script_is_run_by_make_bench_and_documented():

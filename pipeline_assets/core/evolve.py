@@ -45,7 +45,7 @@ from .declaration import Recorded, fingerprint
 from .errors import SchemaChangeRefused, TypeChangeRefused
 from .schema import column_sql_type
 from .spec import TableSpec
-from .times import UTC, canonical, day_start, parse_day
+from .times import canonical, day_start, parse_day
 from .types import ColumnType
 
 _WAS = "__pipeline_was"  # suffix of a SQLite column being retyped, for one statement
@@ -261,10 +261,7 @@ def _stored_days(conn: sa.Connection, spec: TableSpec, tz: tzinfo) -> tuple[int,
         found = conn.exec_driver_sql(f"SELECT DISTINCT {cursor} FROM {table}")
         return rows, tuple(sorted(d for (d,) in found))
     minutes = conn.exec_driver_sql(f"SELECT DISTINCT substr({cursor}, 1, 16) FROM {table}")
-    days = {
-        datetime.strptime(m, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC).astimezone(tz).date()
-        for (m,) in minutes
-    }
+    days = {datetime.fromisoformat(f"{m}:00+00:00").astimezone(tz).date() for (m,) in minutes}
     return rows, tuple(sorted(d.isoformat() for d in days))
 
 
