@@ -267,6 +267,27 @@ def test_a_removed_column_stays_stored_and_is_no_longer_read_or_written(engines)
     assert set(json.loads(shape)["columns"]) == set(without.column_names)
 
 
+def test_a_column_declared_again_is_checked_against_the_type_it_was_stored_as(engines):
+    """Removed, then declared again: its warehouse column was there all along, holding the
+    values of the type it had; another type is refused as any change of type is, the same
+    type records its days to fill (its values are as old as the removal)."""
+    source, warehouse = engines
+    run(engines, declare(attributes(note=None)))
+    put_payments(
+        source, [(70, 1, "captured", 5, "0.05", None, "new", True, None, "2026-01-20 08:00:00")]
+    )
+    run(engines, declare(attributes(note=None)))
+    with pytest.raises(
+        TypeChangeRefused, match="column note is declared integer but stored as text"
+    ):
+        run(engines, declare(attributes(note={"type": "integer", "nullable": True})))
+    again = run(engines, PAYMENTS)
+    assert again.columns_added == ("note",) and again.columns_widened == ()
+    # the watermark is the 20th at 08:00 now: the 19th and 20th were read whole again
+    assert again.days_to_fill == tuple(DAYS[:-1])
+    assert stored(warehouse, "note")[-1] == (70, "new")  # the lookback read it again
+
+
 # --- types --------------------------------------------------------------------------------
 
 

@@ -40,7 +40,7 @@ from datetime import date, datetime, tzinfo
 
 import sqlalchemy as sa
 
-from .db import column_fills
+from .db import column_fills, declarations, guard, has_table
 from .declaration import Recorded, fingerprint
 from .errors import SchemaChangeRefused, TypeChangeRefused
 from .schema import column_sql_type
@@ -142,8 +142,6 @@ def evolve(conn: sa.Connection, spec: TableSpec, stored: Recorded | None, tz: tz
 def _last_declared_type(conn: sa.Connection, table: str, column: str) -> ColumnType | None:
     """The type ``column`` had in the newest recorded declaration of ``table`` that held
     it (a column declared, removed, and declared again: its stored values are of that)."""
-    from .db import declarations
-
     d = declarations.c
     rows = conn.execute(
         sa.select(d.declaration)
@@ -363,8 +361,6 @@ def gaps(conn: sa.Connection, spec: TableSpec) -> list[Gap]:
 
 def open_gaps(warehouse, spec: TableSpec) -> list[Gap]:
     """:func:`gaps` on a warehouse engine (none before the pipeline made its tables)."""
-    from .db import guard, has_table
-
     if not has_table(warehouse, column_fills.name, "WAREHOUSE_DATABASE_URL"):
         return []
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"), warehouse.connect() as conn:
