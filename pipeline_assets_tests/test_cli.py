@@ -414,6 +414,37 @@ def test_rewind_moves_back_and_is_in_the_history(cli, initialized):
     ]
 
 
+def test_history_shows_the_newest_changes_unless_told_all(cli, initialized):
+    """A year of loads leaves 100,000 changes: the command shows the newest 100 (read
+    backwards through the key, as cheap as on the first day) and says there are more;
+    ``--all`` lists every one, ``--newest N`` the newest N; nothing is ever deleted."""
+    from datetime import timedelta
+
+    from pipeline_assets.core import watermark as wm
+    from pipeline_assets.core.db import writing
+
+    real_load(initialized)
+    warehouse = make_engine(f"sqlite:///{initialized / 'warehouse.db'}", role="warehouse")
+    first = wm.current(warehouse)
+    with writing(warehouse).begin() as conn:  # 104 more loads, each a minute on
+        for n in range(104):
+            old, new = first + timedelta(minutes=n), first + timedelta(minutes=n + 1)
+            wm.write(conn, old, new, kind="load", at=NOW, batch_id=f"orders-{n:024d}")
+    warehouse.dispose()
+
+    lines = cli("watermark", "history")[1].splitlines()
+    assert lines[0] == "(the newest 100 changes; --all lists every one)"
+    assert len(lines) == 101 and lines[-1].endswith("batch orders-000000000000000000000103")
+    assert len(cli("watermark", "history", "--all")[1].splitlines()) == 105
+    newest = json.loads(cli("watermark", "history", "--json", "--newest", "3")[1])
+    assert [h["batch_id"][-3:] for h in newest] == ["101", "102", "103"]  # oldest first
+    every = json.loads(cli("watermark", "history", "--json", "--all")[1])
+    assert len(every) == 105 and every[0]["old_value"] is None
+    assert len(json.loads(cli("watermark", "history", "--json")[1])) == 100
+    said = one_line_error(*cli("watermark", "history", "--newest", "0"))
+    assert "--newest 0: give a number of changes, 1 or more" in said
+
+
 def test_rewind_reads_a_naive_value_in_the_pipeline_time_zone(cli, initialized):
     real_load(initialized)
     code, out, _ = cli(

@@ -8,6 +8,7 @@ from datetime import datetime
 from .. import settings as settings_module
 from ..core import watermark as wm
 from ..core.db import redact
+from ..core.errors import CommandError
 from ..core.load import load_table
 from ..core.spec import TableSpec
 from ..core.times import day_of, from_canonical, parse_day, resolve_relative, to_instant
@@ -21,6 +22,10 @@ from .context import (
     option,
     print_json,
 )
+
+# what `watermark history` shows unless told: the newest changes, read backwards through
+# the key, as cheap after a year of loads every few minutes as on the first day
+HISTORY_SHOWN = 100
 
 
 def add_watermark(commands) -> None:
@@ -42,9 +47,21 @@ def add_watermark(commands) -> None:
     add_location(p)
     p.set_defaults(handler=_watermark_rewind)
 
-    p = sub.add_parser("history", help="every change of the watermark, oldest first")
+    p = sub.add_parser(
+        "history", help=f"the newest {HISTORY_SHOWN} changes of the watermark, oldest first"
+    )
     p.add_argument(
         "--json", action="store_true", help="print a JSON array instead of one line per change"
+    )
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--all", action="store_true", help="every change since the first load, however many"
+    )
+    shown.add_argument(
+        "--newest",
+        type=int,
+        metavar="N",
+        help=f"the newest N changes (default {HISTORY_SHOWN})",
     )
     add_location(p)
     p.set_defaults(handler=_watermark_history)
@@ -125,6 +142,12 @@ def _watermark_rewind(args, ctx: Context) -> int:
 def _watermark_history(args, ctx: Context) -> int:
     spec = chosen_table(args, ctx)
     engine, _ = ctx.warehouse_for_reading()
+    if args.newest is not None and args.newest < 1:
+        raise CommandError(f"--newest {args.newest}: give a number of changes, 1 or more")
+    wanted = None if args.all else (args.newest or HISTORY_SHOWN)
+    # one more than shown: whether there are earlier ones, without counting them all
+    found = wm.history(engine, table=spec.name, newest=None if wanted is None else wanted + 1)
+    earlier = wanted is not None and len(found) > wanted
     changes = [
         {
             "changed_at": _iso_stored(c.changed_at),
@@ -134,13 +157,15 @@ def _watermark_history(args, ctx: Context) -> int:
             "reason": c.reason,
             "batch_id": c.batch_id,
         }
-        for c in wm.history(engine, table=spec.name)
+        for c in (found[1:] if earlier else found)
     ]
     if args.json:
         print_json(changes)
         return 0
     if not changes:
         print("no watermark changes yet")
+    if earlier:
+        print(f"(the newest {wanted} changes; --all lists every one)")
     for c in changes:
         why = (
             f"batch {c['batch_id']}"

@@ -150,8 +150,12 @@ def rewind(
     return old, value
 
 
-def history(engine: Engine, *, table: str = PIPELINE) -> list[WatermarkChange]:
-    """Every change of ``table``'s watermark, oldest first; reads only."""
+def history(
+    engine: Engine, *, table: str = PIPELINE, newest: int | None = None
+) -> list[WatermarkChange]:
+    """Every change of ``table``'s watermark, oldest first (``newest``: only the newest
+    that many, read backwards through the key: as cheap after a year as on day one);
+    reads only."""
     h = watermark_history.c
     with guard(engine, "WAREHOUSE_DATABASE_URL"):
         with engine.connect() as conn:
@@ -169,5 +173,8 @@ def history(engine: Engine, *, table: str = PIPELINE) -> list[WatermarkChange]:
                 query = sa.select(
                     h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
                 ).where(of_table(h.table_name, table))
-            rows = conn.execute(query.order_by(h.id)).all()
+            if newest is None:
+                rows = conn.execute(query.order_by(h.id)).all()
+            else:
+                rows = conn.execute(query.order_by(h.id.desc()).limit(newest)).all()[::-1]
     return [WatermarkChange(*row) for row in rows]
