@@ -70,6 +70,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_tables.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_schema.py
 	$(BIN)/python benchmarks/bench_schema.py --postgres-if-reachable '$(BENCH_POSTGRES)'
+	$(BIN)/python benchmarks/bench_history.py
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

@@ -40,11 +40,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -77,14 +79,28 @@ SIDES = ("fresh", "old")
 
 
 def clean_env(**settings: str) -> dict[str, str]:
-    import os
-
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("PIPELINE_", "SOURCE_DATABASE", "WAREHOUSE_DATABASE", "DAGSTER_"))
     }
     return env | settings
+
+
+@contextmanager
+def environment(settings: dict[str, str]):
+    """This process's environment with ``settings``: the definitions read their URLs from
+    it (EnvVar), as a code location's process does."""
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class Installation:
@@ -106,8 +122,8 @@ class Installation:
         }
         self.env = clean_env(DAGSTER_HOME=str(self.home), **self.settings)
 
-    def run(self, *argv: str) -> float:
-        """Seconds of one command of the real CLI, which must succeed."""
+    def run(self, *argv: str, ok: tuple[int, ...] = (0,)) -> float:
+        """Seconds of one command of the real CLI, which must exit with one of ``ok``."""
         started = time.perf_counter()
         done = subprocess.run(
             [str(BIN / argv[0]), *argv[1:]],
@@ -117,7 +133,7 @@ class Installation:
             text=True,
         )
         seconds = time.perf_counter() - started
-        if done.returncode != 0:
+        if done.returncode not in ok:
             raise SystemExit(f"{self.name}: {' '.join(argv)} failed:\n{done.stderr[-3000:]}")
         return seconds
 
@@ -227,40 +243,46 @@ def write_manifests(folder: Path, count: int, days: list[str]) -> None:
 
 def write_instance_history(install: Installation, days: list[str]) -> int:
     """A materialization of ``orders`` an hour over ``days`` (batch id, days touched), and
-    as many successful runs of the sensors' requests, tagged as theirs."""
-    from dagster import AssetMaterialization, DagsterInstance, DagsterRunStatus, MetadataValue
+    as many successful runs of the sensors' requests, tagged as theirs (recorded as the
+    daemon leaves them, without their plans: the sensors read only status and tags)."""
+    import uuid
+
+    from dagster import (
+        AssetMaterialization,
+        DagsterInstance,
+        DagsterRun,
+        DagsterRunStatus,
+        MetadataValue,
+    )
 
     from pipeline_assets.automation import RUN_KEY_TAG, SENSOR_TAG
-    from pipeline_assets.definitions import build_definitions
-    from pipeline_assets.settings import from_env
 
-    defs = build_definitions(from_env(install.settings, cwd=install.folder))
-    orders_job = defs.resolve_job_def("orders_job")
-    files_job = defs.resolve_job_def("daily_files_job")
     count = 0
     with DagsterInstance.from_config(str(install.home)) as instance:
         for day in days:
             for hour in range(24):
                 count += 1
-                batch = f"orders-hist{count:019d}"
                 instance.report_runless_asset_event(
                     AssetMaterialization(
                         "orders",
                         metadata={
-                            "batch_id": batch,
+                            "batch_id": f"orders-hist{count:019d}",
                             "days_touched": MetadataValue.json([day]),
                         },
                     )
                 )
                 job, sensor = (
-                    (orders_job, "new_orders_sensor")
+                    ("orders_job", "new_orders_sensor")
                     if hour % 2
-                    else (files_job, "paid_orders_refresh_sensor")
+                    else ("daily_files_job", "paid_orders_refresh_sensor")
                 )
-                instance.create_run_for_job(
-                    job,
-                    status=DagsterRunStatus.SUCCESS,
-                    tags={SENSOR_TAG: sensor, RUN_KEY_TAG: f"history-{count}"},
+                instance.add_run(
+                    DagsterRun(
+                        job_name=job,
+                        run_id=str(uuid.uuid4()),
+                        status=DagsterRunStatus.SUCCESS,
+                        tags={SENSOR_TAG: sensor, RUN_KEY_TAG: f"history-{count}"},
+                    )
                 )
     return count
 
@@ -291,7 +313,7 @@ def sensor_ticks(install: Installation) -> dict[str, float]:
 
     defs = build_definitions(from_env(install.settings, cwd=install.folder))
     out = {}
-    with DagsterInstance.from_config(str(install.home)) as instance:
+    with environment(install.settings), DagsterInstance.from_config(str(install.home)) as instance:
         newest = instance.fetch_materializations(
             AssetRecordsFilter(asset_key=AssetKey("orders")), limit=1, ascending=False
         ).records[0]
@@ -324,7 +346,8 @@ def measure(install: Installation, day: str, seed: int) -> dict[str, float]:
     change_some(install.source, CHANGED, seed=seed)
     out = {"1. whole run, 1,000 orders changed": install.materialize("--select", "orders")}
     out |= sensor_ticks(install)
-    out["3. pipeline-assets verify"] = install.run("pipeline-assets", "verify")
+    # 1: the files of the days the load touched are not rebuilt (no sensor runs here)
+    out["3. pipeline-assets verify"] = install.run("pipeline-assets", "verify", ok=(0, 1))
     out["4. the refresh of one day"] = install.materialize(
         "--select", "paid_orders,daily_revenue", "--partition", day
     )
@@ -412,7 +435,7 @@ def main(argv=None) -> int:
 def report(seconds: dict, args) -> None:
     print(
         f"\nmedian of {args.runs}; ratio: a year old / fresh (target <= 1.10x)\n"
-        f"{'case':<46} | {'fresh':>7} | {'old':>7} | {'ratio':>7}"
+        f"{'case (seconds)':<46} | {'fresh':>7} | {'old':>7} | {'ratio':>7}"
     )
     print("-" * 76)
     for case in seconds["fresh"]:

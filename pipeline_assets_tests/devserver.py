@@ -234,6 +234,8 @@ class Deployment:
     web: DevServer
     code: subprocess.Popen
     daemon: subprocess.Popen | None = None
+    code_argv: list[str] | None = None  # how the code server was started, to start it again
+    code_port: int | None = None
 
     @property
     def sessions(self) -> set[int]:
@@ -255,6 +257,26 @@ class Deployment:
     def kill_daemon(self) -> None:
         """SIGKILL the daemon: sensors, schedule, queue, monitoring and retries stop."""
         _end_group(self.daemon, signal.SIGKILL)
+
+    def start_code(self) -> None:
+        """Start the code server again, on its port (as a supervisor would after it died);
+        returns once it listens."""
+        root = self.web.home.parent
+        with open(root / "code-server.log", "ab") as out:
+            self.code = subprocess.Popen(
+                self.code_argv,
+                cwd=root,
+                env=self.web.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        _wait_listening(self.code, self.code_port, root / "code-server.log")
+
+    def kill_code(self) -> None:
+        """SIGKILL the code server's session: the server and the run workers it started."""
+        _end_group(self.code, signal.SIGKILL)
 
 
 def _end_group(proc: subprocess.Popen | None, sig: int, timeout: float = 30) -> None:
@@ -280,10 +302,11 @@ def start_deployment(
     instance: str,
     drop: tuple[str, ...] = CALLERS_SETTINGS,
     settings: Mapping[str, str] | None = None,
+    module: str = "pipeline_assets.definitions",
 ) -> Deployment:
-    """A code server, the webserver and the daemon from ``root`` (home ``root/home`` with
-    ``instance``, data ``root/data``), on a workspace that reaches the code server over
-    gRPC, as a deployment runs them."""
+    """A code server of ``module``, the webserver and the daemon from ``root`` (home
+    ``root/home`` with ``instance``, data ``root/data``), on a workspace that reaches the
+    code server over gRPC, as a deployment runs them."""
     home, data = root / "home", root / "data"
     home.mkdir(exist_ok=True)
     data.mkdir(exist_ok=True)
@@ -296,19 +319,20 @@ def start_deployment(
         "load_from:\n  - grpc_server:\n      host: 127.0.0.1\n"
         f"      port: {code_port}\n      location_name: pipeline_assets\n"
     )
+    code_argv = [
+        str(BIN / "dagster"),
+        "api",
+        "grpc",
+        "-m",
+        module,
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(code_port),
+    ]
     with open(root / "code-server.log", "wb") as out:
         code = subprocess.Popen(
-            [
-                str(BIN / "dagster"),
-                "api",
-                "grpc",
-                "-m",
-                "pipeline_assets.definitions",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(code_port),
-            ],
+            code_argv,
             cwd=root,
             env=env,
             stdout=out,
@@ -334,7 +358,7 @@ def start_deployment(
         data,
         web_port,
     )
-    deployment = Deployment(web, code)
+    deployment = Deployment(web, code, code_argv=code_argv, code_port=code_port)
     deployment.start_daemon()
     return deployment
 

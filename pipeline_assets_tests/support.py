@@ -5,16 +5,20 @@
   must run;
 - :func:`free_port`: a TCP port on 127.0.0.1 that nothing listens on;
 - :func:`database_urls`: source and warehouse URLs on one backend, a SQLite file each or
-  fresh PostgreSQL databases (the ``postgres`` fixture makes and drops them).
+  fresh PostgreSQL databases (the ``postgres`` fixture makes and drops them);
+- :func:`dg_project`: a user's own dg project declaring some tables.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
 
 def unavailable(problem: str, *, ci_hint: str) -> None:
@@ -65,3 +69,46 @@ def user_environment(*, data: Path, home: Path) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     env = {key: value for key, value in os.environ.items() if not key.startswith(SETTINGS)}
     return env | {"PIPELINE_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}
+
+
+def dg_project(root: Path, tables: dict[str, dict], package: str | None = None) -> str:
+    """A user's dg project declaring ``tables`` (Dagster's layout: one folder per
+    declaration under ``defs/``) in ``root``, its package ``package`` (default
+    ``shop_<8 hex>``, a name no other test imports); returns its code location's module."""
+    package = package or f"shop_{uuid.uuid4().hex[:8]}"
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent(f"""\
+        [project]
+        name = "{package}"
+        version = "0.1.0"
+
+        [tool.dg]
+        directory_type = "project"
+
+        [tool.dg.project]
+        root_module = "{package}"
+        """)
+    )
+    (root / package).mkdir()
+    (root / package / "__init__.py").write_text("")
+    (root / package / "definitions.py").write_text(
+        textwrap.dedent("""\
+        from pathlib import Path
+
+        import dagster as dg
+
+
+        @dg.definitions
+        def defs():
+            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+        """)
+    )
+    for name, attributes in tables.items():
+        (root / package / "defs" / name).mkdir(parents=True)
+        (root / package / "defs" / name / "defs.yaml").write_text(
+            yaml.safe_dump(
+                {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
+                sort_keys=False,
+            )
+        )
+    return f"{package}.definitions"

@@ -25,6 +25,7 @@ CASE_TABLES = {
     "bench_sensor_tick.py",
     "bench_celery.py",
     "bench_schema.py",
+    "bench_history.py",
 }
 
 

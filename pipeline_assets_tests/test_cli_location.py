@@ -13,12 +13,9 @@ import json
 import shlex
 import subprocess
 import sys
-import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db import make_engine
@@ -28,7 +25,7 @@ from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
 from .plain import query
-from .support import user_environment
+from .support import dg_project, user_environment
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, delete_payment, make_payments
 
 BIN = Path(sys.executable).parent
@@ -49,48 +46,6 @@ def one_line_error(result: tuple[int, str, str]) -> str:
 @pytest.fixture
 def data(env) -> Path:
     return Path(env["PIPELINE_DATA_DIR"])
-
-
-def dg_project(root: Path, tables: dict[str, dict]) -> str:
-    """A user's dg project declaring ``tables`` (Dagster's layout: one folder per
-    declaration under ``defs/``) in ``root``; returns its code location's module."""
-    package = f"shop_{uuid.uuid4().hex[:8]}"
-    (root / "pyproject.toml").write_text(
-        textwrap.dedent(f"""\
-        [project]
-        name = "{package}"
-        version = "0.1.0"
-
-        [tool.dg]
-        directory_type = "project"
-
-        [tool.dg.project]
-        root_module = "{package}"
-        """)
-    )
-    (root / package).mkdir()
-    (root / package / "__init__.py").write_text("")
-    (root / package / "definitions.py").write_text(
-        textwrap.dedent("""\
-        from pathlib import Path
-
-        import dagster as dg
-
-
-        @dg.definitions
-        def defs():
-            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
-        """)
-    )
-    for name, attributes in tables.items():
-        (root / package / "defs" / name).mkdir(parents=True)
-        (root / package / "defs" / name / "defs.yaml").write_text(
-            yaml.safe_dump(
-                {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
-                sort_keys=False,
-            )
-        )
-    return f"{package}.definitions"
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES
 from pipeline_assets.location import LocationError, declared_tables
 
+from .support import dg_project
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES
 
 
@@ -36,42 +36,8 @@ def test_this_projects_location_declares_orders_as_it_is():
 
 
 def _dg_project(root: Path, tables: dict[str, dict]) -> None:
-    """A user's project as Dagster's docs lay it out: one folder per declaration."""
-    (root / "pyproject.toml").write_text(
-        textwrap.dedent("""\
-        [project]
-        name = "shop"
-        version = "0.1.0"
-
-        [tool.dg]
-        directory_type = "project"
-
-        [tool.dg.project]
-        root_module = "shop"
-        """)
-    )
-    (root / "shop").mkdir()
-    (root / "shop" / "__init__.py").write_text("")
-    (root / "shop" / "definitions.py").write_text(
-        textwrap.dedent("""\
-        from pathlib import Path
-
-        import dagster as dg
-
-
-        @dg.definitions
-        def defs():
-            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
-        """)
-    )
-    for folder, attributes in tables.items():
-        (root / "shop" / "defs" / folder).mkdir(parents=True)
-        (root / "shop" / "defs" / folder / "defs.yaml").write_text(
-            yaml.safe_dump(
-                {"type": "pipeline_assets.IncrementalTable", "attributes": attributes},
-                sort_keys=False,
-            )
-        )
+    """A user's project as Dagster's docs lay it out, its package ``shop``."""
+    dg_project(root, tables, package="shop")
 
 
 def test_a_users_dg_project_declares_each_of_its_tables(project):

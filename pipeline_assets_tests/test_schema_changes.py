@@ -607,7 +607,7 @@ def build_sensor_context(instance, defs, name, cursor=None):
 def shop(request, tmp_path, monkeypatch):
     """A user's dg project declaring payments (its module, its folder, the environment of
     a user's shell and the two databases), on one warehouse backend."""
-    from .test_cli_location import dg_project
+    from .support import dg_project
 
     data = tmp_path / "data"
     data.mkdir()
@@ -753,7 +753,7 @@ def test_a_schema_change_made_by_a_step_on_a_celery_worker(tmp_path, postgres, r
     deploy/celery-worker.sh serving the user's project: the worker adds the column in the
     batch's transaction on the PostgreSQL warehouse and records the days to fill."""
     from .brokers import CeleryWorker
-    from .test_cli_location import dg_project
+    from .support import dg_project
     from .worlds import CALLERS, psycopg2_url
 
     module = dg_project(tmp_path, {"payments": PAYMENTS_ATTRIBUTES})
