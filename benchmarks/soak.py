@@ -2,7 +2,7 @@
 and its parts are killed at random; then nothing lost, and nothing growing.
 
     .venv/bin/python benchmarks/soak.py [--minutes 60] [--seed 1] [--rate 4]
-        [--kill-every 180] [--workdir DIR] [--plot PNG]
+        [--kill-every 180] [--settle-minutes 15] [--workdir DIR] [--plot PNG]
         [--postgres ADMIN_URL] [--mariadb ADMIN_URL]
 
 **The stack** (docs/deployment.md, on one machine): ``dagster api grpc`` (the code
@@ -388,6 +388,15 @@ class Stack:
             self.instance.dispose()
 
 
+def sample_memory(stack: Stack, memory: list, t0: float) -> None:
+    """(seconds into the soak, role, main pid, resident KiB) of each long-lived process
+    that is up (one killed and not yet started again has nothing to sample)."""
+    for role, pids in stack.long_lived().items():
+        kib = rss_kib(pids)
+        if kib:
+            memory.append((time.time() - t0, role, pids[0], kib))
+
+
 def rss_kib(pids: list[int]) -> int:
     total = 0
     for pid in pids:
@@ -421,9 +430,21 @@ def verify(env: dict, cwd: Path, module: str) -> dict:
     return json.loads(done.stdout)
 
 
+BUSY = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, *LIVE]
+
+
 def idle(instance: DagsterInstance) -> bool:
-    busy = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, *LIVE]
-    return not instance.get_run_records(RunsFilter(statuses=busy), limit=1)
+    return not instance.get_run_records(RunsFilter(statuses=BUSY), limit=1)
+
+
+def in_progress(instance: DagsterInstance) -> list[str]:
+    """Each run not finished: its job, status and age, for a soak that did not settle."""
+    now = time.time()
+    return [
+        f"{r.dagster_run.job_name} {r.dagster_run.run_id[:8]} {r.dagster_run.status.value} "
+        f"for {now - r.create_timestamp.timestamp():.0f} s"
+        for r in instance.get_run_records(RunsFilter(statuses=BUSY))
+    ]
 
 
 def converge(stack: Stack, env: dict, module: str, deadline: float) -> tuple[float, dict]:
@@ -501,6 +522,32 @@ def kill_recoveries(kills: list[float], runs: list[tuple[float, float, str]]) ->
     return out
 
 
+def memory_growth(memory: list[tuple[float, str, int, int]], role: str) -> dict:
+    """A role's memory over its longest life (the chaos restarts most parts): resident
+    KiB five minutes into that life and at its last sample, and their ratio; with the
+    worst ratio of any life of ten minutes or more."""
+    lives: dict[int, list[tuple[float, int]]] = {}
+    for t, r, pid, kib in memory:
+        if r == role:
+            lives.setdefault(pid, []).append((t, kib))
+
+    def ratio(life):
+        after5 = [kib for t, kib in life if t - life[0][0] >= 300]
+        return (after5[0], life[-1][1] / after5[0]) if after5 else (None, None)
+
+    longest = max(lives.values(), key=lambda life: life[-1][0] - life[0][0])
+    at5, longest_ratio = ratio(longest)
+    long_lives = [ratio(life)[1] for life in lives.values() if life[-1][0] - life[0][0] >= 600]
+    return {
+        "restarts": len(lives) - 1,
+        "lived_minutes": round((longest[-1][0] - longest[0][0]) / 60, 1),
+        "at_5_min_kib": at5,
+        "at_end_kib": longest[-1][1],
+        "ratio": longest_ratio,
+        "worst_ratio_of_lives_over_10_min": max(long_lives, default=None),
+    }
+
+
 def window_median(points: list[tuple[float, float]], start: float, end: float) -> float | None:
     values = [v for t, v in points if start <= t < end]
     return statistics.median(values) if values else None
@@ -516,6 +563,12 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=float, default=4.0, help="app writes a second, per table")
     parser.add_argument("--kill-every", type=float, help="mean seconds between kills")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument(
+        "--settle-minutes",
+        type=float,
+        default=15,
+        help="how long after the app stops the pipeline may take to converge",
+    )
     parser.add_argument("--plot", type=Path, help="a PNG of memory, run and tick times")
     parser.add_argument("--postgres", default=PG_ADMIN, metavar="ADMIN_URL")
     parser.add_argument("--mariadb", default=MARIADB_ADMIN, metavar="ADMIN_URL")
@@ -597,8 +650,7 @@ def main(argv=None) -> int:
             now = time.monotonic()
             stack.supervise()
             if now >= next_sample:
-                for role, pids in stack.long_lived().items():
-                    memory.append((time.time() - t0, role, pids[0], rss_kib(pids)))
+                sample_memory(stack, memory, t0)
                 next_sample = now + SAMPLE_SECONDS
             if now >= next_kill:
                 kind = stack.chaos(rng)
@@ -613,12 +665,11 @@ def main(argv=None) -> int:
         for app in apps:
             app.stop.set()
             app.join(timeout=30)
-        for role, pids in stack.long_lived().items():
-            memory.append((time.time() - t0, role, pids[0], rss_kib(pids)))
+        sample_memory(stack, memory, t0)
         stack.all_up()
         writes_end = time.monotonic()
         log(f"the app stopped: {[a.counts for a in apps]}; waiting for the pipeline")
-        waited, report = converge_after_writes(stack, user_env, module)
+        waited, report = converge_after_writes(stack, user_env, module, args.settle_minutes * 60)
         summary = summarize(
             stack,
             apps,
@@ -648,11 +699,19 @@ def main(argv=None) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def converge_after_writes(stack: Stack, env: dict, module: str) -> tuple[float, dict]:
-    """Idle, then the range loads verify prints (the app's deletes), then verify clean."""
+def converge_after_writes(
+    stack: Stack, env: dict, module: str, settle: float
+) -> tuple[float, dict]:
+    """Idle, then the range loads verify prints (the app's deletes), then verify clean;
+    all within ``settle`` seconds, or the soak fails naming the runs still in progress."""
     started = time.monotonic()
-    deadline = started + 900
-    while not idle(stack.instance) and time.monotonic() < deadline:
+    deadline = started + settle
+    while not idle(stack.instance):
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"soak: the pipeline was not idle {settle:.0f} s after the app stopped; "
+                f"in progress: {in_progress(stack.instance)}"
+            )
         stack.supervise()
         time.sleep(5)
     report = verify(env, stack.root, module)
@@ -711,19 +770,7 @@ def summarize(stack, apps, urls, memory, killed_by_kind, clocks, args, report, w
         a, b = window_median(points, *first), window_median(points, *last)
         return {"first": a, "last": b, "ratio": (b / a) if a and b else None}
 
-    growth = {}
-    for role in sorted({m[1] for m in memory}):
-        samples = [(t, pid, kib) for t, r, pid, kib in memory if r == role]
-        pid = samples[-1][1]
-        life = [(t, kib) for t, p, kib in samples if p == pid]
-        after5 = [kib for t, kib in life if t - life[0][0] >= 300]
-        growth[role] = {
-            "restarts": len({p for _, p, _ in samples}) - 1,
-            "lived_minutes": round((life[-1][0] - life[0][0]) / 60, 1),
-            "at_5_min_kib": after5[0] if after5 else None,
-            "at_end_kib": life[-1][1],
-            "ratio": (life[-1][1] / after5[0]) if after5 else None,
-        }
+    growth = {role: memory_growth(memory, role) for role in sorted({m[1] for m in memory})}
     ok = bool(report.get("ok")) and all(
         c["keys stored twice"] == 0 and c["deleted rows left"] == 0 for c in checks.values()
     )
@@ -782,16 +829,18 @@ def print_summary(s: dict) -> None:
             f"{c['deleted rows left']} deleted rows left"
         )
     print(
-        f"\n  {'process':<22} | {'restarts':>8} | {'lived min':>9} | {'MiB at 5 min':>12} | "
-        f"{'MiB at end':>10} | {'ratio':>6}"
+        f"\n  {'process (longest life)':<22} | {'restarts':>8} | {'lived min':>9} | "
+        f"{'MiB at 5 min':>12} | {'MiB at end':>10} | {'ratio':>6} | {'worst, lives >10 min':>20}"
     )
-    print("  " + "-" * 84)
+    print("  " + "-" * 107)
     for role, g in s["memory"].items():
         at5 = f"{g['at_5_min_kib'] / 1024:.0f}" if g["at_5_min_kib"] else "-"
         ratio = f"{g['ratio']:.2f}x" if g["ratio"] else "-"
+        worst = g["worst_ratio_of_lives_over_10_min"]
+        worst = f"{worst:.2f}x" if worst else "-"
         print(
             f"  {role:<22} | {g['restarts']:>8} | {g['lived_minutes']:>9} | {at5:>12} | "
-            f"{g['at_end_kib'] / 1024:>10.0f} | {ratio:>6}"
+            f"{g['at_end_kib'] / 1024:>10.0f} | {ratio:>6} | {worst:>20}"
         )
     print(f"\n  {'median seconds':<22} | {'first 10 min':>12} | {'last 10 min':>11} | {'ratio':>6}")
     print("  " + "-" * 60)
