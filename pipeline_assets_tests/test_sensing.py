@@ -9,6 +9,7 @@ asks for.
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from datetime import date, datetime
 
@@ -423,14 +424,22 @@ R1 = ("paid-orders-refresh-0.1-2026-01-24-2026-01-25", "2026-01-24", "2026-01-25
             [("2026-01-24", "2026-01-25")],
             {"2026-01-24": 5, "2026-01-25": 7},
         ),
-        # still running (or Dagster will retry it): nothing over its days, not even when
-        # a new load touches one of them; other days go ahead
+        # still running (or Dagster will retry it): nothing is requested, not even days
+        # it does not cover: they go in the next round, once it has ended
         (
             owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
             [touched(9, "2026-01-25", "2026-01-27")],
             "in flight",
-            [("2026-01-27", "2026-01-27")],
+            [],
             {"2026-01-24": 5, "2026-01-25": 9, "2026-01-27": 9},
+        ),
+        # ended: the days owed meanwhile go together, in blocks
+        (
+            owing(9, {"2026-01-24": 5, "2026-01-25": 9, "2026-01-27": 9}, R1),
+            [],
+            "succeeded",
+            [("2026-01-25", "2026-01-25"), ("2026-01-27", "2026-01-27")],
+            {"2026-01-25": 9, "2026-01-27": 9},
         ),
         (
             owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1),
@@ -465,6 +474,46 @@ def test_the_refresh_owes_days_until_a_run_rebuilt_them(
     assert tick.cursor.requests == cursor.requests + len(tick.requests)
     if events:
         assert tick.cursor.after == max(e.storage_id for e in events)
+
+
+def test_a_steady_stream_of_loads_is_rebuilt_in_rounds():
+    """A load every tick (10 s), each touching today, a late day and the old days of
+    rows the app updated, while the file set's writers run one at a time (its pool), 12 s
+    each. Asking for every free block at once queued runs faster than they ended, so a day
+    touched again while its run waited got a second run (the soak's queue of file runs
+    grew to 20 over an hour). The sensor asks for one round at a time: nothing while a
+    request is in flight, then every owed day in one round. Once the loads stop, every
+    day touched is rebuilt by a run requested after its last load."""
+    rng = random.Random(3)
+    days = [f"2026-01-{d:02d}" for d in range(1, 32)]
+    cursor, storage_id, ends, last_load, rebuilt = sensing.RefreshCursor(), 0, {}, {}, {}
+    writer_free_at = 0.0  # the pool: one run writes at a time, in the order requested
+    for tick in range(600):
+        loads = []
+        if tick < 360:  # the app writes
+            storage_id += 1
+            today = min(2 + tick // 12, 30)
+            touched_days = {days[today], days[today - rng.choice([0, 1, 2])]}
+            touched_days |= {days[rng.randrange(today + 1)] for _ in range(rng.choice([0, 1, 2]))}
+            loads = [touched(storage_id, *sorted(touched_days))]
+            last_load |= {day: storage_id for day in touched_days}
+        outcomes = {
+            r.key: outcome("succeeded" if tick >= ends[r.key] else "in flight")
+            for r in cursor.pending
+        }
+        for r in cursor.pending:
+            if outcomes[r.key].landed:  # what this run rebuilt: the loads it came after
+                rebuilt |= {day: max(rebuilt.get(day, 0), r.covers) for day in r.days}
+        in_flight = any(o.busy for o in outcomes.values())
+        result = sensing.refresh_tick(cursor, loads, outcomes, T0 + 10 * tick)
+        assert not (in_flight and result.requests)  # nothing asked while a run may work
+        assert len({r.requested_at for r in result.cursor.pending}) <= 1  # one round
+        for r in result.requests:
+            writer_free_at = max(writer_free_at, tick) + 1.2
+            ends[r.key] = writer_free_at
+        cursor = result.cursor
+    assert not cursor.owed and not cursor.pending
+    assert all(rebuilt.get(day, 0) >= load for day, load in last_load.items())
 
 
 def test_the_refresh_cursor_round_trips_and_reads_the_first_version():

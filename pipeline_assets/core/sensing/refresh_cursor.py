@@ -1,7 +1,8 @@
 """``paid_orders_refresh_sensor``: the days each ``orders`` materialization touched become
 runs over the days that exist as partitions, one run per block of consecutive days
 (:func:`day_blocks`); its cursor (:class:`RefreshCursor`) keeps the days it owes until a
-successful run requested after they became owed has rebuilt them (:func:`refresh_tick`).
+successful run requested after they became owed has rebuilt them, and asks for one round
+of runs at a time (:func:`refresh_tick`).
 
 When the file set's declaration changes (its shape: columns, types, filter), every
 committed day written in another shape is owed too, once: the cursor keeps the shape it
@@ -187,8 +188,10 @@ def refresh_tick(
     ``outcomes`` holds what became of each pending request (by run key). A request whose
     run succeeded pays the days it covers — unless a later load touched one of them
     again meanwhile: that day stays owed. A request whose run failed or was canceled is
-    dropped, so its days are requested again (new key). Days of a request that is still
-    busy are not requested again until it ends: never two runs over the same day.
+    dropped, so its days are requested again (new key). While any request is still
+    busy nothing is requested: the owed days go in the next round, once every request
+    of this one has ended. So never two runs over the same day, and never more runs
+    waiting than one round's blocks, however fast loads come.
     ``seed`` starts the run keys of a fresh cursor (:func:`refresh_run_key`).
     """
     owed = dict(cursor.owed)
@@ -234,12 +237,16 @@ def refresh_tick(
             notes.append(
                 f"{span}: {outcome.detail}, so those files were not rebuilt: requesting them again"
             )
-    busy = {day for request in pending for day in request.days}
     cooling = {day for day, (count, ended) in failures.items() if now < ended + retry_delay(count)}
     if cooling & set(owed):
         notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
+    # One round at a time: while a request is in flight, the days owed meanwhile wait,
+    # then go in the next round together. The file set's writers run one at a time (its
+    # pool), so a run asked for now would only queue behind it; and under a steady stream
+    # of loads, one run per load queues faster than runs end.
+    free = set() if pending else set(owed) - cooling
     count, new, epoch = cursor.requests, [], cursor.epoch or seed
-    for block in day_blocks(set(owed) - busy - cooling):
+    for block in day_blocks(free):
         count += 1
         batch = max(owed[d] for d in days_between(parse_day(block.first), parse_day(block.last)))[1]
         new.append(
