@@ -30,25 +30,19 @@ would each be asked about the others' runs.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from dagster import DefaultRunLauncher, Field, IntSource
-from dagster._core.launcher.base import CheckRunHealthResult, WorkerStatus
-from dagster._core.storage.dagster_run import DagsterRun
-from dagster._core.storage.tags import GRPC_INFO_TAG
-from dagster._grpc.__generated__ import dagster_api_pb2
-from dagster._grpc.client import DagsterGrpcClient
-from dagster._grpc.types import GetCurrentRunsResult
-from dagster._serdes import deserialize_value
-from dagster._serdes.config_class import ConfigurableClassData
+from dagster import DagsterRun, DefaultRunLauncher, Field, IntSource, deserialize_value
+
+# the types of the health check every run launcher returns (Dagster's own launchers, such
+# as the Kubernetes one, import them from here too); the only non-public import of the
+# package
+from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
 
 UNREACHABLE_SECONDS = 120
-# a check is one small call; a server too busy to answer it in this long counts as
-# unreachable for this check (and is asked again at the next poll)
-CHECK_TIMEOUT_SECONDS = 10
+STALE_SECONDS = 3600
 
 
 class WatchedRunLauncher(DefaultRunLauncher):
@@ -56,12 +50,13 @@ class WatchedRunLauncher(DefaultRunLauncher):
 
     def __init__(
         self,
-        inst_data: ConfigurableClassData | None = None,
+        inst_data: Any = None,
         unreachable_seconds: int = UNREACHABLE_SECONDS,
     ):
         super().__init__(inst_data=inst_data)
         self._unreachable_seconds = unreachable_seconds
-        self._unreachable_since: dict[str, float] = {}  # run id -> first failed call
+        # run id -> (first unanswered check, latest unanswered check)
+        self._unreachable_since: dict[str, tuple[float, float]] = {}
 
     @classmethod
     def config_type(cls):
@@ -76,7 +71,7 @@ class WatchedRunLauncher(DefaultRunLauncher):
         }
 
     @classmethod
-    def from_config_value(cls, inst_data: ConfigurableClassData, config_value: Mapping[str, Any]):
+    def from_config_value(cls, inst_data: Any, config_value: Mapping[str, Any]):
         return cls(inst_data=inst_data, **config_value)
 
     @property
@@ -84,28 +79,15 @@ class WatchedRunLauncher(DefaultRunLauncher):
         return True
 
     def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
-        info = run.tags.get(GRPC_INFO_TAG)
-        if not info:
-            # executed by a command (`dagster asset materialize`), not launched through a
-            # code server: nobody to ask, and run monitoring fails any status but RUNNING
+        # the code server the run was launched on, from the address Dagster records on
+        # the run (None: executed by a command such as `dagster asset materialize`)
+        client = self._get_grpc_client_for_termination(run.run_id)
+        if client is None:
+            # nobody to ask, and run monitoring fails any status but RUNNING
             return CheckRunHealthResult(WorkerStatus.RUNNING, "no code server to ask")
-        where = json.loads(info)
-        address = f"{where.get('host')}:{where.get('port') or where.get('socket')}"
+        address = f"{client.host}:{client.port or client.socket}"
         try:
-            client = DagsterGrpcClient(
-                port=where.get("port"),
-                socket=where.get("socket"),
-                host=where.get("host"),
-                use_ssl=bool(where.get("use_ssl", False)),
-            )
-            # get_current_runs() with a timeout of its own: a hung server must not hold
-            # the monitoring of every other run for the default minute
-            reply = client._query(  # noqa: SLF001
-                "GetCurrentRuns", dagster_api_pb2.Empty, timeout=CHECK_TIMEOUT_SECONDS
-            )
-            current = deserialize_value(
-                reply.serialized_current_runs, GetCurrentRunsResult
-            ).current_runs
+            current = deserialize_value(client.get_current_runs()).current_runs
         except Exception as exc:  # noqa: BLE001 - any failure to ask is "no answer"
             return self._no_answer(run, address, exc)
         self._unreachable_since.pop(run.run_id, None)
@@ -118,8 +100,15 @@ class WatchedRunLauncher(DefaultRunLauncher):
         )
 
     def _no_answer(self, run: DagsterRun, address: str, exc: Exception) -> CheckRunHealthResult:
-        since = self._unreachable_since.setdefault(run.run_id, time.monotonic())
-        waited = time.monotonic() - since
+        now = time.monotonic()
+        # forget runs no longer asked about (they ended while their server was away), so
+        # a daemon that runs for months keeps nothing of them
+        for run_id, (_, asked) in list(self._unreachable_since.items()):
+            if now - asked > STALE_SECONDS:
+                del self._unreachable_since[run_id]
+        since = self._unreachable_since.get(run.run_id, (now, now))[0]
+        self._unreachable_since[run.run_id] = (since, now)
+        waited = now - since
         if waited < self._unreachable_seconds:
             # not known dead: run monitoring fails any status but RUNNING, so say RUNNING
             # and ask again at its next poll
