@@ -49,6 +49,7 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -388,13 +389,17 @@ class Stack:
             self.instance.dispose()
 
 
-def sample_memory(stack: Stack, memory: list, t0: float) -> None:
-    """(seconds into the soak, role, main pid, resident KiB) of each long-lived process
-    that is up (one killed and not yet started again has nothing to sample)."""
+def sample(stack: Stack, memory: list, queue: list, t0: float) -> None:
+    """Into ``memory``: (seconds into the soak, role, main pid, resident KiB) of each
+    long-lived process that is up (one killed and not started again has nothing to
+    sample); into ``queue``: (seconds, runs waiting in the run queue)."""
+    at = time.time() - t0
     for role, pids in stack.long_lived().items():
         kib = rss_kib(pids)
         if kib:
-            memory.append((time.time() - t0, role, pids[0], kib))
+            memory.append((at, role, pids[0], kib))
+    queued = stack.instance.get_runs_count(RunsFilter(statuses=[DagsterRunStatus.QUEUED]))
+    queue.append((at, queued))
 
 
 def rss_kib(pids: list[int]) -> int:
@@ -573,6 +578,13 @@ def main(argv=None) -> int:
     parser.add_argument("--postgres", default=PG_ADMIN, metavar="ADMIN_URL")
     parser.add_argument("--mariadb", default=MARIADB_ADMIN, metavar="ADMIN_URL")
     args = parser.parse_args(argv)
+
+    def interrupted(signum, _frame):  # the stack, databases and vhost are cleaned up
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # SIGINT too: a shell ignores it in a job it starts in the background
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     seconds = args.minutes * 60
     kill_every = args.kill_every or (180.0 if args.minutes >= 20 else 30.0)
     rng = random.Random(args.seed)
@@ -644,13 +656,14 @@ def main(argv=None) -> int:
         for app in apps:
             app.start()
         memory: list[tuple[float, str, int, int]] = []  # (t, role, pid, KiB)
+        queue: list[tuple[float, int]] = []  # (t, runs queued)
         next_sample, next_kill = started, started + rng.expovariate(1 / kill_every)
         killed_by_kind: dict[str, int] = {}
         while time.monotonic() < started + seconds:
             now = time.monotonic()
             stack.supervise()
             if now >= next_sample:
-                sample_memory(stack, memory, t0)
+                sample(stack, memory, queue, t0)
                 next_sample = now + SAMPLE_SECONDS
             if now >= next_kill:
                 kind = stack.chaos(rng)
@@ -665,7 +678,7 @@ def main(argv=None) -> int:
         for app in apps:
             app.stop.set()
             app.join(timeout=30)
-        sample_memory(stack, memory, t0)
+        sample(stack, memory, queue, t0)
         stack.all_up()
         writes_end = time.monotonic()
         log(f"the app stopped: {[a.counts for a in apps]}; waiting for the pipeline")
@@ -674,7 +687,7 @@ def main(argv=None) -> int:
             stack,
             apps,
             urls,
-            memory,
+            (memory, queue),
             killed_by_kind,
             (t0, started),
             args,
@@ -723,8 +736,9 @@ def converge_after_writes(
     return time.monotonic() - started, report
 
 
-def summarize(stack, apps, urls, memory, killed_by_kind, clocks, args, report, waited, wrote):
+def summarize(stack, apps, urls, sampled, killed_by_kind, clocks, args, report, waited, wrote):
     t0, started = clocks  # the soak's start, on the wall clock and on the monotonic one
+    memory, queue = sampled
     kills = [(k[0] - started, k[2]) for k in stack.kills]
     instance = stack.instance
     records = instance.get_run_records()
@@ -801,11 +815,13 @@ def summarize(stack, apps, urls, memory, killed_by_kind, clocks, args, report, w
         "memory": growth,
         "load_run_seconds": trend(load_points),
         "sensor_tick_seconds": trend(tick_points),
+        "runs_queued": trend(queue) | {"max": max((n for _, n in queue), default=0)},
         "samples": {
             "memory": memory,
             "load_runs": runs,
             "ticks": ticks,
             "kills": kills,
+            "queue": queue,
         },
     }
 
@@ -844,7 +860,11 @@ def print_summary(s: dict) -> None:
         )
     print(f"\n  {'median seconds':<22} | {'first 10 min':>12} | {'last 10 min':>11} | {'ratio':>6}")
     print("  " + "-" * 60)
-    for label, key in (("load run", "load_run_seconds"), ("sensor tick", "sensor_tick_seconds")):
+    for label, key in (
+        ("load run", "load_run_seconds"),
+        ("sensor tick", "sensor_tick_seconds"),
+        ("runs queued (count)", "runs_queued"),
+    ):
         t = s[key]
         fmt = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
         ratio = f"{t['ratio']:.2f}x" if t["ratio"] else "-"
@@ -858,22 +878,30 @@ def plot(s: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (mem, runs) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    fig, (mem, runs, queued) = plt.subplots(
+        3, 1, figsize=(10, 9), sharex=True, gridspec_kw={"height_ratios": [3, 3, 1.4]}
+    )
     for role in sorted({m[1] for m in s["samples"]["memory"]}):
         points = [(t / 60, kib / 1024) for t, r, _, kib in s["samples"]["memory"] if r == role]
         mem.plot(*zip(*points, strict=True), marker=".", label=role)
     mem.set_ylabel("resident memory, MiB")
     mem.legend(fontsize=8)
-    loads = [(t / 60, wall) for t, wall, job in s["samples"]["load_runs"] if job in LOAD_JOBS]
-    if loads:
-        runs.scatter(*zip(*loads, strict=True), s=6, label="load run, s")
+    for label, jobs, size in (("load run, s", LOAD_JOBS, 6), ("file run, s", FILE_JOBS, 4)):
+        points = [(t / 60, wall) for t, wall, job in s["samples"]["load_runs"] if job in jobs]
+        if points:
+            runs.scatter(*zip(*points, strict=True), s=size, label=label)
     ticks = [(t / 60, wall) for pts in s["samples"]["ticks"].values() for t, wall in pts]
     if ticks:
         runs.scatter(*zip(*ticks, strict=True), s=3, label="sensor tick, s")
+    for at, _kind in s["samples"]["kills"]:
+        runs.axvline(at / 60, color="grey", linewidth=0.5, alpha=0.5)
     runs.set_yscale("log")
-    runs.set_xlabel("minutes into the soak")
-    runs.set_ylabel("wall seconds")
+    runs.set_ylabel("wall seconds (grey: a kill)")
     runs.legend(fontsize=8)
+    if s["samples"]["queue"]:
+        queued.step(*zip(*[(t / 60, n) for t, n in s["samples"]["queue"]], strict=True))
+    queued.set_ylabel("runs queued")
+    queued.set_xlabel("minutes into the soak")
     fig.suptitle(f"soak: {s['minutes']:g} min, seed {s['seed']}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
