@@ -2,8 +2,8 @@
 and its parts are killed at random; then nothing lost, and nothing growing.
 
     .venv/bin/python benchmarks/soak.py [--minutes 60] [--seed 1] [--rate 4]
-        [--kill-every 180] [--settle-minutes 15] [--workdir DIR] [--plot PNG]
-        [--postgres ADMIN_URL] [--mariadb ADMIN_URL]
+        [--kill-every 180] [--history-days 8] [--settle-minutes 15] [--workdir DIR]
+        [--plot PNG] [--postgres ADMIN_URL] [--mariadb ADMIN_URL]
 
 **The stack** (docs/deployment.md, on one machine): ``dagster api grpc`` (the code
 location), ``dagster-webserver`` and ``dagster-daemon`` as processes of their own on
@@ -17,7 +17,9 @@ the bucket. The sensors and the schedule run as deployed.
 
 **The app** writes both tables at ``--rate`` writes a second each, on a clock that runs
 over past days (so every stamp is on a day whose partition exists): new rows, updates
-that move a row to another day, late rows up to 30 hours behind, and deletes.
+that move a row to another day, late rows up to 30 hours behind, and deletes. Before the
+stack starts it has written ``--history-days`` simulated days the same way, so the windows
+the loads read and the check compares are full from the first minute.
 
 **Chaos**: every ``--kill-every`` seconds on average, one part, at random, is SIGKILLed
 and started again as a supervisor would: a Celery worker (two seconds later), the daemon
@@ -190,21 +192,31 @@ class App(threading.Thread):
                 elapsed = time.monotonic() - began
                 if elapsed >= self.seconds:
                     return
-                now = self.clock(elapsed)
-                kind = self.rng.choices(list(self.counts), weights=[5, 3, 1, 1])[0]
-                if kind in ("updated", "deleted") and len(self.keys) < 20:
-                    kind = "new"
-                at = (
-                    now - timedelta(minutes=self.rng.randrange(60, 30 * 60))
-                    if kind == "late"
-                    else now
-                )
                 with self.engine.begin() as conn:
-                    self.write(conn, kind, at)
-                self.counts[kind] += 1
+                    self.write_one(conn, self.clock(elapsed))
                 time.sleep(self.rng.expovariate(self.rate))
         except BaseException as exc:  # noqa: BLE001 - reported by the soak, which fails
             self.error = exc
+
+    def history(self, days: float) -> int:
+        """Write ``days`` simulated days before ``sim_start`` at the same density, before
+        the stack starts, as a deployment meets an app with a past: the window each load
+        reads and the days the check compares are as full in the first ten minutes as in
+        the last, so comparing the two measures growth, not a warm-up. Writes made."""
+        writes = round(self.rate * self.seconds * days / self.sim_days)
+        start = self.sim_start - timedelta(days=days)
+        with self.engine.begin() as conn:
+            for n in range(writes):
+                self.write_one(conn, start + timedelta(days=days * n / writes))
+        return writes
+
+    def write_one(self, conn, now: datetime) -> None:
+        kind = self.rng.choices(list(self.counts), weights=[5, 3, 1, 1])[0]
+        if kind in ("updated", "deleted") and len(self.keys) < 20:
+            kind = "new"
+        late = timedelta(minutes=self.rng.randrange(60, 30 * 60))
+        self.write(conn, kind, now - late if kind == "late" else now)
+        self.counts[kind] += 1
 
     def write(self, conn, kind: str, at: datetime) -> None:
         if kind == "deleted":
@@ -569,6 +581,12 @@ def main(argv=None) -> int:
     parser.add_argument("--kill-every", type=float, help="mean seconds between kills")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument(
+        "--history-days",
+        type=float,
+        default=8,
+        help="simulated days the app wrote before the soak (the check compares 7)",
+    )
+    parser.add_argument(
         "--settle-minutes",
         type=float,
         default=15,
@@ -596,7 +614,7 @@ def main(argv=None) -> int:
     sim_start = datetime.combine(
         today - timedelta(days=int(sim_days) + 3), datetime.min.time(), UTC
     )
-    first_day = (sim_start - timedelta(days=2)).date()
+    first_day = (sim_start - timedelta(days=args.history_days + 2)).date()
 
     dbs = Databases(args.postgres, args.mariadb, tag)
     s3 = S3Server(root / "moto.log")
@@ -628,11 +646,7 @@ def main(argv=None) -> int:
         }
         os.environ["DAGSTER_POSTGRES_URL"] = urls["instance"]  # this process's instance
         production = (ROOT / "deploy" / "dagster.yaml").read_text()
-        log(f"soak: {args.minutes:g} min, seed {args.seed}, workdir {root}; starting the stack")
-        stack = Stack(root, module, env, production)
-        user_env = stack.deployment.web.env
-        t0 = time.time()
-        started = time.monotonic()
+        log(f"soak: {args.minutes:g} min, seed {args.seed}, workdir {root}")
         apps = [
             App(
                 "orders",
@@ -653,6 +667,12 @@ def main(argv=None) -> int:
                 sim_days,
             ),
         ]
+        history = [app.history(args.history_days) for app in apps]
+        log(f"{args.history_days:g} days of history written: {history}; starting the stack")
+        stack = Stack(root, module, env, production)
+        user_env = stack.deployment.web.env
+        t0 = time.time()
+        started = time.monotonic()
         for app in apps:
             app.start()
         memory: list[tuple[float, str, int, int]] = []  # (t, role, pid, KiB)
