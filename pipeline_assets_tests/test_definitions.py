@@ -119,9 +119,18 @@ def test_pyproject_declares_every_package_the_code_imports():
     assert pyproject["requires-python"] == ">=3.11"
 
 
+# The one exception: a run launcher's health check returns these two types, which Dagster
+# exports nowhere else (its own launchers, dagster-celery's and dagster-k8s's, import
+# them from here too); run_launcher.py is the only module that may.
+HEALTH_CHECK_TYPES = "from dagster._core.launcher import CheckRunHealthResult, WorkerStatus"
+
+
 def test_no_private_dagster_imports_in_the_package():
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
+        if path.name == "run_launcher.py":
+            assert text.count(HEALTH_CHECK_TYPES) == 1
+            text = text.replace(HEALTH_CHECK_TYPES, "")
         assert "dagster._" not in text, f"{path.name} imports Dagster internals"
 
 
