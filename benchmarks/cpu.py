@@ -95,10 +95,8 @@ class CpuSampler:
                 command = _command(pid)
                 found = next((p for p, s in PARTS if s in command), None)
                 ppid = str(procs[pid][0]) if pid in procs else "0"
-                parent = None
-                if ppid in procs and ppid != "1" and depth < 20:
+                if found is None and ppid in procs and ppid != "1" and depth < 20:
                     parent = self.part(ppid, procs, depth + 1)
-                if found is None and parent is not None:
                     found = CHILD.get(parent, parent)
                 self.parts[pid] = found or f"other ({_name(pid)})"
         return self.parts[pid]
