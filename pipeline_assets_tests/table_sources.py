@@ -45,11 +45,6 @@ _MYSQL = {
 }
 
 
-def _quoted(name: str, mysql: bool) -> str:
-    mark = "`" if mysql else '"'
-    return mark + name.replace(mark, mark * 2) + mark
-
-
 def stamp(text: str) -> datetime:
     """``2026-01-05T10:00`` (UTC) as an aware instant."""
     return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
@@ -117,43 +112,41 @@ class TableSource:
         return values
 
     def _q(self, name: str) -> str:
-        return _quoted(name, self.mysql)
+        """A name quoted for ``exec_driver_sql`` (a % doubled for psycopg and PyMySQL)."""
+        return self.engine.dialect.identifier_preparer.quote_identifier(name)
 
     def put(self, n: int, at: datetime, **kw) -> None:
         """Insert row ``n``, or replace it (the app's update)."""
-        _q = self._q
         row = self.row(n, at, **kw)
         self.delete(n)
-        names = list(row)
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.text(
-                    f"INSERT INTO {_q(self.spec.table)} ({', '.join(_q(c) for c in names)}) "
-                    f"VALUES ({', '.join(f':p{i}' for i in range(len(names)))})"
-                ),
-                {f"p{i}": self._param(row[c]) for i, c in enumerate(names)},
-            )
+            conn.execute(self._table().insert(), {c: self._param(v) for c, v in row.items()})
 
     def delete(self, n: int) -> None:
-        _q = self._q
-        where = " AND ".join(f"{_q(k)} = :k{i}" for i, k in enumerate(self.spec.primary_key))
+        table = self._table()
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.text(f"DELETE FROM {_q(self.spec.table)} WHERE {where}"),
-                {f"k{i}": v for i, v in enumerate(self.key(n))},
-            )
+            conn.execute(table.delete().where(self._is(table, n)))
 
     def restamp(self, n: int, at: datetime) -> None:
         """Only the cursor changes (the app backdates or touches a row)."""
-        _q = self._q
-        where = " AND ".join(f"{_q(k)} = :k{i}" for i, k in enumerate(self.spec.primary_key))
+        table = self._table()
         with self.engine.begin() as conn:
             conn.execute(
-                sa.text(
-                    f"UPDATE {_q(self.spec.table)} SET {_q(self.spec.cursor)} = :at WHERE {where}"
-                ),
-                {"at": self._param(at), **{f"k{i}": v for i, v in enumerate(self.key(n))}},
+                table.update().where(self._is(table, n)).values({self.spec.cursor: self._param(at)})
             )
+
+    def _table(self) -> sa.TableClause:
+        """The table as SQLAlchemy Core writes it: every name quoted as its dialect needs
+        (a colon or a percent sign in a name is no bind parameter there)."""
+        schema, _, name = self.spec.table.rpartition(".")
+        return sa.table(
+            name, *(sa.column(c) for c in self.spec.column_names), schema=schema or None
+        )
+
+    def _is(self, table: sa.TableClause, n: int):
+        return sa.and_(
+            *(table.c[k] == v for k, v in zip(self.spec.primary_key, self.key(n), strict=True))
+        )
 
     def _param(self, value):
         if self.mysql and isinstance(value, datetime):

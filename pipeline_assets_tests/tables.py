@@ -45,6 +45,42 @@ PAYMENTS_ATTRIBUTES = {
 PAYMENTS: TableSpec = declare(PAYMENTS_ATTRIBUTES)
 TABLES = {"orders": ORDERS, "payments": PAYMENTS}  # for pytest.mark.parametrize
 
+# A table whose columns are named as the machinery's own working columns were (day,
+# instant, paid, file, _row, key, column, rows), as SQL's reserved words (order, select,
+# Group: mixed case too) and in other scripts (Größe): any name a source can have.
+HOSTILE_ATTRIBUTES = {
+    "table": "Group",
+    "name": "hostile",
+    "primary_key": ["key", "order"],
+    "cursor": "instant",
+    "columns": {
+        "key": "integer",
+        "order": "integer",
+        "day": "date",
+        "paid": "boolean",
+        "file": "text",
+        "select": "decimal(10,2)",
+        "instant": "timestamp",
+        "Group": {"type": "text", "nullable": True},
+        "Größe": {"type": "float", "nullable": True},
+        "_row": {"type": "integer", "nullable": True},
+        "column": {"type": "text", "nullable": True},
+        "rows": "integer",
+        "per cent %": {"type": "decimal(10,2)", "nullable": True},  # % and : mean things
+        "a:b": {"type": "text", "nullable": True},  # to drivers and to SQLAlchemy's text()
+        "two words": {"type": "boolean", "nullable": True},
+        "it's `odd`": {"type": "date", "nullable": True},  # each dialect's quote marks
+    },
+    "daily_files": [
+        {
+            "name": "hostile_files",
+            "where": {"file": "kept"},
+            "totals": {"name": "hostile_totals", "sum": ["select", "_row", "per cent %"]},
+        }
+    ],
+}
+HOSTILE: TableSpec = declare(HOSTILE_ATTRIBUTES)
+
 
 # --- a payments table in a real source -----------------------------------------------
 

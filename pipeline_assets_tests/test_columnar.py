@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline_assets.core import working
 from pipeline_assets.core.arrow_days import days_of, zone_name
 from pipeline_assets.core.columnar import normalize
 from pipeline_assets.core.db import make_engine
@@ -70,13 +71,13 @@ def expected(order_id, status, amount, updated_at, tz) -> dict:
         "status": status,
         "amount": amount,
         "updated_at": stamp,
-        "instant": order.updated_at,
-        "day": (day_of(order.updated_at, tz) - date(1970, 1, 1)).days,
+        working.INSTANT: order.updated_at,
+        working.DAY: (day_of(order.updated_at, tz) - date(1970, 1, 1)).days,
     }
 
 
 def by_key(table: pa.Table) -> list[dict]:
-    return sorted(table.to_pylist(), key=lambda r: (r["order_id"], r["instant"], r["amount"]))
+    return sorted(table.to_pylist(), key=lambda r: (r["order_id"], r[working.INSTANT], r["amount"]))
 
 
 @pytest.mark.parametrize("tz", ZONES, ids=lambda tz: zone_name(tz) or "fixed")
@@ -90,7 +91,8 @@ def test_the_fast_path_gives_what_the_exact_parser_gives(tz):
         }
     )
     assert by_key(normalize(raw, tz)) == sorted(
-        (expected(*r, tz) for r in rows), key=lambda r: (r["order_id"], r["instant"], r["amount"])
+        (expected(*r, tz) for r in rows),
+        key=lambda r: (r["order_id"], r[working.INSTANT], r["amount"]),
     )
 
 
@@ -161,7 +163,7 @@ def test_any_wall_clock_in_any_form_agrees(moment, form, tz):
     )
     assert normalize(raw, tz).to_pylist() == [expected("1", "paid", "2.50", text, tz)]
     stamp = expected("1", "paid", "2.50", text, tz)
-    assert days_of([stamp["updated_at"]], tz) == {day_of(stamp["instant"], tz).isoformat()}
+    assert days_of([stamp["updated_at"]], tz) == {day_of(stamp[working.INSTANT], tz).isoformat()}
 
 
 @pytest.mark.parametrize(
@@ -195,7 +197,7 @@ def test_a_bad_row_among_good_ones_raises_the_exact_parsers_error(row, column):
 
 
 def keyless_source(url: str, rows: list[tuple]) -> sa.Engine:
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     with engine.begin() as conn:
         conn.exec_driver_sql(
             "CREATE TABLE orders (order_id BIGINT, status TEXT, amount TEXT, updated_at TEXT)"
@@ -300,7 +302,7 @@ def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_pa
     from pipeline_assets.core import demo, source
     from pipeline_assets.core.db import arrow_connect
 
-    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     demo.init(engine)
     demo.generate(engine, orders=3_000, days=30, seed=3)
     src = source.inspect_source(engine)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import columnar
+from pipeline_assets.core import columnar, working
 from pipeline_assets.core.arrow_days import zone_name
 from pipeline_assets.core.columnar import NORMAL, normal_schema, normalize
 from pipeline_assets.core.errors import InvalidRowError
@@ -87,8 +87,8 @@ def reference(spec, row: dict, tz) -> dict:
         order = validate(*(row[c] for c in spec.column_names), tz)
         out = dict(zip(spec.column_names, order.stored, strict=True))
         return out | {
-            "instant": order.updated_at,
-            "day": (day_of(order.updated_at, tz) - EPOCH).days,
+            working.INSTANT: order.updated_at,
+            working.DAY: (day_of(order.updated_at, tz) - EPOCH).days,
         }
     out = {}
     for column in spec.columns:
@@ -102,10 +102,10 @@ def reference(spec, row: dict, tz) -> dict:
     moment = cursor.parse(row[spec.cursor], tz)
     if cursor.kind == "date":
         return out | {
-            "instant": day_start(moment, tz).astimezone(UTC),
-            "day": (moment - EPOCH).days,
+            working.INSTANT: day_start(moment, tz).astimezone(UTC),
+            working.DAY: (moment - EPOCH).days,
         }
-    return out | {"instant": moment, "day": (day_of(moment, tz) - EPOCH).days}
+    return out | {working.INSTANT: moment, working.DAY: (day_of(moment, tz) - EPOCH).days}
 
 
 def batch(spec, rows: list[dict], types: dict | None = None) -> pa.Table:
@@ -119,7 +119,8 @@ def ordered(spec, rows: list[dict]) -> list[dict]:
     return sorted(
         rows,
         key=lambda r: (
-            tuple(repr(r[k]) for k in spec.primary_key) + (r["instant"], repr(sorted(r.items())))
+            tuple(repr(r[k]) for k in spec.primary_key)
+            + (r[working.INSTANT], repr(sorted(r.items())))
         ),
     )
 
@@ -178,8 +179,8 @@ def test_the_normal_schema_of_each_table():
         ("status", "string"),
         ("amount", "string"),
         ("updated_at", "string"),
-        ("instant", "timestamp[us, tz=UTC]"),
-        ("day", "int32"),
+        (working.INSTANT, "timestamp[us, tz=UTC]"),
+        (working.DAY, "int32"),
     ]
     assert [(f.name, str(f.type)) for f in normal_schema(PAYMENTS)] == [
         ("payment_id", "int64"),
@@ -192,8 +193,8 @@ def test_the_normal_schema_of_each_table():
         ("refundable", "bool"),
         ("settle_on", "string"),
         ("modified_at", "string"),
-        ("instant", "timestamp[us, tz=UTC]"),
-        ("day", "int32"),
+        (working.INSTANT, "timestamp[us, tz=UTC]"),
+        (working.DAY, "int32"),
     ]
     assert orders_rules(ORDERS) and orders_rules(declare(ORDERS_ATTRIBUTES))
     assert not orders_rules(PAYMENTS)
@@ -354,14 +355,14 @@ def test_a_date_cursor_is_midnight_of_its_day_in_the_zone():
     for tz in ZONES + [zone("America/Santiago"), zone("Asia/Beirut")]:
         same_as_exact(spec, rows, tz)
         got = normalize(batch(spec, rows), tz, spec).sort_by("id").to_pylist()
-        assert [EPOCH + timedelta(days=r["day"]) for r in got] == [
+        assert [EPOCH + timedelta(days=r[working.DAY]) for r in got] == [
             date.fromisoformat(d.strip()) for d in days
         ]
     native = pa.table(
         {"id": [1, 2], "booked_on": pa.array([date(2026, 1, 25), date(2026, 3, 8)], pa.date32())}
     )
     got = normalize(native, NY, spec).to_pylist()
-    assert [r["instant"] for r in got] == [
+    assert [r[working.INSTANT] for r in got] == [
         datetime(2026, 1, 25, 5, tzinfo=UTC),
         datetime(2026, 3, 8, 5, tzinfo=UTC),
     ]

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline_assets.core import working
 from pipeline_assets.core.daily_files import DayFileHashes, DayFilesError, serialize_day
 from pipeline_assets.core.daily_files.serialize import sha256_hex
 from pipeline_assets.core.db import make_engine
@@ -202,7 +203,9 @@ def arrow_hashes(
             c.name: pa.array([r[c.name] for r in part], types[c.name])
             for c in reversed(spec.columns)
         }  # the table's column order is no matter
-        columns["day"] = pa.array([day_number(spec, r[spec.cursor], tz) for r in part], pa.int32())
+        columns[working.DAY] = pa.array(
+            [day_number(spec, r[spec.cursor], tz) for r in part], pa.int32()
+        )
         hashes.add(pa.table(columns))
     return hashes.result()
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import digest
+from pipeline_assets.core import digest, working
 from pipeline_assets.core.digest import (
     GATHER_BYTES,
     DayDigest,
@@ -71,7 +71,7 @@ def table(spec, rows: list, days: list[int] | None = None) -> pa.Table:
             [row[i] for row in rows], ARROW.get(column.type.kind, pa.string())
         )
     if days is not None:
-        columns["day"] = pa.array(days, pa.int32())
+        columns[working.DAY] = pa.array(days, pa.int32())
     return pa.table(columns)
 
 

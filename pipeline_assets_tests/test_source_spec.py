@@ -293,8 +293,8 @@ def test_payments_sql_per_dialect():
         "CAST(fee AS TEXT) AS fee, ifnull(CAST(rate AS TEXT), '') AS rate, "
         "ifnull(CAST(note AS TEXT), '') AS note, CAST(refundable AS TEXT) AS refundable, "
         "ifnull(CAST(settle_on AS TEXT), '') AS settle_on, "
-        'CAST(modified_at AS TEXT) AS modified_at, rate IS NULL AS "rate is null", '
-        'note IS NULL AS "note is null", settle_on IS NULL AS "settle_on is null" '
+        "CAST(modified_at AS TEXT) AS modified_at, rate IS NULL AS __pipeline_null_5, "
+        "note IS NULL AS __pipeline_null_6, settle_on IS NULL AS __pipeline_null_8 "
         "FROM payments WHERE modified_at >= '2026-01-19' "
         "ORDER BY +payments.payment_id, +payments.attempt"
     )
@@ -377,7 +377,7 @@ def _engine(backend: str, request, tmp_path):
         url = request.getfixturevalue("postgres").url("source")
     else:
         url = request.getfixturevalue("mysql").url("source")
-    return make_engine(url, role="source")
+    return make_engine(url, role="app")
 
 
 def _raw(engine, src, start=S, end=E, batch_rows=source.SCAN_BATCH) -> list[dict]:
@@ -495,7 +495,7 @@ _as_raw_int = {"sqlite": str, "postgresql": int, "mysql": int}
 def test_sqlite_nullable_columns_null_for_a_whole_first_batch(tmp_path):
     """SQLite's Arrow reader types a column by its first batch: one NULL throughout it
     (a column the app added later, NULL in its old rows) must not fail the next batch."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     rows = [
         (i, 1, "captured", i, "1.00", None, None, True, None, f"2026-01-21 0{i % 10}:00:00")
         for i in range(1, 7)
@@ -567,7 +567,7 @@ def test_quoted_names_and_a_text_key_in_code_point_order(backend, request, tmp_p
 
 
 def test_a_missing_declared_column_is_named(tmp_path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     try:
         with engine.begin() as conn:
             conn.exec_driver_sql(
@@ -580,7 +580,9 @@ def test_a_missing_declared_column_is_named(tmp_path):
         assert str(caught.value) == (
             f"the source table payments in sqlite:///{tmp_path / 'app.db'} lacks column(s) "
             "fee, settle_on; it needs payment_id, attempt, status, amount_cents, fee, rate, "
-            "note, refundable, settle_on, modified_at"
+            "note, refundable, settle_on, modified_at. Correct the declaration's columns (a "
+            "column's name is the source's, case included), or add the column to the source "
+            "table"
         )
         with engine.begin() as conn:
             conn.exec_driver_sql("ALTER TABLE payments ADD COLUMN fee TEXT")

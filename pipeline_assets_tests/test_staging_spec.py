@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
+from pipeline_assets.core import working
 from pipeline_assets.core.db import make_engine, writing
 from pipeline_assets.core.schema import ensure_table, warehouse_table
 from pipeline_assets.core.spec import declare
@@ -76,7 +77,7 @@ def batch(spec, rows, day_of) -> pa.Table:
         c.name: pa.array([r[c.name] for r in rows], ARROW.get(c.type.kind, pa.string()))
         for c in spec.columns
     }
-    columns["day"] = pa.array([day_of(r) for r in rows], pa.int32())
+    columns[working.DAY] = pa.array([day_of(r) for r in rows], pa.int32())
     return pa.table(columns)
 
 

@@ -29,6 +29,7 @@ from datetime import datetime, tzinfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import working
 from .arrow_days import (
     INSTANT,
     canonical_text,
@@ -87,7 +88,7 @@ def normal_schema(spec: TableSpec = ORDERS) -> pa.Schema:
     since 1970-01-01). Every field is nullable (a nullable column's NULL stays NULL)."""
     return pa.schema(
         [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
-        + [("instant", INSTANT), ("day", pa.int32())]
+        + [(working.INSTANT, INSTANT), (working.DAY, pa.int32())]
     )
 
 
@@ -143,14 +144,14 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
         out[column.name] = stored
         ok = good if ok is None else pc.and_(ok, good)
     if spec.column(spec.cursor).type.kind == "timestamp":
-        out["instant"] = cursor
-        out["day"] = zone_day_numbers(cursor, zone)  # rows outside the zone rules are not ok
+        out[working.INSTANT] = cursor
+        out[working.DAY] = zone_day_numbers(cursor, zone)  # rows outside the zone rules are not ok
     else:  # a date: the day itself, and its midnight in the zone
         instant, good = localize(pc.cast(cursor, pa.timestamp("us")), zone)
         instant, good = in_range(instant, good, zone)
         ok = pc.and_(ok, good)
-        out["instant"] = instant
-        out["day"] = pc.cast(cursor, pa.int32())
+        out[working.INSTANT] = instant
+        out[working.DAY] = pc.cast(cursor, pa.int32())
     return pa.table(out, schema=schema), ok
 
 
@@ -158,8 +159,8 @@ def within(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.
     """Only the rows with ``start <= instant < end`` (either side open)."""
     mask = None
     if start is not None:
-        mask = pc.greater_equal(table["instant"], pa.scalar(start.astimezone(UTC), INSTANT))
+        mask = pc.greater_equal(table[working.INSTANT], pa.scalar(start.astimezone(UTC), INSTANT))
     if end is not None:
-        upper = pc.less(table["instant"], pa.scalar(end.astimezone(UTC), INSTANT))
+        upper = pc.less(table[working.INSTANT], pa.scalar(end.astimezone(UTC), INSTANT))
         mask = upper if mask is None else pc.and_(mask, upper)
     return table if mask is None else table.filter(mask)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
+from . import working
 from .columnar import days_of
 from .crash import crash_point
 from .errors import DeleteRefused
@@ -109,17 +110,23 @@ def _held(source: Engine, src: SourceTable, unmatched: pa.Table) -> pa.Array:
     ``YYYY-MM-DD``, as both sides store them)."""
     keys = src.spec.primary_key
     held = pa.array([False] * unmatched.num_rows)
-    if len(keys) == 1:
-        for found in scan_keys(source, src):
-            held = pc.or_(held, pc.is_in(unmatched[keys[0]], value_set=found))
+    if len(keys) == 1:  # by value (an integer), else as text, as the key of several is
+        integer = src.spec.column(keys[0]).type.kind == "integer"
+        mine = unmatched[keys[0]] if integer else _as_text(unmatched[keys[0]])
+        for found in scan_keys(source, src):  # orders: an array; any other table: a table
+            values = found.column(0) if isinstance(found, pa.Table) else found
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            held = pc.or_(held, pc.is_in(mine, value_set=values if integer else _as_text(values)))
         return held
-    wanted = pa.table({k: _as_text(unmatched[k]) for k in keys}).append_column(
-        "row", pa.array(range(unmatched.num_rows), pa.int64())
-    )
+    # joined on positional names: Arrow reads a key name such as ".a" or "[0]" as a path
+    apart = [f"{working.PREFIX}key{i}" for i in range(len(keys))]
+    wanted = pa.table({a: _as_text(unmatched[k]) for a, k in zip(apart, keys, strict=True)})
+    wanted = wanted.append_column(working.ROW, pa.array(range(unmatched.num_rows), pa.int64()))
     rows: set[int] = set()
     for found in scan_keys(source, src):
-        found = pa.table({k: _as_text(found[k]) for k in keys})
-        rows.update(wanted.join(found, list(keys), join_type="left semi")["row"].to_pylist())
+        found = pa.table({a: _as_text(found[k]) for a, k in zip(apart, keys, strict=True)})
+        rows.update(wanted.join(found, apart, join_type="left semi")[working.ROW].to_pylist())
     if rows:
         held = pa.array([i in rows for i in range(unmatched.num_rows)])
     return held

@@ -77,6 +77,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import working
 from .spec import ORDERS, Column, DailyFiles, TableSpec
 from .types import ColumnType
 
@@ -315,7 +316,7 @@ def add_days(
     if table.num_rows == 0:
         return
     hashes = row_hashes(table, spec)
-    days = np.asarray(pc.cast(_flat(table["day"]), pa.int64()))
+    days = np.asarray(pc.cast(_flat(table[working.DAY]), pa.int64()))
     paid = kept_rows(table, spec, files)
     low, high = int(days.min()), int(days.max())
     if high - low < 4 * len(days):  # a few months of days: count straight into slots

@@ -18,6 +18,7 @@ from datetime import date, datetime, timedelta, tzinfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import working
 from .columnar import INSTANT, day_text
 from .digest import DayDigest, add_days, feed_batch_digest
 from .spec import ORDERS, TableSpec
@@ -124,7 +125,7 @@ class Tally:
         self.duplicates += older_copies
         feed_batch_digest(self.digest, rows, self.spec)
         self._days(rows)
-        instant = rows["instant"]
+        instant = rows[working.INSTANT]
         if self.future_limit is not None:
             future = pc.greater(instant, pa.scalar(self.future_limit, INSTANT))
             hits = pc.sum(future).as_py() or 0
@@ -138,22 +139,22 @@ class Tally:
         if newest is not None and (self.newest is None or newest > self.newest):
             self.newest = newest
         if self.late_before is not None:
-            late = pc.less(rows["instant"], pa.scalar(self.late_before, INSTANT))
+            late = pc.less(rows[working.INSTANT], pa.scalar(self.late_before, INSTANT))
             hits = pc.sum(late).as_py() or 0
             if hits:
                 self.all_late += hits
-                oldest = pc.min(rows["instant"].filter(late)).as_py()
+                oldest = pc.min(rows[working.INSTANT].filter(late)).as_py()
                 if self.all_oldest_late is None or oldest < self.all_oldest_late:
                     self.all_oldest_late = oldest
 
     def _days(self, rows: pa.Table) -> None:
-        self.all_days.update(pc.unique(rows["day"]).to_pylist())
+        self.all_days.update(pc.unique(rows[working.DAY]).to_pylist())
         first, last = self.whole
         keep = None
         if first is not None:
-            keep = pc.greater_equal(rows["day"], first)
+            keep = pc.greater_equal(rows[working.DAY], first)
         if last is not None:
-            upper = pc.less_equal(rows["day"], last)
+            upper = pc.less_equal(rows[working.DAY], last)
             keep = upper if keep is None else pc.and_(keep, upper)
         add_days(self.day_digests, rows if keep is None else rows.filter(keep), self.spec)
 

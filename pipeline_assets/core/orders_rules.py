@@ -14,6 +14,7 @@ from datetime import tzinfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import working
 from .errors import InvalidRowError
 from .fast_path import text_column
 from .rows import validate
@@ -55,8 +56,8 @@ def parse_orders(raw, tz: tzinfo, schema: pa.Schema) -> pa.Table:
         order = validate(order_id, status, amount, updated_at, tz)
         for name, value in zip(STORED, order.stored, strict=True):
             out[name].append(value)
-        out["instant"].append(order.updated_at)
-        out["day"].append((day_of(order.updated_at, tz) - EPOCH).days)
+        out[working.INSTANT].append(order.updated_at)
+        out[working.DAY].append((day_of(order.updated_at, tz) - EPOCH).days)
     return pa.table(out, schema=schema)
 
 

@@ -14,6 +14,7 @@ from datetime import tzinfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import working
 from .errors import InvalidRowError, TypeValueError
 from .orders_rules import orders_rules, orders_tie, parse_orders
 from .spec import ORDERS, TableSpec
@@ -33,11 +34,11 @@ def parse_rows(raw, tz: tzinfo, spec: TableSpec, schema: pa.Schema) -> pa.Table:
             out[name].append(spec.column(name).type.stored(row[name]))
         moment = row[spec.cursor]
         if cursor.kind == "date":
-            out["instant"].append(day_start(moment, tz).astimezone(UTC))
-            out["day"].append((moment - EPOCH).days)
+            out[working.INSTANT].append(day_start(moment, tz).astimezone(UTC))
+            out[working.DAY].append((moment - EPOCH).days)
         else:
-            out["instant"].append(moment)
-            out["day"].append((day_of(moment, tz) - EPOCH).days)
+            out[working.INSTANT].append(moment)
+            out[working.DAY].append((day_of(moment, tz) - EPOCH).days)
     return pa.table(out, schema=schema)
 
 
@@ -100,7 +101,10 @@ def newest_per_key(table: pa.Table, spec: TableSpec = ORDERS) -> tuple[pa.Table,
     point, dates and timestamps as their stored text, which sorts as they compare).
     """
     keys = spec.primary_key
-    table = table.sort_by([(name, "ascending") for name in keys] + [("instant", "ascending")])
+    # sorted by field, not by name: Arrow reads a name such as ".a" or "[0]" as a path
+    table = table.sort_by(
+        [(pc.field(name), "ascending") for name in keys] + [(working.INSTANT, "ascending")]
+    )
     n = table.num_rows
     if n < 2:
         return table, 0
@@ -116,7 +120,7 @@ def newest_per_key(table: pa.Table, spec: TableSpec = ORDERS) -> tuple[pa.Table,
         same_next = same if same_next is None else pc.and_(same_next, same)
     if not pc.any(same_next).as_py():
         return table, 0
-    tied = pc.and_(same_next, pc.equal(*pairs("instant")))
+    tied = pc.and_(same_next, pc.equal(*pairs(working.INSTANT)))
     compared = [c for c in spec.columns if c.name not in keys and c.name != spec.cursor]
     differ = None
     for column in compared:

@@ -43,6 +43,7 @@ from .source_sql import (  # noqa: F401 - the source's SQL, imported from here b
     quote,
     scan_sql,
     table_sql,
+    through_sqlalchemy,
     window_filter,
 )
 from .spec import ORDERS, TableSpec
@@ -77,6 +78,8 @@ def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
             if schema and schema not in inspector.get_schema_names():
                 raise sa.exc.NoSuchTableError(spec.table)  # SQLite: an unknown database
             columns = inspector.get_columns(name, schema=schema or None)
+            if dialect_of(engine) == MYSQL:
+                columns = _exact_mysql_names(conn, schema, name, columns)
     except sa.exc.NoSuchTableError:
         if spec.table == ORDERS.table:
             raise DatabaseError(
@@ -99,11 +102,32 @@ def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
     if missing:
         raise DatabaseError(
             f"the source table {spec.table} in {redact(engine.url)} lacks column(s) "
-            f"{', '.join(missing)}; it needs {', '.join(declared)}"
+            f"{', '.join(missing)}; it needs {', '.join(declared)}. Correct the declaration's "
+            "columns (a column's name is the source's, case included), or add the column "
+            "to the source table"
         )
     undeclared = sorted(c.name for c in table.columns if c.name not in declared)
     kind = _kind(dialect_of(engine), table.c[spec.cursor].type)
     return SourceTable(table, kind, spec, undeclared)
+
+
+def _exact_mysql_names(conn, schema: str, name: str, columns: list[dict]) -> list[dict]:
+    """The reflected columns under the names the server holds: SQLAlchemy reads MySQL's
+    names out of ``SHOW CREATE TABLE`` and leaves a backtick doubled (```a``b``` reads
+    ``a``b``); the catalog has them as they are, in the same order."""
+    exact = conn.execute(
+        sa.text(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = :t AND "
+            "TABLE_SCHEMA = "
+            + ("DATABASE()" if not schema else ":s")
+            + " ORDER BY ORDINAL_POSITION"
+        ),
+        {"t": name, **({"s": schema} if schema else {})},
+    ).scalars()
+    exact = list(exact)
+    if len(exact) != len(columns):
+        return columns
+    return [{**column, "name": real} for column, real in zip(columns, exact, strict=True)]
 
 
 def _small_sqlite_window(

@@ -21,6 +21,7 @@ from datetime import date, datetime, timedelta, tzinfo
 
 import sqlalchemy as sa
 
+from . import working
 from .db import MYSQL
 from .spec import ORDERS, Column, TableSpec
 from .times import UTC
@@ -103,8 +104,22 @@ def _preparer(dialect: str):
 
 def quote(name: str, dialect: str) -> str:
     """A column name as ``dialect``'s SQL: as it is unless it must be quoted (a reserved
-    word, upper case, other characters): ``order_id``, ``"Order"``, ```Order```."""
-    return _preparer(dialect).quote(name)
+    word, upper case, other characters): ``order_id``, ``"Order"``, ```Order```.
+
+    The name as the database reads it, for the readers that send SQL as it is (the Arrow
+    drivers, connectorx, a DBAPI cursor given no parameters); SQL sent through
+    SQLAlchemy goes through :func:`through_sqlalchemy` first."""
+    quoted = _preparer(dialect).quote(name)
+    # SQLAlchemy's preparers of PostgreSQL and MySQL double a % for their drivers' own
+    # parameter syntax; the name itself has one
+    return quoted.replace("%%", "%") if dialect != "sqlite" else quoted
+
+
+def through_sqlalchemy(sql: str, dialect: str) -> str:
+    """SQL written with :func:`quote` (and literals of our own), as SQLAlchemy's
+    ``exec_driver_sql`` must be given it: psycopg and PyMySQL read a ``%`` as the start of
+    a parameter there, so every ``%`` is doubled (a name or a text literal may hold one)."""
+    return sql if dialect == "sqlite" else sql.replace("%", "%%")
 
 
 def table_sql(spec: TableSpec, dialect: str) -> str:
@@ -112,11 +127,10 @@ def table_sql(spec: TableSpec, dialect: str) -> str:
     ``"Order"``."""
     schema, _, name = spec.table.rpartition(".")
     preparer = _preparer(dialect)
-    return (
-        f"{preparer.quote_schema(schema)}.{preparer.quote(name)}"
-        if schema
-        else preparer.quote(name)
-    )
+    if not schema:
+        return quote(name, dialect)
+    shown = preparer.quote_schema(schema)
+    return f"{shown.replace('%%', '%') if dialect != 'sqlite' else shown}.{quote(name, dialect)}"
 
 
 # --- the window, as SQL ------------------------------------------------------------------
@@ -267,7 +281,7 @@ def scan_sql(
         for i in _nullable(spec):
             name = quote(spec.columns[i].name, dialect)
             columns[i] = f"ifnull(CAST({name} AS TEXT), '') AS {name}"
-            flag = quote(f"{spec.columns[i].name} is null", dialect)
+            flag = quote(f"{working.NULL_FLAG}{i}", dialect)
             columns.append(f"{name} IS NULL AS {flag}")
     cursor = quote(spec.cursor, dialect)
     where = window_filter(

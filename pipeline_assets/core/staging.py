@@ -38,15 +38,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
+from . import working
 from .columnar import day_text, days_of
 from .db import DatabaseError
 from .schema import index_name, warehouse_table
+from .source_sql import quote
 from .spec import ORDERS, TableSpec
 from .times import canonical, day_of, day_start, from_canonical
 
 _ARROW = {"integer": pa.int64(), "float": pa.float64(), "boolean": pa.bool_()}  # else text
 ROWS_PER_INSERT = 100  # rows per SQLite INSERT of the stage (see Stage._insert_runs)
-_OLD = "old__"  # prefix of the old values in the changed table (no declared name clashes)
 _SQL_TYPES = {  # the stage's column types: the stored forms of core/types.py
     "sqlite": {"integer": "INTEGER", "float": "REAL", "boolean": "INTEGER"},
     "postgresql": {"integer": "BIGINT", "float": "DOUBLE PRECISION", "boolean": "BOOLEAN"},
@@ -81,8 +82,12 @@ class Stage:
             raise DatabaseError(
                 f"the warehouse dialect {self.dialect!r} is not supported; use SQLite or PostgreSQL"
             )
+        # A name as SQL, in the form each way of sending SQL takes it (a name may be any
+        # text: a % or a : in it means something to two of them):
         q = conn.dialect.identifier_preparer.quote
-        self.q = q
+        self.q = q  # exec_driver_sql: SQLAlchemy's own (psycopg reads % there: doubled)
+        self.raw = lambda name: quote(name, self.dialect)  # to the driver as is (COPY)
+        self.tq = lambda name: self.raw(name).replace(":", "\\:")  # sa.text: : binds
         self.rows = 0
         stage, changed = f"{spec.name}_stage", f"{spec.name}_changed"
         self.stage_table, self.changed_table = stage, changed
@@ -109,28 +114,39 @@ class Stage:
         op = "IS NOT" if self.dialect == "sqlite" else "IS DISTINCT FROM"
         return f"{left} {op} {right}"
 
-    def _key_match(self, a: str, b: str) -> str:
-        return " AND ".join(f"{a}.{self.q(k)} = {b}.{self.q(k)}" for k in self.keys)
+    def _key_match(self, a: str, b: str, text: bool = False) -> str:
+        q = self.tq if text else self.q
+        return " AND ".join(f"{a}.{q(k)} = {b}.{q(k)}" for k in self.keys)
 
-    def _collect_sql(self, on_commit: str) -> str:
+    def _collect_sql(self, on_commit: str) -> list[str]:
+        """The changed table, made and filled: its columns declared by name, then filled
+        by ``INSERT … SELECT`` (a ``CREATE TABLE … AS SELECT`` lets SQLite name a column
+        itself: ``"TRUE"`` became ``column2``)."""
         q = self.q
         differs = " OR ".join(self._distinct(f"o.{q(c)}", f"s.{q(c)}") for c in self.values)
         new = f"o.{q(self.keys[0])} IS NULL" + (f" OR {differs}" if differs else "")
-        picked = ", ".join(
-            [
-                *(f"s.{q(c)}" for c in self.columns),
-                "s.day",
-                f"o.{q(self.keys[0])} AS {q(_OLD + 'key')}",
-                *(f"o.{q(c)} AS {q(_OLD + c)}" for c in self.old),
-            ]
+        kinds = {c.name: c.type.kind for c in self.spec.columns}
+        columns = [
+            *((c, f"s.{q(c)}", kinds[c]) for c in self.columns),
+            (working.DAY, f"s.{q(working.DAY)}", "integer"),
+            (working.EXISTED, f"o.{q(self.keys[0])}", kinds[self.keys[0]]),
+            *((working.old(c), f"o.{q(c)}", kinds[c]) for c in self.old),
+        ]
+        # SQLite: no declared type, so no affinity converts a value (as the AS SELECT did)
+        types = _SQL_TYPES[self.dialect]
+        declared = ", ".join(
+            q(name) + ("" if self.dialect == "sqlite" else f" {types.get(kind, 'TEXT')}")
+            for name, _, kind in columns
         )
         # The stage is the outer loop (a LEFT JOIN keeps it there on SQLite too): one
         # probe of the table's key per staged row.
-        return (
-            f"CREATE TEMP TABLE {q(self.changed_table)}{on_commit} AS SELECT {picked} "
+        return [
+            f"CREATE TEMP TABLE {q(self.changed_table)} ({declared}){on_commit}",
+            f"INSERT INTO {self.changed} ({', '.join(q(name) for name, _, _ in columns)}) "
+            f"SELECT {', '.join(picked for _, picked, _ in columns)} "
             f"FROM {self.name} s LEFT JOIN {self.target} o ON "
-            f"{self._key_match('o', 's')} WHERE {new}"
-        )
+            f"{self._key_match('o', 's')} WHERE {new}",
+        ]
 
     def _merge_sql(self) -> str:
         q = self.q
@@ -146,7 +162,7 @@ class Stage:
             action = f"DO UPDATE SET {sets} WHERE {where}"
         return (
             f"INSERT INTO {self.target} ({names}) SELECT {names} FROM {self.changed} "
-            f"WHERE true ORDER BY {keys} ON CONFLICT ({keys}) {action}"
+            f"WHERE 1 = 1 ORDER BY {keys} ON CONFLICT ({keys}) {action}"
         )
 
     def _stage_ddl(self) -> str:
@@ -164,7 +180,7 @@ class Stage:
             elif not column.nullable:
                 sql += " NOT NULL"
             parts.append(sql)
-        parts.append("day INTEGER NOT NULL")
+        parts.append(f"{self.q(working.DAY)} INTEGER NOT NULL")
         if self.dialect == "sqlite" and not rowid:
             parts.append(f"PRIMARY KEY ({', '.join(self.q(k) for k in self.keys)})")
         suffix = " ON COMMIT DROP" if self.dialect == "postgresql" else ""
@@ -173,7 +189,7 @@ class Stage:
     def _old_in_files(self) -> tuple[str, dict]:
         """SQL that is true for a changed row whose old version was in a daily file."""
         if not self.spec.daily_files:
-            return "true", {}
+            return "1 = 1", {}  # never a bare true: on SQLite a column may be named so
         params: dict = {}
         views = []
         for f in self.spec.daily_files:
@@ -186,12 +202,12 @@ class Stage:
                         continue
                     params[f"w{len(params)}"] = kind.stored(value)
                     names.append(f":w{len(params) - 1}")
-                old = self.q(_OLD + column)
-                term = f"{old} IN ({', '.join(names)})" if names else "false"
+                old = self.tq(working.old(column))
+                term = f"{old} IN ({', '.join(names)})" if names else "1 = 0"
                 if None in allowed:
                     term = f"({term} OR {old} IS NULL)"
                 terms.append(term)
-            views.append("(" + (" AND ".join(terms) or "true") + ")")
+            views.append("(" + (" AND ".join(terms) or "1 = 1") + ")")
         return " OR ".join(views), params
 
     # --- the steps -------------------------------------------------------------------
@@ -242,7 +258,7 @@ class Stage:
         """What :meth:`write` sends for ``table``: Python rows for SQLite's
         ``executemany``, CSV bytes for PostgreSQL's ``COPY``. Touches no connection, so
         the scan's thread does it while the previous batch is being written."""
-        names = self.columns if self.direct else (*self.columns, "day")
+        names = self.columns if self.direct else (*self.columns, working.DAY)
         table = table.select(list(names))
         if table.num_rows == 0:
             return 0, None
@@ -262,9 +278,9 @@ class Stage:
         count, payload = prepared
         if count == 0:
             return
-        names = self.columns if self.direct else (*self.columns, "day")
+        names = self.columns if self.direct else (*self.columns, working.DAY)
         target = self.target if self.direct else self.name
-        columns = ", ".join(self.q(n) for n in names)
+        columns = ", ".join(self.raw(n) for n in names)  # to the driver as is
         driver = self.conn.connection.driver_connection
         if self.dialect == "sqlite":
             self._insert_runs(
@@ -309,18 +325,20 @@ class Stage:
             # 1,000,000 rows for a 49,000-row stage, against 0.09 s).
             self.conn.exec_driver_sql("SET LOCAL enable_hashjoin = off")
             self.conn.exec_driver_sql("SET LOCAL enable_mergejoin = off")
-            self.conn.exec_driver_sql(self._collect_sql(" ON COMMIT DROP"))
+            for sql in self._collect_sql(" ON COMMIT DROP"):
+                self.conn.exec_driver_sql(sql)
             self.conn.exec_driver_sql("RESET enable_hashjoin")
             self.conn.exec_driver_sql("RESET enable_mergejoin")
         else:
-            self.conn.exec_driver_sql(self._collect_sql(""))
+            for sql in self._collect_sql(""):
+                self.conn.exec_driver_sql(sql)
         self.measured = True
         late_sql, late = self._late(late_before, tz)
         row = self.conn.execute(
             sa.text(
-                f"SELECT COUNT(*), COUNT({self.q(_OLD + 'key')}), "
+                f"SELECT COUNT(*), COUNT({self.tq(working.EXISTED)}), "
                 f"SUM(CASE WHEN {late_sql} THEN 1 ELSE 0 END), "
-                f"MIN(CASE WHEN {late_sql} THEN {self.q(self.spec.cursor)} END) "
+                f"MIN(CASE WHEN {late_sql} THEN {self.tq(self.spec.cursor)} END) "
                 f"FROM {self.changed}"
             ),
             {"late": late},
@@ -338,14 +356,14 @@ class Stage:
         changes.days = {
             day_text(n)
             for n in self.conn.execute(
-                sa.text(f"SELECT DISTINCT day FROM {self.changed}")
+                sa.text(f"SELECT DISTINCT {self.q(working.DAY)} FROM {self.changed}")
             ).scalars()
         }
         in_files, params = self._old_in_files()
         old = self.conn.execute(
             sa.text(  # an old day whose file held the row changes too
-                f"SELECT DISTINCT {self.q(_OLD + self.spec.cursor)} FROM {self.changed} "
-                f"WHERE {self.q(_OLD + 'key')} IS NOT NULL AND ({in_files})"
+                f"SELECT DISTINCT {self.tq(working.old(self.spec.cursor))} FROM {self.changed} "
+                f"WHERE {self.tq(working.EXISTED)} IS NOT NULL AND ({in_files})"
             ),
             params,
         )
@@ -357,8 +375,9 @@ class Stage:
         return self.spec.column(self.spec.cursor).type.kind == "date"
 
     def _late(self, late_before: datetime | None, tz: tzinfo) -> tuple[str, object]:
-        """SQL for "stamped before ``late_before``" on the stage's rows, and its bound."""
-        cursor = self.q(self.spec.cursor)
+        """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows,
+        and its bound."""
+        cursor = self.tq(self.spec.cursor)
         if late_before is None:
             return f"{cursor} < :late", None
         if not self._is_date():
@@ -397,7 +416,7 @@ class Stage:
         and those of them whose key the stage (the source's rows in the range) does not
         hold: the key columns, the daily files' filter columns and the change stamp.
         Before the merge, in the transaction. (``tz`` is needed for a date stamp only.)"""
-        q = self.q
+        q = self.tq  # every statement below is sa.text
         picked = list(dict.fromkeys((*self.keys, *self.old[1:], self.spec.cursor)))
         types = {name: _ARROW.get(self.spec.column(name).type.kind, pa.string()) for name in picked}
         empty = pa.table({name: pa.array([], types[name]) for name in picked})
@@ -418,10 +437,10 @@ class Stage:
             # so is a changed one whose old stamp was: when they are all the range holds,
             # no row lacks its source row, and the anti-join below (1.2 s for a month of a
             # million rows on SQLite) is not needed.
-            old_cursor = q(_OLD + self.spec.cursor)
+            old_cursor = q(working.old(self.spec.cursor))
             moved_in = self.conn.execute(
                 sa.text(
-                    f"SELECT count(*) FROM {self.changed} WHERE {q(_OLD + 'key')} IS NOT NULL "
+                    f"SELECT count(*) FROM {self.changed} WHERE {q(working.EXISTED)} IS NOT NULL "
                     f"AND {old_cursor} >= :start AND {old_cursor} < :end"
                 ),
                 bounds,
@@ -432,7 +451,7 @@ class Stage:
             sa.text(
                 f"SELECT {', '.join('o.' + q(c) for c in picked)} FROM {self.target} o "
                 f"WHERE o.{cursor} >= :start AND o.{cursor} < :end AND NOT EXISTS "
-                f"(SELECT 1 FROM {self.name} s WHERE {self._key_match('s', 'o')}) "
+                f"(SELECT 1 FROM {self.name} s WHERE {self._key_match('s', 'o', text=True)}) "
                 f"ORDER BY {', '.join('o.' + q(k) for k in self.keys)}"
             ),
             bounds,
@@ -462,7 +481,7 @@ class Stage:
                     f"DELETE FROM {self.target} WHERE {key} IN ({', '.join(map(str, chunk))})"
                 )
             return
-        where = " AND ".join(f"{self.q(k)} = :k{i}" for i, k in enumerate(self.keys))
+        where = " AND ".join(f"{self.tq(k)} = :k{i}" for i, k in enumerate(self.keys))
         rows = [
             {f"k{i}": v for i, v in enumerate(key if isinstance(key, tuple) else (key,))}
             for key in keys

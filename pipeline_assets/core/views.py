@@ -30,7 +30,6 @@ from sqlalchemy.engine import Engine
 
 from .daily_files.serialize import file_of
 from .db import guard, has_table, writing
-from .errors import PipelineError
 from .money import parse_amount
 from .schema import missing_columns, warehouse_table
 from .spec import ORDERS, DailyFiles, TableSpec, Totals
@@ -63,19 +62,26 @@ def day_rows(
     names = list(dict.fromkeys([*files.columns, *(c for c, _ in files.where), spec.cursor]))
     c = warehouse_table(spec).c
     cursor = spec.column(spec.cursor)
+    # every value bound under a name of its own: SQLAlchemy names a bound value after its
+    # column otherwise, and a column's name may be any text (a space breaks an IN list)
     if cursor.type.kind == "timestamp":
         low = canonical(day_start(wanted[0], tz))
         high = canonical(day_start(wanted[-1] + timedelta(days=1), tz))
-        conditions = [c[spec.cursor] >= low, c[spec.cursor] < high]
+        conditions = [
+            c[spec.cursor] >= sa.bindparam("low", low),
+            c[spec.cursor] < sa.bindparam("high", high),
+        ]
     else:  # a date: the day is the date itself
         conditions = [
-            c[spec.cursor] >= wanted[0].isoformat(),
-            c[spec.cursor] <= wanted[-1].isoformat(),
+            c[spec.cursor] >= sa.bindparam("low", wanted[0].isoformat()),
+            c[spec.cursor] <= sa.bindparam("high", wanted[-1].isoformat()),
         ]
-    for name, allowed in files.where:
+    for i, (name, allowed) in enumerate(files.where):
         kind = spec.column(name).type
         values = [kind.stored(v) for v in allowed if v is not None]
-        match = c[name].in_(values) if values else sa.false()
+        match = (
+            c[name].in_(sa.bindparam(f"where{i}", values, expanding=True)) if values else sa.false()
+        )
         conditions.append(sa.or_(match, c[name].is_(None)) if None in allowed else match)
     # A read: no schema creation and no write transaction (verify calls this per span).
     if not has_table(warehouse, spec.name, _ENV):
@@ -195,20 +201,16 @@ def day_totals(rows: Sequence[Mapping], totals: Totals | None = None, spec: Tabl
         elif kind.kind == "integer":
             sums[name] = sum(values, 0)
         else:
+            # a decimal(P,S) total has S places on every day, an empty one included (0.00)
+            zero = Decimal(0) if kind.scale is None else Decimal(0).scaleb(-kind.scale)
             with localcontext(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN):
-                sums[name] = sum(values, Decimal(0))
+                sums[name] = sum(values, zero)
     return len(rows), sums
 
 
 def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
     """The warehouse table of ``totals``: ``day`` (``YYYY-MM-DD`` in the pipeline's zone,
     the key), ``rows`` and one exact text column per summed column."""
-    clash = [name for name in totals.sum if name in ("day", "rows")]
-    if clash:
-        raise PipelineError(
-            f"totals {totals.name} sums a column named {clash[0]!r}, a name "
-            "its table keeps for itself (day, rows)"
-        )
     return sa.Table(
         totals.name,
         sa.MetaData(),
@@ -237,13 +239,25 @@ def store_totals(
     if not per_day:
         return
     table = totals_table(spec, totals)
+    summed = {f"sum{i}": name for i, name in enumerate(totals.sum)}  # bound names of our own
+    insert = table.insert().values(
+        {
+            table.c.day: sa.bindparam("day_"),
+            table.c.rows: sa.bindparam("rows_"),
+            **{table.c[name]: sa.bindparam(bound) for bound, name in summed.items()},
+        }
+    )
     with guard(warehouse, _ENV), writing(warehouse).begin() as conn:
         table.create(conn, checkfirst=True)
         conn.execute(table.delete().where(table.c.day.in_(list(per_day))))
         conn.execute(
-            table.insert(),
+            insert,
             [
-                {"day": day, "rows": count, **{name: total_text(sums[name]) for name in totals.sum}}
+                {
+                    "day_": day,
+                    "rows_": count,
+                    **{bound: total_text(sums[name]) for bound, name in summed.items()},
+                }
                 for day, (count, sums) in sorted(per_day.items())
             ],
         )

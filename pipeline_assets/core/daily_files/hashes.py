@@ -17,6 +17,7 @@ import math
 import re
 from datetime import date, datetime
 
+from .. import working
 from ..spec import ORDERS, DailyFiles, TableSpec
 from ..times import UTC
 from ..types import DECIMAL_TEXT, ColumnType
@@ -74,14 +75,14 @@ class DayFileHashes:
 
         spec, files = self.spec, self.files
         slot = {name: f"c{i}" for i, name in enumerate(self._needed)}
-        keep = pc.is_in(table["day"], value_set=self._wanted)
+        keep = pc.is_in(table[working.DAY], value_set=self._wanted)
         for name, allowed in files.where:  # the view's rows: compared as stored
             kind = spec.column(name).type
             keep = pc.and_(keep, _allowed(_stored_array(table[name], kind)[0], kind, allowed))
         if not pc.any(keep).as_py():
             return
         table = table.filter(keep)
-        columns, bad = {"day": table["day"]}, None
+        columns, bad = {"day": table[working.DAY]}, None
         for name in self._needed:
             array, wrong = _stored_array(table[name], spec.column(name).type)
             columns[slot[name]] = array

@@ -21,7 +21,14 @@ from datetime import datetime, tzinfo
 from sqlalchemy.engine import Engine
 
 from ..db import MYSQL, dialect_of, guard
-from ..source import SourceTable, inspect_source, quote, table_sql, window_filter
+from ..source import (
+    SourceTable,
+    inspect_source,
+    quote,
+    table_sql,
+    through_sqlalchemy,
+    window_filter,
+)
 from ..spec import ORDERS, TableSpec
 from ..times import canonical, from_canonical
 
@@ -213,7 +220,7 @@ def observe(
         with source.connect() as conn:
             if start is None:
                 max_id, newest = conn.exec_driver_sql(
-                    f"SELECT max({key}), max({cursor}) FROM {table}"
+                    through_sqlalchemy(f"SELECT max({key}), max({cursor}) FROM {table}", dialect)
                 ).one()
                 return Observation(None, newest=_text(newest), max_id=_max_key(max_id, summed))
             fingerprint = _fingerprint(dialect, spec)
@@ -221,8 +228,11 @@ def observe(
                 [fingerprint] if fingerprint else []
             )
             row = conn.exec_driver_sql(
-                f"SELECT {', '.join(columns)} FROM {table}"
-                f"{window_filter(src, dialect, tz, start, None)}"
+                through_sqlalchemy(
+                    f"SELECT {', '.join(columns)} FROM {table}"
+                    f"{window_filter(src, dialect, tz, start, None)}",
+                    dialect,
+                )
             ).one()
     rows, id_sum, newest = row[0], row[1], row[2]
     return Observation(

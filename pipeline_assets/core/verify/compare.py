@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
+from .. import working
 from ..columnar import ARROW_TYPES, day_text
 from ..days import runs
 from ..digest import DayDigest, add_days, kept_rows
@@ -138,7 +139,7 @@ def add_deleted(
     lost = lost_keys(source, inspect_source(source, spec), tz, pa.concat_tables(keys), spans)
     if not lost.num_rows:
         return
-    lost = lost.sort_by([(k, "ascending") for k in spec.primary_key])
+    lost = lost.sort_by([(pc.field(k), "ascending") for k in spec.primary_key])  # not a path
     digests: dict[int, DayDigest] = {}
     shown: dict[int, list] = {}
     for gone in warehouse_rows_by_key(warehouse, tz, key_values(lost, spec), spec=spec):
@@ -154,10 +155,10 @@ def add_deleted(
 
 def _show(shown: dict[int, list], gone: pa.Table, spec: TableSpec) -> None:
     """Add the first :data:`DELETED_IDS_SHOWN` keys of each day of ``gone`` to ``shown``."""
-    for number in pc.unique(gone["day"]).to_pylist():
+    for number in pc.unique(gone[working.DAY]).to_pylist():
         keys = shown.setdefault(number, [])
         if len(keys) < DELETED_IDS_SHOWN:
-            on_day = gone.filter(pc.equal(gone["day"], number))
+            on_day = gone.filter(pc.equal(gone[working.DAY], number))
             keys.extend(key_values(on_day.slice(0, DELETED_IDS_SHOWN - len(keys)), spec))
 
 
@@ -294,8 +295,11 @@ def _aligned(
 def _empty(spec: TableSpec) -> pa.Table:
     """No rows: the stored columns of ``spec`` and ``day``."""
     return pa.schema(
-        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns] + [("day", pa.int32())]
+        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns] + [(working.DAY, pa.int32())]
     ).empty_table()
+
+
+_DAY_FILED = [working.DAY, working.FILED]  # a row's day, and whether a daily file keeps it
 
 
 class _Merge:
@@ -324,10 +328,10 @@ class _Merge:
         self.source_rows += s.num_rows
         self.warehouse_rows += w.num_rows
         s_both, w_both = member(s, w, spec), member(w, s, spec)
-        _tally(self.not_loaded, _with_filed(s.filter(pc.invert(s_both)), spec), ["day", "paid"])
+        _tally(self.not_loaded, _with_filed(s.filter(pc.invert(s_both)), spec), _DAY_FILED)
         gone = w.filter(pc.invert(w_both))
         if gone.num_rows:
-            _tally(self.gone, _with_filed(gone, spec), ["day", "paid"])
+            _tally(self.gone, _with_filed(gone, spec), _DAY_FILED)
             add_days(self.gone_sums, gone, spec)
             _show(self.gone_ids, gone, spec)
         # both sides are sorted by key and unique: the rows they share line up one to one
@@ -336,21 +340,21 @@ class _Merge:
             lacks = pc.and_(pc.is_null(w_pair[column]), pc.is_valid(s_pair[column]))
             if pc.any(lacks).as_py():
                 on = w_pair.filter(lacks).append_column(
-                    "column", pa.array([column] * pc.sum(lacks).as_py(), pa.string())
+                    working.COLUMN, pa.array([column] * pc.sum(lacks).as_py(), pa.string())
                 )
-                _tally(self.lacks, on, ["day", "column"])
+                _tally(self.lacks, on, [working.DAY, working.COLUMN])
         differ = _differ(s_pair, w_pair, spec)
         if differ is not None and pc.any(differ).as_py():
             s_pair, w_pair = s_pair.filter(differ), w_pair.filter(differ)
-            pairs = pa.table(
+            pairs = pa.table(  # working columns only: no declared name among them
                 {
-                    "s_day": s_pair["day"],
-                    "w_day": w_pair["day"],
-                    "s_paid": _filed(s_pair, spec),
-                    "w_paid": _filed(w_pair, spec),
+                    "s_day": s_pair[working.DAY],
+                    "w_day": w_pair[working.DAY],
+                    "s_filed": _filed(s_pair, spec),
+                    "w_filed": _filed(w_pair, spec),
                 }
             )
-            _tally(self.changed, pairs, ["s_day", "w_day", "s_paid", "w_paid"])
+            _tally(self.changed, pairs, ["s_day", "w_day", "s_filed", "w_filed"])
 
     def _count_kept(self, w: pa.Table) -> None:
         for files in self.spec.daily_files[1:]:
@@ -358,8 +362,10 @@ class _Merge:
                 kept = w.filter(pa.array(kept_rows(w, self.spec, files)))
                 _tally(
                     self.kept,
-                    kept.append_column("file", pa.array([files.name] * kept.num_rows, pa.string())),
-                    ["file", "day"],
+                    kept.append_column(
+                        working.FILE, pa.array([files.name] * kept.num_rows, pa.string())
+                    ),
+                    [working.FILE, working.DAY],
                 )
 
     def days(self) -> dict[str, DayCounts]:
@@ -408,7 +414,7 @@ def _filed(rows: pa.Table, spec: TableSpec) -> pa.Array:
 
 
 def _with_filed(rows: pa.Table, spec: TableSpec) -> pa.Table:
-    return rows.append_column("paid", _filed(rows, spec)) if rows.num_rows else rows
+    return rows.append_column(working.FILED, _filed(rows, spec)) if rows.num_rows else rows
 
 
 def _differ(s: pa.Table, w: pa.Table, spec: TableSpec) -> pa.Array | None:

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import working
 from ..columnar import ARROW_TYPES, keys_of, orders_rules
 from ..spec import ORDERS, TableSpec
 from ..types import TypeValueError
@@ -71,8 +72,15 @@ def member(rows: pa.Table, held: pa.Table, spec: TableSpec) -> pa.Array:
     names = list(spec.primary_key)
     if len(names) == 1:
         return pc.is_in(rows[names[0]], value_set=_flat(held[names[0]]))
-    numbered = rows.select(names).append_column("_row", pa.array(np.arange(rows.num_rows)))
-    hits = numbered.join(held.select(names), keys=names, join_type="left semi")["_row"]
+    # joined on positional names: Arrow reads a key name such as ".a" or "[0]" as a path
+    apart = [f"{working.PREFIX}key{i}" for i in range(len(names))]
+    numbered = (
+        rows.select(names)
+        .rename_columns(apart)
+        .append_column(working.ROW, pa.array(np.arange(rows.num_rows)))
+    )
+    found = held.select(names).rename_columns(apart)
+    hits = numbered.join(found, keys=apart, join_type="left semi")[working.ROW]
     mask = np.zeros(rows.num_rows, bool)
     mask[hits.to_numpy()] = True
     return pa.array(mask)

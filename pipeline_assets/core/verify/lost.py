@@ -42,7 +42,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..db import MYSQL, dialect_of, guard
-from ..source import SourceTable, keys_sql, mysql_batches, quote, scan_keys, window_filter
+from ..source import (
+    SourceTable,
+    keys_sql,
+    mysql_batches,
+    quote,
+    scan_keys,
+    through_sqlalchemy,
+    window_filter,
+)
 from .keys import not_in, stored_keys
 from .sides import Span
 
@@ -119,7 +127,7 @@ def _reader(
     with guard(source, _ENV), source.connect() as conn:
 
         def read(sql: str) -> pa.Table:
-            result = conn.exec_driver_sql(sql)
+            result = conn.exec_driver_sql(through_sqlalchemy(sql, dialect_of(source)))
             try:  # the driver's rows as they come: no row objects for columns of keys
                 rows = result.cursor.fetchall()
             finally:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
-from .. import sqlite_reader
+from .. import sqlite_reader, working
 from ..columnar import ARROW_TYPES, INSTANT, day_numbers
 from ..db import (
     UNREACHABLE,
@@ -182,7 +182,7 @@ class _Stored:
             wanted = ARROW_TYPES[column.type.kind]
             if table.schema.field(i).type != wanted:
                 table = table.set_column(i, column.name, pc.cast(table[column.name], wanted))
-        return table.append_column("day", self._days(table))
+        return table.append_column(working.DAY, self._days(table))
 
     def _days(self, table: pa.Table) -> pa.Array:
         text = table[self.spec.cursor]
