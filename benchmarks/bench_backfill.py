@@ -128,7 +128,7 @@ def timed(fn, repeat: int) -> float:
 def build_warehouse(data_dir: Path, days: int, paid_per_day: int) -> dict:
     """The demo source and the warehouse loaded from it, under ``data_dir``."""
     n = round(days * paid_per_day / PAID_SHARE)
-    source = make_engine(f"sqlite:///{data_dir / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{data_dir / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{data_dir / 'warehouse.db'}", role="warehouse")
     try:
         demo.init(source)

@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     try:
         source_url = backend.new_url("source")
         build_source(source_url, n)
-        source = make_engine(source_url, role="source")
+        source = make_engine(source_url, role="app")
         warehouse = make_engine(backend.new_url("warehouse"), role="warehouse")
         load_module.load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
         with source.connect() as conn:

@@ -404,7 +404,7 @@ def main(argv=None) -> int:
     )
     try:
         template = backend.new_url("app")
-        engine = make_engine(template, role="source")
+        engine = make_engine(template, role="app")
         demo.init(engine)
         demo.generate(engine, orders=args.orders, days=args.days, start=first, seed=1)
         engine.dispose()

@@ -76,7 +76,7 @@ CHUNK = 10_000  # rows per executemany of the raw floors
 
 def child_main(kind: str) -> int:
     """One ``load_orders`` call in this fresh process; prints its result as one JSON line."""
-    source = make_engine(os.environ["BENCH_SOURCE_URL"], role="source")
+    source = make_engine(os.environ["BENCH_SOURCE_URL"], role="app")
     warehouse = make_engine(os.environ["BENCH_WAREHOUSE_URL"], role="warehouse")
     for engine in (source, warehouse):  # the driver's import and a pooled connection
         with engine.connect():
@@ -128,7 +128,7 @@ def run_child(kind: str, source_url: str, warehouse_url: str) -> dict:
 def recent_copy(url: str, backend, days: int) -> tuple[str, int]:
     """A new source holding only the rows of ``url`` from its last ``days`` days: the same
     recent rows (so the same lookback window) without the history."""
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     try:
         with engine.connect() as conn:
             newest = to_instant(
@@ -147,7 +147,7 @@ def recent_copy(url: str, backend, days: int) -> tuple[str, int]:
     finally:
         engine.dispose()
     copy_url = backend.new_url("source_recent")
-    copy = make_engine(copy_url, role="source")
+    copy = make_engine(copy_url, role="app")
     try:
         demo.init(copy)
         with copy.begin() as conn:

@@ -63,7 +63,7 @@ NOW = datetime(2027, 2, 1, tzinfo=UTC)
 class Ours:
     def __init__(self, source_url: str, warehouse_url: str, backend_name: str):
         self.name = f"pipeline_assets load_orders -> {backend_name}"
-        self.source = make_engine(source_url, role="source")
+        self.source = make_engine(source_url, role="app")
         self.warehouse = make_engine(warehouse_url, role="warehouse")
 
     def run(self) -> tuple[float, int]:

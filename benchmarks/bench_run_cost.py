@@ -75,7 +75,7 @@ def cases() -> list[tuple[str, tuple, str | None]]:
 
 def in_process(source_url: str, warehouse_url: str, round_seed: int) -> list[tuple[str, float]]:
     """The first load and a 1,000-row change, each split into its load and its check."""
-    source = make_engine(source_url, role="source")
+    source = make_engine(source_url, role="app")
     warehouse = make_engine(warehouse_url, role="warehouse")
     out = []
     try:

@@ -96,7 +96,7 @@ class Copies:
 
 
 def timed_load(source_url: str, warehouse_url: str, spec, **kw) -> float:
-    source = make_engine(source_url, role="source")
+    source = make_engine(source_url, role="app")
     warehouse = make_engine(warehouse_url, role="warehouse")
     try:
         started = time.perf_counter()

@@ -48,7 +48,7 @@ NOW = datetime(2026, 2, 4, tzinfo=timezone.utc)
 
 def build(folder: Path, size: int):
     """A source with ``size`` orders (history + the same recent window) and a warehouse."""
-    source = make_engine(f"sqlite:///{folder / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{folder / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{folder / 'warehouse.db'}", role="warehouse")
     demo.init(source)
     demo.generate(

@@ -99,7 +99,7 @@ NOW = datetime(2027, 1, 2, 6, 0, tzinfo=timezone.utc)
 
 
 def build(folder: Path, days: int, per_day: int):
-    source = make_engine(f"sqlite:///{folder / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{folder / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{folder / 'warehouse.db'}", role="warehouse")
     demo.init(source)
     demo.generate(source, orders=days * per_day, days=days, start=START, seed=1)
@@ -349,7 +349,7 @@ def moved_part(args) -> None:
         warehouses = SqliteBackend(folder)  # MySQL and MariaDB are sources only
     started = time.perf_counter()
     try:
-        source = make_engine(sources.new_url("source"), role="source")
+        source = make_engine(sources.new_url("source"), role="app")
         warehouse = make_engine(warehouses.new_url("warehouse"), role="warehouse")
         demo.init(source)
         demo.generate(source, orders=n, days=days, start=START, seed=1)

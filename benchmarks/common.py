@@ -153,7 +153,7 @@ def postgres_url(args) -> str | None:
 
 def build_source(url: str, n: int, *, seed: int = 1) -> dict:
     """The demo app database with ``n`` generated orders over :data:`DAYS` days."""
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     try:
         demo.init(engine)
         return demo.generate(engine, orders=n, days=DAYS, seed=seed)
@@ -167,7 +167,7 @@ def change_some(
     """As the app would: ``count`` orders picked at random over the whole history (so
     their old days spread over every day) set to ``status``/``amount``, stamped one second
     apart just after the newest row."""
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     marker = "?" if engine.dialect.name == "sqlite" else "%s"
     try:
         with engine.begin() as conn:

@@ -51,7 +51,7 @@ from pipeline_assets_tests.tables import PAYMENTS  # noqa: E402
 
 def read(url: str, spec) -> tuple[float, pa.Table]:
     """The source's rows as the load's SQL reads them (text on SQLite), NULLs folded back."""
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     dialect = engine.dialect.name
     sql = scan_sql(inspect_source(engine, spec), dialect, timezone.utc, None, None)
     started = time.perf_counter()

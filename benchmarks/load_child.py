@@ -56,7 +56,7 @@ def main(table: str) -> int:
             )
     else:
         raise SystemExit(f"load_child: unknown table {table!r} (orders or payments)")
-    source = make_engine(os.environ["BENCH_SOURCE_URL"], role="source")
+    source = make_engine(os.environ["BENCH_SOURCE_URL"], role="app")
     warehouse = make_engine(os.environ["BENCH_WAREHOUSE_URL"], role="warehouse")
     for engine in (source, warehouse):  # the driver's import and a pooled connection
         with engine.connect():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import textwrap
 import uuid
 from pathlib import Path
@@ -38,6 +39,8 @@ def database_urls(backend: str, tmp_path: Path, request) -> dict[str, str]:
     """``{"source": …, "warehouse": …}`` on ``backend``: "sqlite", "postgresql", or
     "mariadb" (the source on the MariaDB server, the warehouse a SQLite file)."""
     if backend == "sqlite":
+        # the app's database exists before the pipeline reads it (it never creates one)
+        sqlite3.connect(tmp_path / "app.db").close()
         return {
             "source": f"sqlite:///{tmp_path / 'app.db'}",
             "warehouse": f"sqlite:///{tmp_path / 'warehouse.db'}",

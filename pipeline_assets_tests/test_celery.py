@@ -215,7 +215,7 @@ def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_
     host_port = f"127.0.0.1:{redis.port}"
     data = tmp_path / "data"
     data.mkdir()
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="app")
     demo.init(source)  # the chapter's orders 101-106, dated in January 2026
     settings = {"PIPELINE_EXECUTOR": "celery", "CELERY_BROKER_URL": redis.url}
     # one machine: the worker reaches the SQLite files and the folder where the runs do

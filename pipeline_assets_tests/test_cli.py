@@ -89,7 +89,7 @@ def fingerprint(path: Path) -> tuple[list[str], str, list[str]]:
 
 def real_load(data: Path):
     """One real incremental load through core, as the `orders` asset would run it."""
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
     try:
         return load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
@@ -663,7 +663,7 @@ def test_python_dash_m_runs_the_commands(tmp_path):
     ],
 )
 def test_python_dash_m_fails_in_one_line_without_traceback(tmp_path, argv, code, message):
-    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     demo.init(engine)
     engine.dispose()
     before = fingerprint(tmp_path / "app.db")

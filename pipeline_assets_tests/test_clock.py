@@ -24,7 +24,7 @@ FIXED = datetime(2026, 1, 27, 6, 30, 15, tzinfo=timezone.utc)
 def test_every_recorded_time_comes_from_the_given_clock(tmp_path):
     (tmp_path / "data").mkdir()
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
     demo.init(source)
     defs = build_definitions(settings, clock=lambda: FIXED)

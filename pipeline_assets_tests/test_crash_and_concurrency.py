@@ -139,7 +139,7 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
     """An incremental load after the story's two changes; at the delete step's points, a
     range load of January after the app erased order 103 (only a range load deletes)."""
     db_urls = database_urls(backend, tmp_path, request)
-    source = make_engine(db_urls["source"], role="source")
+    source = make_engine(db_urls["source"], role="app")
     warehouse = make_engine(db_urls["warehouse"], role="warehouse")
     request.addfinalizer(source.dispose)
     request.addfinalizer(warehouse.dispose)
@@ -190,7 +190,7 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
 
 def _load_repeatedly(urls: dict, times: int, barrier, in_flight, overlapped, spans) -> None:
     """``times`` loads, and more until the other loader has been seen mid-load (bounded)."""
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     barrier.wait()
     deadline = time.monotonic() + 120
@@ -208,7 +208,7 @@ def _load_repeatedly(urls: dict, times: int, barrier, in_flight, overlapped, spa
 
 
 def _app_writes(urls: dict, barrier) -> None:
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     barrier.wait()
     start = to_instant("2026-01-22", UTC)
     for n in range(40):  # an hour apart, as an app writes them: all within the lookback

@@ -58,7 +58,7 @@ def _workdir(tmp_path: Path, db_urls: dict, paid_orders_url: str | None = None):
         env.pop(key, None)
     if paid_orders_url:
         env["PAID_ORDERS_URL"] = paid_orders_url
-    source = make_engine(db_urls["source"], role="source")
+    source = make_engine(db_urls["source"], role="app")
     warehouse = make_engine(db_urls["warehouse"], role="warehouse")
     demo.init(source)
     yield tmp_path, env, source, warehouse

@@ -57,7 +57,7 @@ FIRST_LOAD_DAYS = [
 @pytest.fixture
 def dev_server(tmp_path: Path):
     (tmp_path / "data").mkdir()
-    source = make_engine(f"sqlite:///{tmp_path / 'data' / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{tmp_path / 'data' / 'app.db'}", role="app")
     demo.init(source)
     source.dispose()
     with running(start_dagster_dev(tmp_path)) as server:

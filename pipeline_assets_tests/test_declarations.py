@@ -47,7 +47,7 @@ LATER = (8, 1, "captured", 500, "0.05", None, "later", True, None, "2026-01-21 0
 def engines(request, tmp_path):
     """(source, warehouse) with the app's payments in the source, on one backend."""
     urls = database_urls(request.param, tmp_path, request)
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     make_payments(source, rows=ROWS)
     yield source, warehouse

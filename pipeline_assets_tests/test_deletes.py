@@ -197,7 +197,7 @@ def test_a_warehouse_made_before_deletions_gains_the_ledger_columns(tmp_path):
             "INSERT INTO pipeline_batches VALUES (1, 'old', 'incremental', "
             "NULL, NULL, 6, 6, 0, 0, NULL, NULL, 'x', '[]')"
         )
-    source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     warehouse = make_engine(url, role="warehouse")
     demo.init(source)
     load((source, warehouse), start=JANUARY[0], end=JANUARY[1])

@@ -104,7 +104,7 @@ def deployed(tmp_path: Path, postgres, bucket):
         "warehouse": postgres.url("warehouse"),
         "instance": postgres.url("instance"),
     }
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     demo.init(source)
     with source.begin() as conn:
         conn.execute(sa.text("DELETE FROM orders WHERE order_id NOT IN (105, 106)"))
@@ -135,7 +135,7 @@ query ($runId: ID!) { logsForRun(runId: $runId) { __typename
 def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevServer):
     server = deployed
     url = server.env["PAID_ORDERS_URL"]
-    source = make_engine(server.urls["source"], role="source")
+    source = make_engine(server.urls["source"], role="app")
     warehouse = make_engine(server.urls["warehouse"], role="warehouse")
     instance_db = sa.create_engine(server.env["DAGSTER_POSTGRES_URL"])
     try:

@@ -57,7 +57,7 @@ def test_dg_check_defs_loads_the_code_location(tmp_path):
 def test_dg_launch_builds_a_partition_range_in_one_run(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
     demo.init(source)  # orders 101-106 on the chapter's calendar
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)

@@ -211,7 +211,7 @@ def test_relative_days(text, expected):
 def setup(tmp_path: Path, **env):
     (tmp_path / "data").mkdir(parents=True)
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data"), **env}, cwd=tmp_path)
-    return settings, make_engine(settings.source_url, role="source")
+    return settings, make_engine(settings.source_url, role="app")
 
 
 def run_orders(settings, instance, config: dict | None = None):

@@ -306,7 +306,7 @@ def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
 
     results = {}
     for name, ddl in (("new", None), ("old", "BIGINT")):
-        source = make_engine(f"sqlite:///{tmp_path / f'{name}-app.db'}", role="source")
+        source = make_engine(f"sqlite:///{tmp_path / f'{name}-app.db'}", role="app")
         warehouse_url = f"sqlite:///{tmp_path / f'{name}-wh.db'}"
         warehouse = make_engine(warehouse_url, role="warehouse")
         demo.init(source)

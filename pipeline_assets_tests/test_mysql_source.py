@@ -70,7 +70,7 @@ def test_the_story_with_the_app_on_mariadb(
         if warehouse_backend == "sqlite"
         else request.getfixturevalue("postgres").url("warehouse")
     )
-    source = make_engine(source_url, role="source")
+    source = make_engine(source_url, role="app")
     demo.init(source)
     env = {
         "PIPELINE_DATA_DIR": str(tmp_path / "data"),
@@ -152,7 +152,7 @@ def test_native_columns_read_by_the_contract_whatever_the_session_zone(
         f"INSERT INTO orders VALUES (7, 'paid', 40.5, '{written}')",
         zone=zone,
     )
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")
     ny = ZoneInfo("America/New_York")
@@ -170,7 +170,7 @@ def test_native_columns_read_by_the_contract_whatever_the_session_zone(
 
 def test_text_columns_take_every_form_the_contract_allows(mysql, tmp_path):
     url = mysql.url("text")
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     demo.init(source)
     forms = [
         "2026-01-22",
@@ -205,7 +205,7 @@ def test_a_row_the_contract_refuses_is_refused_with_the_same_message(
     mysql, tmp_path, column, value
 ):
     url = mysql.url("hostile")
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     demo.init(source)
     with source.begin() as conn:
         conn.execute(sa.text(f"UPDATE orders SET {column} = :v WHERE order_id = 104"), {"v": value})
@@ -227,7 +227,7 @@ def test_a_row_the_contract_refuses_is_refused_with_the_same_message(
 def reader(mysql, mysql_admin):
     """A user of the demo database that may only SELECT ``orders``, with a password."""
     url = mysql.url("ro")
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     demo.init(source)
     source.dispose()
     name = f"pa_ro_{uuid.uuid4().hex[:8]}"
@@ -244,7 +244,7 @@ def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(
     reader, mysql_admin, tmp_path
 ):
     url = reader.render_as_string(hide_password=False)
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
     with pytest.raises(sa.exc.DBAPIError):  # it really cannot write
         with source.begin() as conn:
@@ -264,7 +264,7 @@ def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(
 
 
 def test_the_sensor_notices_new_late_and_re_stamped_rows(mysql):
-    source = make_engine(mysql.url("sensor"), role="source")
+    source = make_engine(mysql.url("sensor"), role="app")
     demo.init(source)
     start = datetime(2026, 1, 19, tzinfo=UTC)
     first = sensing.observe(source, UTC, start)
@@ -284,7 +284,7 @@ def test_the_sensor_notices_new_late_and_re_stamped_rows(mysql):
 
 
 def _error(url: str, tmp_path: Path) -> DatabaseError:
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
     try:
         with pytest.raises(DatabaseError) as err:
@@ -346,7 +346,7 @@ def test_mysql_is_refused_as_the_warehouse(mysql):
 
 def test_the_plain_oracle_reads_what_the_app_wrote(mysql):
     url = mysql.url("plain")
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     demo.init(source)
     assert [r[0] for r in plain.source_orders(url)] == [101, 102, 103, 104, 105, 106]
     source.dispose()
@@ -361,7 +361,7 @@ def test_timezone_of_rows_is_utc_in_the_warehouse(mysql, tmp_path):
         "INSERT INTO orders VALUES (1, 'paid', 1, '2026-07-01 12:00:00')",
         zone="+02:00",
     )
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")
     load_orders(source, warehouse, tz=timezone.utc, lookback_days=2, now=NOW)

@@ -21,7 +21,7 @@ NY = zone("America/New_York")
 
 
 def make_source(url: str, updated_type: str, amount_type: str, rows: list[tuple]):
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     with engine.begin() as conn:
         conn.exec_driver_sql(
             f"CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status TEXT, "

@@ -39,7 +39,7 @@ def read_only_source(request, tmp_path: Path):
     sees them. ``read_only_source.app`` writes the source as the app does."""
     if request.param == "sqlite":
         path = tmp_path / "app.db"
-        writer = make_engine(f"sqlite:///{path}", role="source")
+        writer = make_engine(f"sqlite:///{path}", role="app")
         demo.init(writer)
         writer.dispose()
 
@@ -61,7 +61,7 @@ def read_only_source(request, tmp_path: Path):
 
     dbs = request.getfixturevalue("postgres")
     admin_url = dbs.url("ro_source")
-    writer = make_engine(admin_url, role="source")
+    writer = make_engine(admin_url, role="app")
     demo.init(writer)
     writer.dispose()
     role = f"pa_reader_{uuid.uuid4().hex[:10]}"

@@ -90,7 +90,7 @@ WITH_CODE = declare(attributes(legacy_code={"type": "text", "nullable": True}))
 def engines(request, tmp_path):
     """(source, warehouse) on one backend, payments loaded once under PAYMENTS."""
     urls = database_urls(request.param, tmp_path, request)
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     make_payments(source, rows=ROWS)
     run((source, warehouse))
@@ -399,7 +399,7 @@ def test_a_column_removed_that_orders_table_requires(backend, tmp_path, request)
     from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES
 
     urls = database_urls(backend, tmp_path, request)
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     request.addfinalizer(source.dispose)
     request.addfinalizer(warehouse.dispose)
@@ -433,7 +433,7 @@ KILLED_LOAD = textwrap.dedent("""\
 
     source_url, warehouse_url, attributes = sys.argv[1:4]
     load_table(
-        make_engine(source_url, role="source"),
+        make_engine(source_url, role="app"),
         make_engine(warehouse_url, role="warehouse"),
         spec=declare(json.loads(attributes)),
         tz=UTC,
@@ -521,7 +521,7 @@ def test_a_changed_file_shape_makes_every_committed_day_stale_until_rebuilt_once
     (tmp_path / "data").mkdir()
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
     engines = (
-        make_engine(settings.source_url, role="source"),
+        make_engine(settings.source_url, role="app"),
         make_engine(settings.warehouse_url, role="warehouse"),
     )
     make_payments(engines[0], rows=ROWS)
@@ -621,7 +621,7 @@ def shop(request, tmp_path, monkeypatch):
     for name, value in env.items():  # the CLI in this process loads the location too
         monkeypatch.setenv(name, value)
     module = dg_project(tmp_path, {"payments": PAYMENTS_ATTRIBUTES})
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     make_payments(source, rows=ROWS)
     yield module, tmp_path, env, (source, warehouse)
@@ -759,7 +759,7 @@ def test_a_schema_change_made_by_a_step_on_a_celery_worker(tmp_path, postgres, r
     module = dg_project(tmp_path, {"payments": PAYMENTS_ATTRIBUTES})
     urls = {name: postgres.url(name) for name in ("source", "warehouse", "instance")}
     engines = (
-        make_engine(urls["source"], role="source"),
+        make_engine(urls["source"], role="app"),
         make_engine(urls["warehouse"], role="warehouse"),
     )
     make_payments(engines[0], rows=ROWS)

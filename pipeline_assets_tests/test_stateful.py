@@ -283,7 +283,7 @@ class LoadHistories(RuleBasedStateMachine):
         else:
             self.databases = PostgresDatabases(self.admin)
             urls = [self.databases.url(f"sm_{label}") for label in ("source", "warehouse")]
-        self.source = make_engine(urls[0], role="source")
+        self.source = make_engine(urls[0], role="app")
         self.warehouse = make_engine(urls[1], role="warehouse")
         self.planted: set[Path] = set()  # a killed writer's temp files, until a write
         self.repaired = False

@@ -29,7 +29,7 @@ ROWS = [
 def payments(tmp_path):
     (tmp_path / "data").mkdir()
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     make_payments(source, rows=ROWS)
     yield build_definitions(settings, clock=lambda: NOW, spec=PAYMENTS), source, settings
     source.dispose()

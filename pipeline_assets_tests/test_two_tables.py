@@ -119,7 +119,7 @@ def test_two_declared_tables_tell_the_whole_story(tmp_path, monkeypatch):
     declare(root, "payments", PAYMENTS_ATTRIBUTES)
     source_url = f"sqlite:///{tmp_path / 'app.db'}"
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
-    source = make_engine(source_url, role="source")
+    source = make_engine(source_url, role="app")
     demo.init(source)  # the chapter's orders, before PARTITIONS_START_DATE
     make_payments(
         source,

@@ -29,7 +29,7 @@ NOW = datetime(2026, 1, 21, 12, tzinfo=UTC)  # a day after the old release's las
 
 
 def restore(backend: str, urls: dict[str, str]) -> tuple[sa.Engine, sa.Engine]:
-    source = make_engine(urls["source"], role="source")
+    source = make_engine(urls["source"], role="app")
     warehouse = make_engine(urls["warehouse"], role="warehouse")
     rows = json.loads((HERE / "source.json").read_text())
     with source.begin() as conn:

@@ -1019,7 +1019,7 @@ TEXT_KEYS = ["101", " 102", "0103", "104 ", "105", "0106", "107\n", "-0"]  # 107
 
 
 def _text_key_source(url: str, declared: str, keys: list) -> sa.Engine:
-    engine = make_engine(url, role="source")
+    engine = make_engine(url, role="app")
     with engine.begin() as conn:
         conn.exec_driver_sql(
             f"CREATE TABLE orders (order_id {declared}, status VARCHAR(20), "

@@ -245,7 +245,7 @@ def test_the_check_and_verify_count_every_day_alike_through_every_reader(
     from pipeline_assets.core.db import make_engine
     from pipeline_assets.core.verify import compare_days, compare_rows, differing_days, sides
 
-    source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
     try:
         app = TableSource(source, spec)

@@ -80,7 +80,7 @@ def demo_world(
         env["WAREHOUSE_DATABASE_URL"] = warehouse_url
     if paid_orders_url:
         env["PAID_ORDERS_URL"] = paid_orders_url
-    source = make_engine(source_url or f"sqlite:///{data / 'app.db'}", role="source")
+    source = make_engine(source_url or f"sqlite:///{data / 'app.db'}", role="app")
     try:
         demo.init(source)
         demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
@@ -189,7 +189,7 @@ class Pipeline:
         self.data, self.tz, self.instance = data, self.settings.tz, instance
         self.folder = self.settings.paid_orders_dir  # <data>/paid_orders, or PAID_ORDERS_URL
         self.source_url, self.warehouse_url = self.settings.source_url, self.settings.warehouse_url
-        self.source = make_engine(self.source_url, role="source")
+        self.source = make_engine(self.source_url, role="app")
         self.warehouse = make_engine(self.warehouse_url, role="warehouse")
         self.runs = 0
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from sqlalchemy.engine import Engine
@@ -42,8 +43,11 @@ class Context:
         self._engines.append(engine)
         return engine
 
-    def source(self, *, must_exist: bool = True, spec: TableSpec | None = None) -> Engine:
-        """The app database: SOURCE_DATABASE_URL, or the ``source_url`` ``spec`` declares."""
+    def source(
+        self, *, must_exist: bool = True, spec: TableSpec | None = None, app: bool = False
+    ) -> Engine:
+        """The app database: SOURCE_DATABASE_URL, or the ``source_url`` ``spec`` declares;
+        ``app``: opened as the app (the demo commands), which may write and create it."""
         own = spec.source_url if spec is not None else None
         url = own or self.settings.source_url
         if own:
@@ -59,7 +63,7 @@ class Context:
                 f"the source database {redact(url)} does not exist: create the demo with "
                 f"`{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app database"
             )
-        return self.engine(url, "source")
+        return self.engine(url, "app" if app else "source")
 
     def tables(self, module: str) -> dict[str, TableSpec]:
         """``{name: spec}`` of every table the code location ``module`` declares. This
@@ -96,6 +100,18 @@ class Context:
     def close(self) -> None:
         for engine in self._engines:
             engine.dispose()
+
+
+@contextmanager
+def told(spec: TableSpec) -> Iterator[None]:
+    """An error of a command on ``spec``'s table names the table and the ``defs.yaml`` it
+    is declared in (:meth:`TableSpec.about`), as a step's failure does."""
+    try:
+        yield
+    except PipelineError as exc:
+        if not spec.declared_in:
+            raise
+        raise CommandError(spec.about(str(exc))) from None
 
 
 def one_line(message: str) -> str:

@@ -90,7 +90,7 @@ def _demo_init(args, ctx: Context) -> int:
                 f"{exc.strerror or exc}; check PIPELINE_DATA_DIR or "
                 "SOURCE_DATABASE_URL"
             ) from None
-    engine = ctx.source(must_exist=False)
+    engine = ctx.source(must_exist=False, app=True)
     if args.if_missing and not args.force and demo.has_orders(engine):
         print(f"the demo app database {redact(url)} already has orders: left as it is")
         return 0
@@ -117,7 +117,7 @@ def _demo_generate(args, ctx: Context) -> int:
         options["late_fraction"] = args.late_fraction
     if args.seed is not None:
         options["seed"] = args.seed
-    summary = demo.generate(ctx.source(), orders=args.orders, days=args.days, **options)
+    summary = demo.generate(ctx.source(app=True), orders=args.orders, days=args.days, **options)
     print_json(summary)
     return 0
 
@@ -127,7 +127,7 @@ def _demo_set(args, ctx: Context) -> int:
     updated_at = option("--updated-at", resolve_relative, args.updated_at, ctx.today())
     option("--updated-at", to_instant, updated_at, ctx.settings.tz)
     outcome = demo.set_order(
-        ctx.source(),
+        ctx.source(app=True),
         args.order_id,
         status=args.status,
         amount=args.amount,
@@ -142,6 +142,6 @@ def _demo_set(args, ctx: Context) -> int:
 
 
 def _demo_delete(args, ctx: Context) -> int:
-    status, amount, updated_at = demo.delete_order(ctx.source(), args.order_id)
+    status, amount, updated_at = demo.delete_order(ctx.source(app=True), args.order_id)
     print(f"order {args.order_id} deleted: it was {status} {amount} {updated_at}")
     return 0

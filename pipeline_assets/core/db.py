@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
@@ -75,11 +75,15 @@ def require_distinct(source: Engine, warehouse: Engine) -> None:
 
 
 def make_engine(url: str, *, role: str) -> Engine:
-    """An engine for ``url``; ``role`` ("source", "warehouse") only names it in errors.
+    """An engine for ``url``; ``role`` names it in errors: "source" (the pipeline reading
+    the app's database), "warehouse", or "app" (the demo, writing the app's database).
 
     SQLite connections get a busy timeout and explicit ``BEGIN`` so that a transaction
     really spans every statement of a run (pysqlite's legacy mode would not), and the
-    warehouse runs in WAL mode so readers never wait for a load.
+    warehouse runs in WAL mode so readers never wait for a load. A SQLite source is never
+    created: the pipeline only reads the app's database, so a path that names no file is
+    refused here, naming it, and every connection opens the file as it is (``mode=rw``:
+    SQLite's own "do not create").
     """
     try:
         parsed = make_url(url)
@@ -88,6 +92,14 @@ def make_engine(url: str, *, role: str) -> Engine:
             f"the {role} database URL {redact(url)!r} is not a SQLAlchemy URL "
             "(sqlite:///path/app.db or postgresql+psycopg://user@127.0.0.1/db)"
         ) from exc
+    never_create = role == "source" and _plain_sqlite_file(url)
+    if never_create and not never_create.exists():
+        raise DatabaseError(
+            f"the source database {never_create} does not exist ({redact(url)}): the "
+            "pipeline only reads the app's database and never creates it. Point "
+            "SOURCE_DATABASE_URL (or the table's source_url) at the app's database file, "
+            "or create the demo's with `pipeline-assets demo init`"
+        )
     try:
         engine = sa.create_engine(parsed, pool_pre_ping=True)
     except Exception as exc:  # a missing driver, an unknown dialect
@@ -96,6 +108,8 @@ def make_engine(url: str, *, role: str) -> Engine:
         ) from None
     if engine.dialect.name == "sqlite":
         _sqlite_transactions(engine, wal=(role == "warehouse"))
+        if never_create:
+            _sqlite_never_create(engine, never_create)
     if dialect_of(engine) == MYSQL:
         if role == "warehouse":
             raise DatabaseError(
@@ -127,6 +141,26 @@ def _mysql_session(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("SET time_zone = '+00:00'")
         cursor.close()
+
+
+def _plain_sqlite_file(url: str | URL) -> Path | None:
+    """The file a SQLite URL names by a plain path (not a ``file:`` URI, whose own
+    ``mode`` the user chose), else None."""
+    name = sqlite_name(url)
+    return sqlite_file(url) if name is not None and not name.startswith("file:") else None
+
+
+def never_create_uri(path: Path) -> str:
+    """The SQLite URI filename that opens ``path`` for reading and writing but never
+    creates it (``mode=rw``): a missing file is an error, not an empty database."""
+    return f"file:{quote(str(path), safe='/')}?mode=rw"
+
+
+def _sqlite_never_create(engine: Engine, path: Path) -> None:
+    @sa.event.listens_for(engine, "do_connect")
+    def _connect(_dialect, _record, cargs, cparams):
+        cargs[:] = [never_create_uri(path)]
+        cparams["uri"] = True
 
 
 def _sqlite_transactions(engine: Engine, *, wal: bool) -> None:
@@ -247,6 +281,8 @@ def arrow_connect(engine: Engine, env_var: str):
             )
         import adbc_driver_sqlite.dbapi as adbc_sqlite
 
+        if _role(engine) == "source" and not name.startswith("file:"):
+            name = never_create_uri(Path(name))
         engine.dispose()
         conn = adbc_sqlite.connect(name)
         cursor = conn.cursor()

@@ -57,7 +57,7 @@ def story(source, warehouse) -> None:
 
 def main(postgres_admin: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        source = make_engine(f"sqlite:///{tmp}/app.db", role="source")
+        source = make_engine(f"sqlite:///{tmp}/app.db", role="app")
         demo.init(source, today=TODAY, history_days=12, seed=7)
         seeded = Path(tmp, "app.db").read_bytes()
         # SQLite
