@@ -23,7 +23,6 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     Config,
-    Failure,
     MaterializeResult,
     MetadataValue,
     RetryPolicy,
@@ -32,12 +31,12 @@ from dagster import (
 from pydantic import Field
 
 from .core.commands import DEFINITIONS_MODULE
-from .core.errors import PipelineError
 from .core.secrets import redact
 from .core.spec import ORDERS, TableSpec
 from .core.times import to_instant, utc_now
-from .location import DECLARATION, shown_attributes
+from .location import declaration_metadata
 from .settings import Settings
+from .step_failure import failing_step, step_failure
 
 if TYPE_CHECKING:
     from .core.load import LoadResult
@@ -100,12 +99,6 @@ def is_orders(spec: TableSpec) -> bool:
         )
 
     return shape(spec) == shape(ORDERS)
-
-
-def run_failure(exc: PipelineError) -> Failure:
-    """A run failure with the error's one line; retried only when a retry can pass (an
-    unreachable database may come back, bad input does not fix itself)."""
-    return Failure(description=str(exc), allow_retries=exc.retryable)
 
 
 class OrdersLoadConfig(Config):
@@ -289,14 +282,18 @@ def build_table_asset(
         ],
         description=f"{what} upserted by key from the app database: the rows changed since "
         "the watermark plus the lookback window, committed with their batch id.",
-        metadata={DECLARATION: MetadataValue.json(shown_attributes(spec))},
+        metadata=declaration_metadata(spec),
     )
     def table_asset(context: AssetExecutionContext, config: OrdersLoadConfig) -> MaterializeResult:
         """Rows upserted by key from the app database, incrementally."""
-        from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_table
-
         source = getattr(context.resources, keys.source)
         watermark = getattr(context.resources, keys.watermark)
+        with failing_step(spec):
+            return _load(context, config, source, watermark)
+
+    def _load(context, config, source, watermark) -> MaterializeResult:
+        from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_table
+
         try:
             start = to_instant(config.start, tz) if config.start else None
             end = to_instant(config.end, tz) if config.end else None
@@ -313,12 +310,8 @@ def build_table_asset(
                 deletes=DeletePolicy(table.max_delete_share, config.allow_deletes),
             )
         except DeleteRefused as exc:  # the run's failure shows what it would have deleted
-            context.log.error(str(exc))
-            raise Failure(
-                description=str(exc), allow_retries=False, metadata=exc.metadata
-            ) from None
-        except PipelineError as exc:
-            raise run_failure(exc) from None
+            context.log.error(spec.about(str(exc)))
+            raise step_failure(exc, spec, metadata=exc.metadata) from None
         row = "order(s)" if orders else "row(s)"
         if result.mass_delete_allowed:
             context.log.warning(
@@ -326,9 +319,10 @@ def build_table_asset(
                 f"holds, more than MAX_DELETE_SHARE={table.max_delete_share:g} of the "
                 f"range's; their keys' digest {result.deleted_digest} is in the ledger"
             )
+        deleted = "" if result.rows_deleted is None else f", deleted {result.rows_deleted}"
         context.log.info(
             f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
-            f"updated {result.updated}, unchanged {result.unchanged}"
+            f"updated {result.updated}, unchanged {result.unchanged}{deleted}"
             f"{' (already committed: skipped)' if result.skipped else ''}; watermark "
             f"{result.watermark_before} -> {result.watermark_after}; warehouse "
             f"{redact(watermark.warehouse.url)}"

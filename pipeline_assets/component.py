@@ -16,7 +16,7 @@ import yaml
 from pydantic import Field
 
 from . import settings as settings_module
-from .core.spec import DeclarationError, TableSpec, check_apart, declare, taken_names
+from .core.spec import TableSpec, check_apart, declare, taken_names
 
 TYPE_NAME = "pipeline_assets.IncrementalTable"
 
@@ -31,22 +31,16 @@ class IncrementalScaffolder(dg.Scaffolder):
         return ScaffoldParams
 
     def scaffold(self, request: dg.ScaffoldRequest) -> None:
-        from .core.scaffold import suggest_declaration
+        from .core.scaffold import draft_declaration, render
 
         params = request.params if isinstance(request.params, ScaffoldParams) else ScaffoldParams()
         table = params.table or Path(request.target_path).name
         url = params.source_url or settings_module.from_env().source_url
-        attributes = suggest_declaration(url, table)
+        draft = draft_declaration(url, table)
         if params.source_url:
-            attributes["source_url"] = params.source_url
+            draft.attributes["source_url"] = params.source_url
         request.target_path.mkdir(parents=True, exist_ok=True)
-        body = yaml.safe_dump(
-            {"type": TYPE_NAME, "attributes": attributes},
-            sort_keys=False,
-            default_flow_style=False,
-            allow_unicode=True,
-        )
-        (request.target_path / "defs.yaml").write_text(body, encoding="utf-8")
+        (request.target_path / "defs.yaml").write_text(render(draft, TYPE_NAME), encoding="utf-8")
 
 
 class ScaffoldParams(dg.Model):
@@ -94,10 +88,7 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
         """The declaration, checked; a mistake names ``where`` (the file), the attribute
         and the value."""
         attributes = self.model_dump(exclude_none=True)
-        try:
-            return declare(attributes, tz=settings_module.from_env().tz)
-        except DeclarationError as exc:
-            raise exc.located(where) if where else exc from None
+        return declare(attributes, tz=settings_module.from_env().tz, where=where or None)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         where = _declaration_file(context)

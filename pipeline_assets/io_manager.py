@@ -5,10 +5,9 @@ No `from __future__ import annotations` here: Dagster reads the annotations at r
 """
 
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 
-from dagster import ConfigurableIOManager, Failure, InputContext, MetadataValue, OutputContext
+from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
 from pydantic import Field
 
 from .core.commands import materialize
@@ -21,23 +20,26 @@ from .core.daily_files import (
     read_committed_days,
     write_day_files,
 )
-from .core.errors import PipelineError
 from .core.spec import ORDERS
+from .core.spec_types import about
+from .step_failure import failing_step
 
 REBUILD_METADATA = "pipeline_assets/rebuild"  # on a daily files asset: how to rebuild a day
 SHAPE_METADATA = "pipeline_assets/shape"  # and the shape its days must have been written in
+DECLARED_IN = "pipeline_assets/declared_in"  # the defs.yaml a table is declared in
+FILES_NAME = "pipeline_assets/files"  # beside it on a file set's assets: the set's name
 
 
-@contextmanager
-def _failure_unless_transient() -> Iterator[None]:
-    """A :class:`PipelineError` as a step failure with its one line, retried only when it
-    is transient (a store that did not answer), as the assets do: Dagster's RetryPolicy
-    retries any other error of an IO manager, a day to rebuild or a bad output included.
-    The error stays the failure's cause."""
-    try:
-        yield
-    except PipelineError as exc:
-        raise Failure(description=str(exc), allow_retries=exc.retryable) from exc
+def _declared(metadata) -> Callable[[str], str] | None:
+    """How a failure names a file set declared in a ``defs.yaml`` (its asset's metadata
+    ``pipeline_assets/declared_in``): ``captured_payments (shop/defs/…/defs.yaml): …``."""
+    entry = (metadata or {}).get(DECLARED_IN)
+    where = getattr(entry, "value", entry)
+    name = (metadata or {}).get(FILES_NAME)
+    name = getattr(name, "value", name)
+    if not where or not name:
+        return None
+    return lambda message: about(name, where, message)
 
 
 class DailyFilesIOManager(ConfigurableIOManager):
@@ -88,7 +90,7 @@ class DailyFilesIOManager(ConfigurableIOManager):
 
     def handle_output(self, context: OutputContext, obj) -> None:
         """Write the run's day files, then its manifest; record what was written."""
-        with _failure_unless_transient():
+        with failing_step(_declared(context.definition_metadata)):
             self._handle_output(context, obj)
 
     def _handle_output(self, context: OutputContext, obj) -> None:
@@ -142,7 +144,8 @@ class DailyFilesIOManager(ConfigurableIOManager):
 
     def load_input(self, context: InputContext) -> dict:
         """Rows of each upstream day partition, from committed days only."""
-        with _failure_unless_transient():
+        upstream = context.upstream_output
+        with failing_step(_declared(upstream.definition_metadata if upstream else None)):
             keys = self._partition_keys(context, "load")
             name = context.asset_key.to_user_string()
             return read_committed_days(

@@ -27,8 +27,10 @@ from . import settings as settings_module
 from .core.errors import LocationError
 from .core.secrets import redact
 from .core.spec import TableSpec, declare
+from .io_manager import DECLARED_IN  # the defs.yaml a table is declared in
 
 DECLARATION = "pipeline_assets/declaration"
+
 DEFAULT_MODULE = "pipeline_assets.definitions"
 
 
@@ -39,6 +41,15 @@ def shown_attributes(spec: TableSpec) -> dict:
     if shown.get("source_url"):
         shown["source_url"] = redact(shown["source_url"])
     return shown
+
+
+def declaration_metadata(spec: TableSpec) -> dict:
+    """The metadata a table asset carries about its declaration: the attributes, and the
+    file they are declared in (when they are: ``orders`` is declared in code)."""
+    out = {DECLARATION: dg.MetadataValue.json(shown_attributes(spec))}
+    if spec.declared_in:
+        out[DECLARED_IN] = spec.declared_in
+    return out
 
 
 def source_resource_key(spec: TableSpec) -> str:
@@ -108,10 +119,12 @@ def tables_of(defs: dg.Definitions) -> dict[str, TableSpec]:
         if held is None:
             continue
         attributes = dict(held.value if isinstance(held, dg.MetadataValue) else held)
-        spec = declare(attributes, tz=tz)
+        where = asset.metadata.get(DECLARED_IN)
+        where = (where.value if isinstance(where, dg.MetadataValue) else where) or None
+        spec = declare(attributes, tz=tz, where=where)
         if spec.source_url is not None:
             url = _url(resources.get(source_resource_key(spec)))
-            spec = declare({**attributes, "source_url": url}, tz=tz)
+            spec = declare({**attributes, "source_url": url}, tz=tz, where=where)
         out[spec.name] = spec
     return dict(sorted(out.items()))
 

@@ -71,7 +71,7 @@ def shop(project: Path) -> str:
 def both(cli, data):
     """The app database holding the chapter's orders and three payments."""
     assert cli("demo", "init", "--history-days", "0")[0] == 0
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="app")
     make_payments(source, rows=PAYMENT_ROWS)
     source.dispose()
     return data
@@ -79,7 +79,7 @@ def both(cli, data):
 
 def load_both(data: Path) -> None:
     """One incremental load of each table, through core, as their assets run it."""
-    source = make_engine(f"sqlite:///{data / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{data / 'app.db'}", role="app")
     warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
     try:
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
@@ -130,13 +130,14 @@ def test_a_table_with_its_own_source_url_reads_that_database(cli, project):
     url = f"sqlite:///{project / 'payments.db'}"
     module = dg_project(project, {"payments": PAYMENTS_ATTRIBUTES | {"source_url": url}})
     err = one_line_error(cli("plan", "-m", module))  # one table: no --table needed
-    assert err == (
-        f"pipeline-assets: error: the source database {url} of the table "
-        "payments does not exist: check its source_url\n"
+    package = module.partition(".")[0]
+    assert err == (  # named with the file it is declared in, as a step's failure does
+        f"pipeline-assets: error: payments ({package}/defs/payments/defs.yaml): the source "
+        f"database {url} of the table payments does not exist: check its source_url\n"
     )
     assert not (project / "payments.db").exists()
 
-    source = make_engine(url, role="source")
+    source = make_engine(url, role="app")
     make_payments(source, rows=PAYMENT_ROWS)
     source.dispose()
     code, out, err = cli("plan", "-m", module)
@@ -228,7 +229,7 @@ def test_verify_checks_every_table_and_its_repairs_name_the_location(cli, both, 
     assert out.startswith(f"table orders ({shop}):\n")
     assert f"\n\ntable payments ({shop}):\n" in out
 
-    source = make_engine(f"sqlite:///{both / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{both / 'app.db'}", role="app")
     delete_payment(source, 7, 10)  # the app deletes one attempt
     source.dispose()
     code, out, _ = cli("verify", "-m", shop)
@@ -266,7 +267,7 @@ def test_the_printed_repairs_run_as_printed_in_the_users_project(cli, both, shop
     printed for the user's location delete the payment the app deleted, from the
     warehouse and from its day file."""
     load_both(both)
-    source = make_engine(f"sqlite:///{both / 'app.db'}", role="source")
+    source = make_engine(f"sqlite:///{both / 'app.db'}", role="app")
     delete_payment(source, 7, 10)
     source.dispose()
     report = json.loads(cli("verify", "-m", shop, "--table", "payments", "--json")[1])

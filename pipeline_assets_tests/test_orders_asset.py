@@ -44,7 +44,7 @@ def test_materializations_tell_the_story(db_urls, tmp_path, instance, monkeypatc
     monkeypatch.setenv("SOURCE_DATABASE_URL", db_urls["source"])
     monkeypatch.setenv("WAREHOUSE_DATABASE_URL", db_urls["warehouse"])
     settings = make_settings(tmp_path, db_urls)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
 
     first = materialize_orders(settings, instance)
@@ -72,7 +72,7 @@ def test_materializations_tell_the_story(db_urls, tmp_path, instance, monkeypatc
 
 def test_a_range_run_from_config_leaves_the_watermark(tmp_path, instance):
     settings = make_settings(tmp_path)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
     assert materialize_orders(settings, instance).success
     demo.set_order(
@@ -89,7 +89,7 @@ def test_a_range_run_from_config_leaves_the_watermark(tmp_path, instance):
 
 def test_bad_input_fails_once_without_retries_and_names_the_row(tmp_path, instance):
     settings = make_settings(tmp_path)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
     with source.begin() as conn:
         conn.execute(
@@ -111,7 +111,7 @@ def test_bad_input_fails_once_without_retries_and_names_the_row(tmp_path, instan
 
 def test_a_bad_range_in_config_is_a_clear_failure(tmp_path, instance):
     settings = make_settings(tmp_path)
-    demo.init(make_engine(settings.source_url, role="source"))
+    demo.init(make_engine(settings.source_url, role="app"))
     result = materialize_orders(settings, instance, {"start": "2026-01-10", "end": "soon"})
     assert not result.success
     message = result.get_step_failure_events()[0].step_failure_data.error.message
@@ -126,7 +126,7 @@ def test_an_unreachable_warehouse_never_shows_its_password(
     url = f"postgresql+psycopg://loader:{secret}@127.0.0.1:1/warehouse"
     monkeypatch.setenv("WAREHOUSE_DATABASE_URL", url)
     settings = make_settings(tmp_path, WAREHOUSE_DATABASE_URL=url)
-    demo.init(make_engine(settings.source_url, role="source"))
+    demo.init(make_engine(settings.source_url, role="app"))
     result = materialize_orders(settings, instance)
     assert not result.success
     text = json.dumps([str(e) for e in result.all_events])
@@ -137,7 +137,7 @@ def test_an_unreachable_warehouse_never_shows_its_password(
 
 def test_the_lateness_check_warns_at_half_the_lookback(tmp_path, instance):
     settings = make_settings(tmp_path)  # LOOKBACK_DAYS=2
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
     first = materialize_orders(settings, instance)
     assert checks_by_name(first)["lateness_within_lookback"].passed
@@ -160,7 +160,7 @@ def checks_by_name(result) -> dict:
 def test_rows_later_than_the_lookback_are_caught_by_the_reconciliation_check(tmp_path, instance):
     # a horizon of a century: the demo's January 2026 stays inside whatever today is
     settings = make_settings(tmp_path, RECONCILE_DAYS="36500")
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
     first = materialize_orders(settings, instance)
     assert checks_by_name(first)["orders_match_source"].passed
@@ -190,7 +190,7 @@ def test_days_of_a_batch_whose_run_died_after_commit_are_announced_by_the_next(
 ):
     """The lost acknowledgement, seen from the day files: no day may stay stale."""
     settings = make_settings(tmp_path)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
     assert materialize_orders(settings, instance).success
     demo.set_order(
@@ -216,7 +216,7 @@ def test_a_range_run_shows_its_deletes_and_a_refused_one_what_it_would_delete(tm
     than MAX_DELETE_SHARE fails without retries, its failure carrying the figures, and
     ``allow_deletes: true`` lets it through, shown as a mass delete."""
     settings = make_settings(tmp_path, MAX_DELETE_SHARE="0.25")
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     demo.init(source)
     incremental = last_metadata(instance, materialize_orders(settings, instance))
     assert "rows_deleted" not in incremental

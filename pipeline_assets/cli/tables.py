@@ -21,6 +21,7 @@ from .context import (
     one_line,
     option,
     print_json,
+    told,
 )
 
 # what `watermark history` shows unless told: the newest changes, read backwards through
@@ -184,18 +185,19 @@ def _watermark_history(args, ctx: Context) -> int:
 
 def _plan(args, ctx: Context) -> int:
     spec = chosen_table(args, ctx)
-    source = ctx.source(spec=spec)
-    warehouse, exists = ctx.warehouse_for_reading()
     lookback = ctx.lookback_days(spec)
-    result = load_table(
-        source,
-        warehouse,
-        spec=spec,
-        tz=ctx.settings.tz,
-        lookback_days=lookback,
-        now=ctx.clock(),
-        dry_run=True,
-    )
+    with told(spec):
+        source = ctx.source(spec=spec)
+        warehouse, exists = ctx.warehouse_for_reading()
+        result = load_table(
+            source,
+            warehouse,
+            spec=spec,
+            tz=ctx.settings.tz,
+            lookback_days=lookback,
+            now=ctx.clock(),
+            dry_run=True,
+        )
     plan = result.to_json()
     plan["lookback_days"] = lookback
     plan["warehouse"] = redact(ctx.settings.warehouse_url)
@@ -238,6 +240,11 @@ def _verify(args, ctx: Context) -> int:
 
 
 def _verify_table(spec: TableSpec, args, ctx: Context, days_from, days_to):
+    with told(spec):
+        return _verify_one(spec, args, ctx, days_from, days_to)
+
+
+def _verify_one(spec: TableSpec, args, ctx: Context, days_from, days_to):
     settings = ctx.settings
     source = ctx.source(spec=spec)
     warehouse, _ = ctx.warehouse_for_reading()

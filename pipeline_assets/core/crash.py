@@ -36,7 +36,10 @@ POINTS = (
 
 
 class SimulatedCrash(RuntimeError):
-    """Raised at a crash point when PIPELINE_CRASH_MODE=raise."""
+    """Raised at a crash point when PIPELINE_CRASH_MODE=raise: it stands for the process
+    dying there, which is transient (``errors.retryable``): a retry runs through."""
+
+    transient = True
 
 
 def crash_point(name: str) -> None:

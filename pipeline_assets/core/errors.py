@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from .failures import BUSY, FULL, UNREACHABLE
+from .failures import BUSY, FULL, UNREACHABLE, classify
 
 
 class PipelineError(Exception):
@@ -346,3 +346,23 @@ class StoreUnavailable(DayFilesError):
     """
 
     retryable = True
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether running again unchanged may succeed: the one rule of retries for whatever a
+    step raises.
+
+    A :class:`PipelineError` says so itself. Anything else is transient only when it is a
+    database's or a connection's failure that may pass (the driver's code says
+    unreachable, busy or full: :func:`.failures.classify`; a connection lost or timed
+    out), or says it stands for a lost process (``transient``: a crash point's
+    simulated crash). Everything else is a bug, which fails the same way however often
+    it runs: terminal, with its traceback.
+    """
+    if isinstance(exc, PipelineError):
+        return exc.retryable
+    if getattr(exc, "transient", False) is True:
+        return True
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    return classify(exc) in (UNREACHABLE, BUSY, FULL)

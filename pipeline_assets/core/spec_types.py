@@ -87,6 +87,14 @@ class TableSpec:
     # the attributes it was declared from (plain values): a code location carries them in
     # its table asset's metadata, and the CLI declares the same spec again from them
     attributes: Mapping | None = field(default=None, compare=False, repr=False, hash=False)
+    # the file it is declared in (shop/defs/payments/defs.yaml), which every error a user
+    # can fix names; None for a table declared in code (orders)
+    declared_in: str | None = field(default=None, compare=False, repr=False, hash=False)
+
+    def about(self, message: str) -> str:
+        """``message`` as a user meets it: naming the table and the file it is declared
+        in (``payments (shop/defs/payments/defs.yaml): …``), where it has one."""
+        return about(self.name, self.declared_in, message)
 
     def column(self, name: str) -> Column:
         for column in self.columns:
@@ -140,3 +148,9 @@ class TableSpec:
             if f.totals:
                 out[f"daily_files[{i}].totals.name"] = f.totals.name
         return out
+
+
+def about(name: str, declared_in: str | None, message: str) -> str:
+    """``message`` naming ``name`` (a table or one of its file sets) and the file it is
+    declared in; as it is for a table declared in code (``orders``)."""
+    return f"{name} ({declared_in}): {message}" if declared_in else message
