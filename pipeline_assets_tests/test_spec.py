@@ -193,6 +193,53 @@ def _file(**changes):
             "payments",
             "is also name",
         ),
+        (
+            _with(daily_files=[_file(where={"refundable": "yes"})]),  # not one of the contract's
+            "daily_files[0].where.refundable",
+            "yes",
+            "write true or false",
+        ),
+        (
+            _with(daily_files=[_file(where={"refundable": 2})]),
+            "daily_files[0].where.refundable",
+            2,
+            "write true or false",
+        ),
+        (
+            _with(columns={**PAYMENTS["columns"], "__pipeline_day": "integer"}),
+            "columns.__pipeline_day",
+            "__pipeline_day",
+            "the pipeline's own working columns",
+        ),
+        (
+            _with(
+                columns={**PAYMENTS["columns"], "rows": "integer"},
+                daily_files=[_file(columns=None, totals={"name": "t", "sum": ["rows"]})],
+            ),
+            "daily_files[0].totals.sum",
+            "rows",
+            "keep the names day and rows",
+        ),
+        (
+            _with(
+                columns={**PAYMENTS["columns"], "fee_exact": "integer"},
+                daily_files=[
+                    _file(columns=None, totals={"name": "t", "sum": ["fee", "fee_exact"]})
+                ],
+            ),
+            "daily_files[0].totals.sum",
+            "fee_exact",
+            "names fee's exact sum fee_exact",
+        ),
+        (_with(primary_key="CHANGE_ME"), "primary_key", "CHANGE_ME", "the column, or the list"),
+        (_with(cursor="CHANGE_ME"), "cursor", "CHANGE_ME", "stamps on every change"),
+        (_with(table="CHANGE_ME"), "table", "CHANGE_ME", "the source table's name"),
+        (
+            _with(columns={"CHANGE_ME": "integer"}),
+            "columns.CHANGE_ME",
+            "CHANGE_ME",
+            "placeholder the scaffold left unfilled",
+        ),
         (_with(lookback_days=-1), "lookback_days", -1, "0 or more"),
         (_with(max_delete_share=2), "max_delete_share", 2, "between 0 and 1"),
         (_with(colums={}), "colums", {}, "unknown attribute"),
@@ -216,3 +263,23 @@ def test_two_declarations_may_not_take_one_name():
         )
     assert caught.value.path == "daily_files[0].name"
     assert str(caught.value).startswith("defs/refunds/defs.yaml: daily_files[0].name")
+
+
+def test_the_booleans_a_filter_may_write_are_the_contracts():
+    """true/false (YAML's or as text), 1/0 and t/f: one value each, read as the column's."""
+    for value, read in [(True, True), ("false", False), ("T", True), (0, False), ("1", True)]:
+        spec = declare(_with(daily_files=[_file(where={"refundable": value})]))
+        assert spec.daily_files[0].where == (("refundable", (read,)),)
+
+
+def test_a_declared_column_may_take_any_name_but_the_pipelines_own_prefix():
+    """The machinery's working names, SQL's reserved words, mixed case and other scripts
+    are all column names a source can have."""
+    names = ["day", "instant", "paid", "file", "_row", "key", "column", "rows", "old__key"]
+    names += ["order", "select", "Group", "Größe", "名前", "count_all", "s_day", "bad"]
+    columns = {name: "integer" for name in names} | {"at": "timestamp"}
+    spec = declare({"table": "t", "primary_key": "key", "cursor": "at", "columns": columns})
+    assert spec.column_names == (*names, "at")
+    with pytest.raises(DeclarationError, match="CHANGE_ME") as caught:
+        declare({"table": "t", "primary_key": "key", "cursor": "CHANGE_ME", "columns": columns})
+    assert "dg scaffold defs pipeline_assets.IncrementalTable" in str(caught.value)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import tzinfo
 
+from . import working
 from .errors import DeclarationError
 from .spec_types import Column, DailyFiles, FileNames, Names, TableSpec, Totals
 from .times import UTC
@@ -49,16 +50,26 @@ OWN_TABLES = ("pipeline_watermark", "pipeline_watermark_history", "pipeline_batc
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a Dagster name that is also a SQL name
 _MAX_NAME = 48  # room for suffixes (_match_source, _refresh_sensor) within SQL's 63
 CURSOR_KINDS = ("timestamp", "date")
+TOTALS_OWN = ("day", "rows")  # a totals table's own columns (core/views.py)
 
 
 # --- reading a declaration ----------------------------------------------------------------
 
 
-def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
+def declare(attributes: Mapping, *, tz: tzinfo = UTC, where: str | None = None) -> TableSpec:
     """A :class:`TableSpec` from a declaration's attributes (as YAML gives them), or the
-    first :class:`DeclarationError` found, naming the attribute's path and value."""
+    first :class:`DeclarationError` found, naming the attribute's path and value (and
+    ``where``, the file it is declared in, which the spec keeps: ``declared_in``)."""
+    try:
+        return _declare(attributes, tz, where)
+    except DeclarationError as exc:
+        raise exc.located(where) if where else exc from None
+
+
+def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
     if not isinstance(attributes, Mapping):
         raise DeclarationError("attributes", attributes, "a declaration is a mapping")
+    _refuse_placeholders(attributes)
     known = {
         "table",
         "name",
@@ -105,6 +116,7 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
         reconcile_days=_days(attributes, "reconcile_days"),
         max_delete_share=_share(attributes, "max_delete_share"),
         attributes=json.loads(json.dumps(attributes, default=str)),
+        declared_in=where,
     )
     seen: dict[str, str] = {}
     for path, taken in spec.taken_names().items():
@@ -114,6 +126,50 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC) -> TableSpec:
             )
         seen[taken] = path
     return spec
+
+
+# What the scaffold writes where it could not tell (core/scaffold.py), and what to write.
+PLACEHOLDER = "CHANGE_ME"
+_FILL = {
+    "table": "the source table's name",
+    "primary_key": "the column, or the list of columns, whose values identify a row",
+    "cursor": "the column the app stamps on every change of a row (a timestamp or a date)",
+    "columns": "the source table's columns, each with its type (payment_id: integer)",
+}
+
+
+def _refuse_placeholders(attributes: Mapping) -> None:
+    """A placeholder left in a declaration fails first, as what it is: saying which, what
+    to write there, and how the scaffold fills it itself."""
+    for path, _ in _leaves(attributes, ""):
+        if path.rpartition(":")[2] != PLACEHOLDER:
+            continue
+        path = path.rpartition(":")[0]
+        top = path.split(".")[0].split("[")[0]
+        what = _FILL.get(top, "a value of the app's table")
+        raise DeclarationError(
+            path,
+            PLACEHOLDER,
+            f"a placeholder the scaffold left unfilled; replace it with {what}. The "
+            "scaffold fills it itself from the app's database when it can reach it: run "
+            "`dg scaffold defs pipeline_assets.IncrementalTable <folder>` again with "
+            "SOURCE_DATABASE_URL set to it (or --json-params '{\"source_url\": ...}')",
+        )
+
+
+def _leaves(value: object, path: str):
+    """``(path:text, value)`` of every text in a declaration, mapping keys included."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str):
+                yield f"{inner}:{key}", key
+            yield from _leaves(item, inner)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{i}]")
+    elif isinstance(value, str):
+        yield f"{path}:{value.strip()}", value
 
 
 def taken_names(attributes: Mapping) -> dict[str, str]:
@@ -194,6 +250,13 @@ def _columns(raw: object) -> tuple[Column, ...]:
         path = f"columns.{name}"
         if not isinstance(name, str) or not name.strip() or '"' in name:
             raise DeclarationError(path, name, "a column name (any text without a double quote)")
+        if working.is_working(name):
+            raise DeclarationError(
+                path,
+                name,
+                f"names starting with {working.PREFIX} are the pipeline's own working "
+                "columns; no declared column may use them",
+            )
         nullable = False
         if isinstance(kind, Mapping):
             extra = set(kind) - {"type", "nullable"}
@@ -335,6 +398,10 @@ def _where(
             if value is None:
                 parsed.append(None)
                 continue
+            if by_name[column].type.kind == "boolean" and not _boolean_word(value):
+                raise DeclarationError(
+                    path, value, "not a boolean: write true or false (or 1/0, t/f)"
+                )
             try:
                 parsed.append(by_name[column].type.parse(value, tz))
             except TypeValueError as exc:
@@ -343,6 +410,16 @@ def _where(
                 ) from None
         out.append((column, tuple(parsed)))
     return tuple(out)
+
+
+def _boolean_word(value: object) -> bool:
+    """Whether a filter value is one of the booleans a declaration may write: true/false
+    (YAML's own, or as text), 1/0 and t/f; a ``yes`` is refused, not guessed."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return value in (0, 1)
+    return isinstance(value, str) and value.strip().lower() in ("true", "false", "t", "f", "1", "0")
 
 
 def _totals(
@@ -372,6 +449,21 @@ def _totals(
                 f"{at}.sum",
                 column,
                 "is not one of the file's columns (the totals are read from the files)",
+            )
+        if column in TOTALS_OWN:
+            raise DeclarationError(
+                f"{at}.sum",
+                column,
+                f"the totals keep the names {' and '.join(TOTALS_OWN)} for the day and the row "
+                "count (their table's columns, their metadata), so they cannot sum a column "
+                "of that name",
+            )
+        if f"{column}_exact" in summed:
+            raise DeclarationError(
+                f"{at}.sum",
+                f"{column}_exact",
+                f"the totals' metadata names {column}'s exact sum {column}_exact, so they "
+                "cannot also sum a column of that name",
             )
     return Totals(raw["name"], tuple(summed))
 
