@@ -8,7 +8,7 @@ come from real in-process runs of ``orders`` on the same instance.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -48,7 +48,7 @@ def setup(tmp_path: Path):
     """Settings, definitions and the demo source, all under tmp_path (plain URLs, no EnvVar)."""
     (tmp_path / "data").mkdir()
     settings = from_env({"PIPELINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
-    source = make_engine(settings.source_url, role="source")
+    source = make_engine(settings.source_url, role="app")
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
     demo.init(source)
     yield settings, build_definitions(settings), source, warehouse
@@ -295,6 +295,37 @@ def test_refresh_requests_again_the_days_whose_rebuild_died(setup, instance, sta
     after = tick(defs, name, instance, busy.cursor)
     assert requested_days(after) == [("2026-01-25", "2026-01-25")]
     assert list(json.loads(after.cursor)["owed"]) == ["2026-01-25"]
+
+
+def test_a_requested_rebuild_whose_run_was_deleted_is_requested_again(setup, instance):
+    """A run deleted from the instance (by hand, or by a retention job) leaves its request
+    with no run at all: after the grace a run takes to appear the request is dropped, the
+    tick says so, and the days are requested again, so the file set's rebuilds go on."""
+    from pipeline_assets.core.sensing import GRACE_SECONDS
+
+    settings, defs, source, warehouse = setup
+    load(defs, instance)
+    clock = [datetime.now(timezone.utc)]
+    sensor_def = build_paid_orders_refresh_sensor(
+        settings, defs.resolve_job_def("daily_files_job"), clock=lambda: clock[0]
+    )
+    first = tick(defs, None, instance, sensor_def=sensor_def)
+    asked = requested_days(first)
+    queued = [refresh_run(defs, instance, r, "NOT_STARTED") for r in first.run_requests]
+    for run in queued:
+        instance.delete_run(run.run_id)
+    clock[0] += timedelta(seconds=GRACE_SECONDS / 2)
+    waiting = tick(defs, None, instance, first.cursor, sensor_def=sensor_def)
+    assert waiting.run_requests == [] and "its run is not created yet" in waiting.skip_message
+    clock[0] += timedelta(seconds=GRACE_SECONDS)
+    again = tick(defs, None, instance, waiting.cursor, sensor_def=sensor_def)
+    assert requested_days(again) == asked
+    assert not {r.run_key for r in again.run_requests} & {r.run_key for r in first.run_requests}
+    for request in again.run_requests:
+        refresh_run(defs, instance, request)
+    clock[0] += timedelta(seconds=1)
+    done = tick(defs, None, instance, again.cursor, sensor_def=sensor_def)
+    assert done.run_requests == [] and json.loads(done.cursor)["owed"] == {}
 
 
 def test_refresh_leaves_out_today_which_has_no_partition_yet(setup, instance):

@@ -345,6 +345,21 @@ def test_a_rebuild_failing_again_and_again_backs_off():
     assert done.cursor.owed == {} and done.cursor.failures == {}
 
 
+def test_a_request_nothing_is_known_of_is_asked_again_after_the_grace():
+    """The run of a request was deleted from the instance, or never appeared: the outcomes
+    hold nothing of it. It is waited for as long as a run takes to appear, then dropped
+    with a note on the tick and its days requested again under a new key, so that one
+    lost run never stops every later rebuild of the file set."""
+    cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
+    waiting = sensing.refresh_tick(cursor, [], {}, T0 + sensing.GRACE_SECONDS - 1)
+    assert waiting.requests == [] and waiting.cursor.pending == cursor.pending
+    lost = sensing.refresh_tick(cursor, [], {}, T0 + sensing.GRACE_SECONDS + 1)
+    [again] = lost.requests
+    assert ((again.first, again.last), again.key != R1[0]) == (("2026-01-24", "2026-01-25"), True)
+    assert lost.cursor.pending == (again,) and lost.cursor.owed == cursor.owed
+    assert any(f"no run appeared within {sensing.GRACE_SECONDS + 1:.0f} s" in n for n in lost.notes)
+
+
 def test_load_run_keys_never_repeat_along_a_cursor():
     """The same observation requested again, or seen again later, gets a new key: Dagster
     launches a key once, so a repeated key would be a request that never runs."""
@@ -679,20 +694,31 @@ def test_a_version_1_cursor_reads_as_settled(engines):
 
 
 def test_a_missing_sqlite_database_is_reported_not_created(tmp_path):
-    source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="source")
+    url = f"sqlite:///{tmp_path / 'app.db'}"
     warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
+    with pytest.raises(DatabaseError, match="pipeline-assets demo init") as refused:
+        make_engine(url, role="source")
+    assert f"the source database {tmp_path / 'app.db'} does not exist" in str(refused.value)
+    assert not (tmp_path / "app.db").exists()
+    app = make_engine(url, role="app")
+    demo.init(app)  # the app makes its database; then the pipeline reads it
+    source = make_engine(url, role="source")
+    with source.begin() as conn:  # an empty database: the app's table is not there yet
+        conn.exec_driver_sql("ALTER TABLE orders RENAME TO orders_later")
     with pytest.raises(DatabaseError, match="pipeline-assets demo init"):
         sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None)
-    demo.init(source)
+    with source.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE orders_later RENAME TO orders")
     assert sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None).run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    app.dispose()
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("updated_type", ["TIMESTAMPTZ", "TIMESTAMP", "DATE", "TEXT"])
 def test_the_observation_on_native_postgres_columns(postgres, updated_type):
     """The same question in the column's own type: an index range, and a fingerprint."""
-    source = make_engine(postgres.url("source"), role="source")
+    source = make_engine(postgres.url("source"), role="app")
     with source.begin() as conn:
         conn.exec_driver_sql(
             f"CREATE TABLE orders (order_id BIGINT PRIMARY KEY, status TEXT, "

@@ -19,7 +19,7 @@ from datetime import date
 
 from ..days import days_between, runs
 from ..times import parse_day
-from .outcomes import Outcome, retry_delay
+from .outcomes import Outcome, request_outcome, retry_delay
 
 REFRESH_CURSOR_VERSION = 2
 
@@ -185,8 +185,12 @@ def refresh_tick(
     in another shape, looked up because ``declaration`` differs from the cursor's): those
     days are owed, once; the cursor then keeps ``declaration``.
 
-    ``outcomes`` holds what became of each pending request (by run key). A request whose
-    run succeeded pays the days it covers — unless a later load touched one of them
+    ``outcomes`` holds what became of each pending request (by run key); a request it
+    has nothing on is taken as one whose run never appeared (:func:`.request_outcome` of
+    no run): pending for :data:`.outcomes.GRACE_SECONDS`, then lost, dropped with a note,
+    and its days requested again, so a run deleted from the instance, or one that never
+    appeared, never stops the file set's rebuilds. A request whose run succeeded pays the
+    days it covers — unless a later load touched one of them
     again meanwhile: that day stays owed. A request whose run failed or was canceled is
     dropped, so its days are requested again (new key). While any request is still
     busy nothing is requested: the owed days go in the next round, once every request
@@ -211,8 +215,12 @@ def refresh_tick(
     failures = dict(cursor.failures)
     pending, notes = [], []
     for request in cursor.pending:
-        outcome = outcomes.get(request.key)
-        if outcome is None or outcome.busy:
+        # a request nothing is known of reads as one with no run: waited for during the
+        # grace a run takes to appear, then lost, and its days asked for again
+        outcome = outcomes.get(request.key) or request_outcome(
+            (), requested_at=request.requested_at, now=now
+        )
+        if outcome.busy:
             pending.append(request)
             continue
         span = (
