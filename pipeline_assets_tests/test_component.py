@@ -62,6 +62,49 @@ def test_a_draft_declaration_is_read_from_the_source(tmp_path):
         assert missing["primary_key"] == missing["cursor"] == CHANGE_ME
 
 
+def test_the_draft_proposes_a_type_for_text_whose_values_all_read_as_one(tmp_path):
+    """SQLite keeps money, days and stamps as text: the draft looks at their values and
+    proposes what every one of them reads as, saying why on the column's line; text that
+    does not (a code with a leading letter, a mix) stays text, without a word."""
+    from pipeline_assets.core.scaffold import draft_declaration, render
+
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount TEXT, whole TEXT, due TEXT, "
+            "at TEXT, code TEXT, updated_at TEXT NOT NULL)"
+        )
+        conn.executemany(
+            "INSERT INTO invoices VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (1, "12.50", "12", "2026-01-05", "2026-01-05 10:00", "A1", "2026-01-05"),
+                (2, "-4761.4", "7", "2026-02-28", "2026-01-05T10:00:00+01:00", "7", "2026-01-06"),
+                (3, None, "3", None, "2026-01-05T10:00:00Z", "B", "2026-01-07"),
+            ],
+        )
+    draft = draft_declaration(f"sqlite:///{path}", "invoices")
+    columns = draft.attributes["columns"]
+    assert (columns["amount"], columns["whole"], columns["code"]) == (
+        {"type": "decimal(18,2)", "nullable": True},
+        {"type": "text", "nullable": True},  # whole numbers as text: codes, zip codes
+        {"type": "text", "nullable": True},
+    )
+    assert (columns["due"]["type"], columns["at"]["type"], columns["updated_at"]) == (
+        "date",
+        "timestamp",
+        "date",  # the change stamp, a date in every row: the cursor
+    )
+    assert draft.attributes["cursor"] == "updated_at"
+    assert sorted(draft.notes) == ["amount", "at", "due", "updated_at"]
+    assert "exact decimals with up to 2 place(s)" in draft.notes["amount"]
+    text = render(draft, "pipeline_assets.IncrementalTable")
+    assert "  amount:  # text in the source; the 2 value(s) sampled are all exact" in text
+    assert yaml.safe_load(text)["attributes"] == draft.attributes
+    assert not (tmp_path / "elsewhere.db").exists()
+    assert draft_declaration(f"sqlite:///{tmp_path / 'elsewhere.db'}", "t").notes == {}
+    assert not (tmp_path / "elsewhere.db").exists()  # never created by looking
+
+
 def test_any_declared_table_builds_its_pipeline():
     """What this release refused before (the orders shape only) builds now, under its own
     names, from the component as from Python."""

@@ -28,6 +28,15 @@ DAILY_FILES = ("paid_orders", "daily_revenue")  # ORDERS' daily assets, as rebui
 DEMO_INIT = "pipeline-assets demo init"
 
 
+def verify_command(module: str | None = None, *, require_all: bool = True) -> str:
+    """``pipeline-assets verify`` of the code location ``module``: what a user without the
+    daemon runs after a load, whose rebuilds (``--require-all``) it prints."""
+    parts = ["pipeline-assets", "verify"]
+    if module is not None and module != DEFINITIONS_MODULE:
+        parts += ["-m", module]
+    return shlex.join(parts + (["--require-all"] if require_all else []))
+
+
 def materialize(
     select: Sequence[str],
     *,

@@ -23,10 +23,11 @@ from datetime import date, datetime, timedelta, tzinfo
 from sqlalchemy.engine import Engine
 
 from . import watermark as wm
+from .commands import verify_command
 from .days import days_between, runs
 from .db import dialect_of, guard, has_table
 from .evolve import Gap, days_to_fill, open_gaps
-from .source import quote
+from .source import quote, through_sqlalchemy
 from .spec import ORDERS, TableSpec
 from .times import UTC, day_start, from_canonical, parse_day
 from .verify import DayCounts, Repairs, compare_days, differing_days
@@ -238,7 +239,8 @@ def _differing(
             f"{len(bad)} day(s) differ between source and warehouse: {', '.join(bad)}."
             f"{why} Repair: "
             + "; ".join(repair)
-            + " (the refresh sensor then rebuilds their files)."
+            + " (the refresh sensor then rebuilds their files; without the daemon, "
+            f"`{verify_command(repairs.module)}` afterwards prints those rebuilds)."
         ),
     )
 
@@ -251,7 +253,7 @@ def newest_row(warehouse: Engine, spec: TableSpec = ORDERS, *, tz: tzinfo = UTC)
     dialect = dialect_of(warehouse)
     sql = f"SELECT max({quote(spec.cursor, dialect)}) FROM {quote(spec.name, dialect)}"
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"), warehouse.connect() as conn:
-        newest = conn.exec_driver_sql(sql).scalar()
+        newest = conn.exec_driver_sql(through_sqlalchemy(sql, dialect)).scalar()
     if not newest:
         return None
     if spec.column(spec.cursor).type.kind == "date":
