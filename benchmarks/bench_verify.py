@@ -71,7 +71,7 @@ from common import (  # noqa: E402
     postgres_url,
 )
 
-from pipeline_assets.core import demo  # noqa: E402
+from pipeline_assets.core import demo, working  # noqa: E402
 from pipeline_assets.core import horizon as horizon_module  # noqa: E402
 from pipeline_assets.core.columnar import day_text  # noqa: E402
 from pipeline_assets.core.daily_files import write_day_files  # noqa: E402
@@ -296,10 +296,10 @@ def add_deleted_before(source, warehouse, tz, days, *, spec=ORDERS) -> None:
     for table in warehouse_rows(warehouse, tz, spans, ordered=True):
         gone = table.filter(pc.is_in(table["order_id"], value_set=lost))
         add_days(digests, gone)
-        for number in pc.unique(gone["day"]).to_pylist():
+        for number in pc.unique(gone[working.DAY]).to_pylist():
             ids = shown.setdefault(number, [])
             if len(ids) < DELETED_IDS_SHOWN:
-                on_day = gone.filter(pc.equal(gone["day"], number))["order_id"]
+                on_day = gone.filter(pc.equal(gone[working.DAY], number))["order_id"]
                 ids.extend(on_day.slice(0, DELETED_IDS_SHOWN - len(ids)).to_pylist())
     for number, digest in digests.items():
         counts = days.get(day_text(number))

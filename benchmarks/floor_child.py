@@ -40,6 +40,7 @@ import pyarrow.csv as pacsv  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from sqlalchemy.schema import CreateIndex, CreateTable  # noqa: E402
 
+from pipeline_assets.core import working  # noqa: E402
 from pipeline_assets.core.db import make_engine  # noqa: E402
 from pipeline_assets.core.schema import warehouse_table  # noqa: E402
 from pipeline_assets.core.source import inspect_source  # noqa: E402
@@ -65,8 +66,8 @@ def read(url: str, spec) -> tuple[float, pa.Table]:
         cur.close()
     finally:
         conn.close()
-    for column in spec.columns:  # SQLite: ifnull(…, '') and a flag column per nullable one
-        flag = f"{column.name} is null"
+    for i, column in enumerate(spec.columns):  # SQLite: ifnull(…, '') and a flag per nullable
+        flag = f"{working.NULL_FLAG}{i}"
         if flag in table.column_names:
             values = table[column.name]
             folded = pc.if_else(pc.equal(table[flag], 1), pa.scalar(None, values.type), values)
