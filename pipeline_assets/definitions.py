@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dagster import AssetSelection, Definitions, EnvVar, define_asset_job
+from dagster import AssetSelection, Definitions, EnvVar, define_asset_job, in_process_executor
 
 from . import settings as settings_module
 from .assets import Clock, TableResources, TableSettings, build_table_asset
@@ -161,8 +161,11 @@ _EXECUTORS: dict[tuple[str, str], Callable] = {}
 
 
 def _executor(settings: Settings):
-    """None (Dagster's default), or the Celery executor: one object per broker and backend
-    in this process, so the Definitions of several declarations merge."""
+    """None (Dagster's default: a process per step), Dagster's in-process executor (every
+    step in the run's own process), or the Celery executor: one object per broker and
+    backend in this process, so the Definitions of several declarations merge."""
+    if settings.executor == "in_process":
+        return in_process_executor
     if settings.executor != "celery":
         return None
     try:

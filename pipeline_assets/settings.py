@@ -26,7 +26,7 @@ DEFAULTS = {
 }
 # default: Dagster's own (each step a process of the run's machine); celery: each step a
 # task on the Celery broker, run by the workers of deploy/celery-worker.sh
-EXECUTORS = ("default", "celery")
+EXECUTORS = ("default", "in_process", "celery")
 
 
 @dataclass(frozen=True)

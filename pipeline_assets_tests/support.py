@@ -66,12 +66,20 @@ SETTINGS = (
 )
 
 
+# The runs a test starts with the real `dagster` CLI execute their steps in the run's own
+# process (PIPELINE_EXECUTOR=in_process): two seconds less a run, the same code in it. The
+# default executor's process per step is what `dagster dev`, the deployment and the
+# kill tests of those run with (devserver.py, test_deploy.py, test_heal_after_kill.py),
+# and the README's path as a user types it (test_readme.py).
+RUNS_IN_PROCESS = {"PIPELINE_EXECUTOR": "in_process"}
+
+
 def user_environment(*, data: Path, home: Path) -> dict[str, str]:
     """The caller's environment without the pipeline's settings, with ``data`` as
-    PIPELINE_DATA_DIR and ``home`` (made here) as DAGSTER_HOME."""
+    PIPELINE_DATA_DIR and ``home`` (made here) as DAGSTER_HOME; runs in process."""
     home.mkdir(exist_ok=True)
     env = {key: value for key, value in os.environ.items() if not key.startswith(SETTINGS)}
-    return env | {"PIPELINE_DATA_DIR": str(data), "DAGSTER_HOME": str(home)}
+    return env | {"PIPELINE_DATA_DIR": str(data), "DAGSTER_HOME": str(home), **RUNS_IN_PROCESS}
 
 
 def dg_project(root: Path, tables: dict[str, dict], package: str | None = None) -> str:

@@ -1,10 +1,11 @@
 """Crashes at every step of the load, and concurrent runs, with real processes.
 
-A load killed with SIGKILL at any named point (a real `dagster asset materialize`),
-then rerun, must leave the warehouse equal to the source, each batch once in the
-ledger, and the watermark at the newest row loaded. Two loads at once must not lose a
-watermark advance or apply a batch twice; two overlapping range backfills must leave
-files and manifests that agree.
+A load killed with SIGKILL at any named point (a process of its own running the load,
+:mod:`.killed`; the Dagster run around it is killed through the real CLI in
+test_dagster_cli.py), then rerun, must leave the warehouse equal to the source, each
+batch once in the ledger, and the watermark at the newest row loaded. Two loads at once
+must not lose a watermark advance or apply a batch twice; two overlapping range
+backfills must leave files and manifests that agree.
 
 The oracle is the test's own: both databases are read with the plain driver
 (:mod:`.plain`), and a source row becomes the row the warehouse must hold by the rules
@@ -37,9 +38,10 @@ from pipeline_assets.core.times import UTC, to_instant
 
 from . import plain
 from .conftest import NOW
+from .killed import run as killed_run
 from .model import canonical, instant_of
 from .plain import source_rows, warehouse_rows
-from .support import database_urls
+from .support import RUNS_IN_PROCESS, database_urls
 
 BIN = Path(sys.executable).parent
 LOAD_POINTS = [
@@ -91,21 +93,11 @@ def env_for(tmp_path):
             "PIPELINE_DATA_DIR": str(tmp_path / "data"),
             "SOURCE_DATABASE_URL": urls["source"],
             "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+            **RUNS_IN_PROCESS,
             **extra,
         }
 
     return make
-
-
-def materialize(env, cwd, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-m", "pipeline_assets.definitions", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_every_load_crash_point_is_killed_for_real():
@@ -149,24 +141,19 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
     before = warehouse_rows(db_urls["warehouse"])
     assert len(before) == 6
-    args = ["--select", "orders"]
+    args = ["load", db_urls["source"], db_urls["warehouse"]]
     if "delete" in point:
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)  # the story, in
         with source.begin() as conn:
             conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 103")
         before = warehouse_rows(db_urls["warehouse"])
-        args += [
-            "--config-json",
-            json.dumps(
-                {"ops": {"orders": {"config": {"start": "2026-01-01", "end": "2026-02-01"}}}}
-            ),
-        ]
+        args += ["2026-01-01", "2026-02-01"]  # a range load: only one deletes
 
-    killed = materialize(env_for(db_urls, PIPELINE_CRASH_AT=point), tmp_path, *args)
-    assert killed.returncode != 0
+    killed = killed_run(*args, env=env_for(db_urls, PIPELINE_CRASH_AT=point))
+    assert killed.returncode == -9, killed.stderr[-2000:]  # SIGKILL, at the point
     if "delete" in point:  # the transaction died: 103 is still there, nothing else moved
         assert warehouse_rows(db_urls["warehouse"]) == before and 103 in [r[0] for r in before]
-        rerun = materialize(env_for(db_urls), tmp_path, *args)
+        rerun = killed_run(*args, env=env_for(db_urls))
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         # 103 deleted, once
         assert warehouse_rows(db_urls["warehouse"]) == source_rows(db_urls["source"], UTC)
@@ -181,7 +168,7 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
         assert warehouse_rows(db_urls["warehouse"]) == before
         assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
 
-    rerun = materialize(env_for(db_urls), tmp_path, "--select", "orders")
+    rerun = killed_run(*args, env=env_for(db_urls))
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     # the first load, the killed one if it committed, and the rerun (a new window after a
     # committed kill: recorded, with nothing to write)

@@ -32,8 +32,9 @@ from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
 
 from .conftest import NOW
+from .killed import run as killed_run
 from .stores import all_files, temp_files
-from .support import database_urls
+from .support import RUNS_IN_PROCESS, database_urls
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -48,6 +49,7 @@ def _workdir(tmp_path: Path, db_urls: dict, paid_orders_url: str | None = None):
         "PIPELINE_DATA_DIR": str(tmp_path / "data"),
         "SOURCE_DATABASE_URL": db_urls["source"],
         "WAREHOUSE_DATABASE_URL": db_urls["warehouse"],
+        **RUNS_IN_PROCESS,
     }
     for key in (
         "PIPELINE_CRASH_AT",
@@ -227,8 +229,31 @@ def test_every_file_crash_point_is_killed_for_real():
     assert set(KILLED_AT) == {p for p in POINTS if not p.startswith("load_")}
 
 
-@pytest.mark.parametrize("point", sorted(KILLED_AT))
-def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(file_store_workdir, point):
+# The point killed in a real `dagster asset materialize` run (the IO manager's own write);
+# every point, that one too, is killed in a process that runs the writer alone (.killed)
+THROUGH_DAGSTER = "files_before_manifest"
+
+
+def write_range(env: dict, folder, point: str | None, via_dagster: bool, run_id: str):
+    """The range's write of DAYS: a Dagster run of paid_orders, or the writer alone in a
+    process of its own; killed at ``point`` (None: runs through)."""
+    if point is not None:
+        env = {**env, "PIPELINE_CRASH_AT": point}
+    if via_dagster:
+        return dagster(env, env["PIPELINE_DATA_DIR"], *RANGE_ARGS)
+    return killed_run(
+        "files", env["WAREHOUSE_DATABASE_URL"], str(folder), DAYS[0], DAYS[-1], run_id, env=env
+    )
+
+
+@pytest.mark.parametrize(
+    "point, via_dagster",
+    [(point, False) for point in sorted(KILLED_AT)] + [(THROUGH_DAGSTER, True)],
+    ids=[*sorted(KILLED_AT), f"{THROUGH_DAGSTER}-through-dagster"],
+)
+def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(
+    file_store_workdir, point, via_dagster
+):
     """SIGKILL at each crash point of the file write, on local disk and on the bucket."""
     tmp_path, env, source, warehouse, folder = file_store_workdir
     load_and_build(source, warehouse, folder, "setup")  # committed once
@@ -236,7 +261,7 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(file_stor
     demo.set_order(source, 187, status="paid", amount="1.00", updated_at="2026-01-23", tz=UTC)
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
 
-    killed = dagster({**env, "PIPELINE_CRASH_AT": point}, tmp_path, *RANGE_ARGS)
+    killed = write_range(env, folder, point, via_dagster, "killed")
     assert killed.returncode != 0
     for path in folder.glob("2026-*.json"):
         json.loads(path.read_bytes())  # every day file parses: old or new, never half
@@ -271,7 +296,7 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(file_stor
         assert report.exit_code == 1
         assert report.failing_days == ["2026-01-21", "2026-01-23"]
 
-    rerun = dagster(env, tmp_path, *RANGE_ARGS)
+    rerun = write_range(env, folder, None, via_dagster, "rerun")
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert temp_files(folder) == []  # ...and the rerun cleared it
     assert all(s.committed for s in describe_days(str(folder), DAYS))

@@ -23,6 +23,7 @@ from pipeline_assets.core.load import load_orders
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
+from .support import RUNS_IN_PROCESS
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -40,6 +41,7 @@ def dg(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
         "PIPELINE_DATA_DIR": str(tmp_path / "data"),
         "VIRTUAL_ENV": str(BIN.parent),
         "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        **RUNS_IN_PROCESS,
     }
     (tmp_path / "home").mkdir(exist_ok=True)
     (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")

@@ -51,6 +51,7 @@ from pipeline_assets.core.verify.compare import compare_days, compare_orders, di
 from . import plain
 from .conftest import NOW
 from .model import Model, Version, day_file_bytes, instant_of
+from .support import RUNS_IN_PROCESS
 from .worlds import Pipeline
 
 BIN = Path(sys.executable).parent
@@ -779,7 +780,12 @@ def test_running_the_printed_repair_commands_makes_verify_agree(pipeline, cli, t
     ]
 
     (tmp_path / "home").mkdir()
-    env = {**os.environ, **pipeline.env(), "DAGSTER_HOME": str(tmp_path / "home")}
+    env = {
+        **os.environ,
+        **pipeline.env(),
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        **RUNS_IN_PROCESS,
+    }
     for key in (
         "PIPELINE_CRASH_AT",
         "PIPELINE_CRASH_MODE",

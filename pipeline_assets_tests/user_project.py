@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from .support import RUNS_IN_PROCESS
+
 BIN = Path(sys.executable).parent
 
 
@@ -81,5 +83,6 @@ def environment(root: Path, **settings: str) -> dict[str, str]:
         "VIRTUAL_ENV": str(BIN.parent),
         "PATH": f"{BIN}{os.pathsep}{base.get('PATH', '')}",
         "PYTHONPATH": str(root),
+        **RUNS_IN_PROCESS,
         **settings,
     }

@@ -1,0 +1,77 @@
+"""A step of the pipeline in a process of its own, to be killed for real at a crash point.
+
+    python pipeline_assets_tests/killed.py load SOURCE_URL WAREHOUSE_URL [START END]
+    python pipeline_assets_tests/killed.py files WAREHOUSE_URL FOLDER FIRST LAST RUN_ID
+
+``load`` does what the ``orders`` asset does (``load_orders``, a range when ``START`` and
+``END`` are given); ``files`` what ``paid_orders`` and its IO manager do for days
+``FIRST``…``LAST`` (the warehouse's paid orders, written with ``write_day_files`` under
+``RUN_ID``; ``FOLDER`` a path or a bucket URL). With ``PIPELINE_CRASH_AT`` naming a point,
+``core/crash.py`` kills the process there with SIGKILL, as a killed pod dies.
+
+Through the core, without Dagster: the process starts in half a second where a ``dagster
+asset materialize`` costs five, and a SIGKILL at a crash point lands in the same code
+either way. What a Dagster run adds around these calls (its step process, its events, the
+rerun of a killed run) is killed through the real CLI in ``test_dagster_cli.py`` and
+under ``dagster dev`` in ``test_heal_after_kill.py``. :func:`run` starts it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+NOW = datetime(2026, 1, 27, 6, 0, tzinfo=timezone.utc)  # conftest.NOW: the tests' clock
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """This module in a new process, with ``env`` (``PIPELINE_CRASH_AT`` to kill it)."""
+    return subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def main(argv: list[str]) -> int:
+    from pipeline_assets.core import watermark as wm
+    from pipeline_assets.core.daily_files import write_day_files
+    from pipeline_assets.core.days import days_between
+    from pipeline_assets.core.db import make_engine
+    from pipeline_assets.core.load import load_orders
+    from pipeline_assets.core.paid import paid_orders_by_day
+    from pipeline_assets.core.times import UTC, parse_day, to_instant
+
+    kind, *rest = argv
+    if kind == "load":
+        source, warehouse, *bounds = rest
+        span = dict(zip(("start", "end"), (to_instant(b, UTC) for b in bounds), strict=False))
+        load_orders(
+            make_engine(source, role="source"),
+            make_engine(warehouse, role="warehouse"),
+            tz=UTC,
+            lookback_days=2,
+            now=NOW,
+            **span,
+        )
+        return 0
+    warehouse_url, folder, first, last, run_id = rest
+    warehouse = make_engine(warehouse_url, role="warehouse")
+    days = days_between(parse_day(first), parse_day(last))
+    write_day_files(
+        folder,
+        paid_orders_by_day(warehouse, days, UTC),
+        run_id=run_id,
+        written_at=NOW,
+        watermark=wm.current(warehouse),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.exit(main(sys.argv[1:]))
