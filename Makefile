@@ -28,10 +28,12 @@ dev: install $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/pipeline-assets demo init --if-missing
 	$(BIN)/dagster dev -h 127.0.0.1 -p $(PORT)
 
-# Two workers (TEST_WORKERS=…): most of the suite's time is spent waiting on the real
-# dagster CLI and dagster dev in subprocesses, which two cores run side by side. The
-# dagster dev tests form one group (xdist_group "devserver"), run one at a time.
-TEST_WORKERS ?= 2
+# Three workers (TEST_WORKERS=…) on two cores: most of the suite's time is spent waiting
+# on the real dagster CLI and dagster dev in subprocesses. The tests that start a whole
+# stack (dagster dev, a deployment, the soak) form two groups (xdist_group "stack-1" and
+# "stack-2"), each run one test at a time on a worker of its own: never more than two
+# stacks at once, and the third worker runs everything else beside them.
+TEST_WORKERS ?= 3
 test: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 

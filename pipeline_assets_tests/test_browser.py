@@ -56,7 +56,7 @@ from .devserver import (
 )
 from .support import free_port, unavailable
 
-pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.xdist_group("devserver")]
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.xdist_group("stack-2")]
 
 # Debian's packages, found on PATH (never a downloaded browser)
 CHROMIUM = shutil.which("chromium")

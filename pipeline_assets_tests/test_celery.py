@@ -209,7 +209,7 @@ def _paid_by_day(source: sa.Engine) -> dict[str, list[int]]:
 
 @pytest.mark.e2e
 @pytest.mark.celery
-@pytest.mark.xdist_group("devserver")
+@pytest.mark.xdist_group("stack-2")
 def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_back(tmp_path):
     redis = RedisServer(tmp_path / "redis", SECRET)
     host_port = f"127.0.0.1:{redis.port}"

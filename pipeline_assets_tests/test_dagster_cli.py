@@ -133,7 +133,8 @@ def test_a_run_killed_after_its_commit_is_rerun_without_doubles(workdir):
     demo.set_order(source, 105, status="paid", amount="22.00", updated_at="2026-01-25", tz=UTC)
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
 
-    crash_env = {**env, "PIPELINE_CRASH_AT": "load_after_commit"}
+    # the default executor: the step in a process of its own, which the kill takes
+    crash_env = {**env, "PIPELINE_CRASH_AT": "load_after_commit", "PIPELINE_EXECUTOR": "default"}
     killed = subprocess.run(
         [
             str(BIN / "dagster"),

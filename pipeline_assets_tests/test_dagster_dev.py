@@ -43,7 +43,7 @@ from .devserver import (
     start_dagster_dev,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("devserver")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("stack-1")]
 FIRST_LOAD_DAYS = [
     "2026-01-03",
     "2026-01-08",

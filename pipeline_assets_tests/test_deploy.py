@@ -71,7 +71,7 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.postgres,
     pytest.mark.s3,
-    pytest.mark.xdist_group("devserver"),
+    pytest.mark.xdist_group("stack-1"),
 ]
 JANUARY = [(date(2026, 1, 1) + timedelta(days=n)).isoformat() for n in range(31)]
 # the source: orders 105 (paid on the 20th) and 106 (paid on the 21st), so the first load

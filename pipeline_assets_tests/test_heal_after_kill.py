@@ -47,7 +47,7 @@ from .processes import LIVE, kill, pick, workers
 from .stores import all_files
 from .support import database_urls
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("devserver")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("stack-2")]
 UTC = timezone.utc
 SEED = int(os.environ.get("PIPELINE_HEAL_SEED", "1"))
 WRITE_SECONDS = float(os.environ.get("PIPELINE_HEAL_WRITE_SECONDS", "40"))

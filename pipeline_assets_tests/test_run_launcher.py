@@ -29,7 +29,7 @@ from pipeline_assets.run_launcher import WatchedRunLauncher
 
 from .devserver import BIN, ROOT, location_loaded, start_deployment, stop_deployment
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("devserver")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("stack-1")]
 
 # a job whose one step says it started, then waits while the hold file exists
 HELD_LOCATION = """

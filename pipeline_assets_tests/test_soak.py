@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.s3,
     pytest.mark.celery,
     # a code server, a webserver, a daemon and two workers: one such stack at a time
-    pytest.mark.xdist_group("devserver"),
+    pytest.mark.xdist_group("stack-1"),
 ]
 
 
