@@ -43,9 +43,11 @@ check: lint
 	$(BIN)/python -m pytest -q -m "not postgres and not mysql and not e2e and not browser and not s3 and not celery"
 
 # `ruff format` writes the layout (`make format`); the check refuses code not in it.
+# `lint-imports` checks the layers (pyproject.toml's import-linter contracts).
 lint: install
 	$(BIN)/ruff check pipeline_assets pipeline_assets_tests benchmarks
 	$(BIN)/ruff format --check pipeline_assets pipeline_assets_tests benchmarks
+	$(BIN)/lint-imports
 
 format: install
 	$(BIN)/ruff format pipeline_assets pipeline_assets_tests benchmarks

@@ -56,20 +56,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import workdir_for  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
-from pipeline_assets.core.daily_files import (  # noqa: E402
+from pipeline_assets.core.daily_files import (
     open_store,
     read_committed_days,
     serialize_day,
     write_day_files,
 )
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day, store_daily_revenue
+from pipeline_assets.core.daily_files.views import day_totals
 from pipeline_assets.core.days import days_between  # noqa: E402
-from pipeline_assets.core.db import make_engine  # noqa: E402
-from pipeline_assets.core.load import load_orders  # noqa: E402
-from pipeline_assets.core.paid import (  # noqa: E402
-    day_totals,
-    paid_orders_by_day,
-    store_daily_revenue,
-)
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC  # noqa: E402
 
 FIRST_DAY = date(2025, 1, 1)  # a past year, so every daily partition of the range exists

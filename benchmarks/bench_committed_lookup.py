@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline_assets.core.daily_files import (  # noqa: E402
+from pipeline_assets.core.daily_files import (
     MANIFEST_RE,
     read_committed_day,
     rebuild_pointers,

@@ -40,8 +40,8 @@ from common import (  # noqa: E402
     postgres_url,
 )
 
-import pipeline_assets.core.load as load_module  # noqa: E402
-from pipeline_assets.core.db import make_engine  # noqa: E402
+import pipeline_assets.core.load.batch as load_module  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)

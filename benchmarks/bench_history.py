@@ -31,7 +31,7 @@ Then, on both, in ``--runs`` rounds (the side that goes first alternates), each 
 5. ``pipeline-assets watermark history`` (the newest changes; ``--all`` lists them all).
 
 Each line: the median seconds of both and their ratio, old / fresh (target ≤ 1.10×).
-``--quick`` (the smoke run): 20,000 orders over 30 days, 2,000 batches, 500 manifests,
+``--quick`` (the smoke run): 5,000 orders over 10 days, 300 batches, 100 manifests,
 one round. Nothing is written in the checkout.
 """
 
@@ -63,15 +63,11 @@ from common import (  # noqa: E402
 )
 
 from pipeline_assets.core import demo  # noqa: E402
-from pipeline_assets.core.db import (  # noqa: E402
-    batches,
-    make_engine,
-    prepare_warehouse,
-    watermark_history,
-)
-from pipeline_assets.core.declaration import fingerprint  # noqa: E402
-from pipeline_assets.core.spec import ORDERS  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.state import batches, prepare_warehouse, watermark_history
+from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.times import canonical  # noqa: E402
+from pipeline_assets.core.warehouse.declaration import fingerprint
 
 UTC = timezone.utc
 CHANGED = 1_000
@@ -385,10 +381,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.orders, args.batches, args.manifests, args.days, args.runs = (
-            20_000,
-            2_000,
-            500,
-            30,
+            5_000,
+            300,
+            100,
+            10,
             1,
         )
     folder = workdir_for(args, "bench_history_")

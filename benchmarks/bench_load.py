@@ -61,8 +61,10 @@ from common import (  # noqa: E402
 from memory import memory_kib  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
-from pipeline_assets.core.db import make_engine, orders, redact  # noqa: E402
-from pipeline_assets.core.load import load_orders  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine  # noqa: E402
+from pipeline_assets.core.db.schema import ORDERS_TABLE as orders  # noqa: E402
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.secrets import redact
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)  # after every generated order; fixed, never the clock

@@ -53,8 +53,8 @@ from common import (  # noqa: E402
     workdir_for,
 )
 
-from pipeline_assets.core.db import make_engine  # noqa: E402
-from pipeline_assets.core.load import load_orders  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)

@@ -52,10 +52,11 @@ from common import (  # noqa: E402
     workdir_for,
 )
 
-from pipeline_assets.core.db import make_engine, redact  # noqa: E402
-from pipeline_assets.core.horizon import reconcile_horizon  # noqa: E402
-from pipeline_assets.core.load import load_orders  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.secrets import redact
 from pipeline_assets.core.times import UTC  # noqa: E402
+from pipeline_assets.core.verify.horizon import reconcile_horizon
 
 CHANGED = 1_000
 NOW = datetime(2027, 2, 1, tzinfo=UTC)  # after every generated order

@@ -46,9 +46,9 @@ import sqlalchemy as sa  # noqa: E402
 from bench_tables import build_payments  # noqa: E402
 from common import add_postgres_options, backend_for, postgres_url, workdir_for  # noqa: E402
 
-from pipeline_assets.core.db import make_engine  # noqa: E402
-from pipeline_assets.core.load import load_table  # noqa: E402
-from pipeline_assets.core.spec import declare  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 from pipeline_assets_tests.tables import PAYMENTS, PAYMENTS_ATTRIBUTES  # noqa: E402
 

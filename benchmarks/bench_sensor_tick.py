@@ -36,10 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa  # noqa: E402
 
 from pipeline_assets.core import demo, sensing  # noqa: E402
-from pipeline_assets.core import watermark as wm  # noqa: E402
-from pipeline_assets.core.db import make_engine, prepare_warehouse  # noqa: E402
-from pipeline_assets.core.source import inspect_source  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.state import prepare_warehouse
+from pipeline_assets.core.source.scan import inspect_source
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
+from pipeline_assets.core.warehouse import watermark as wm
 
 RECENT = 2_000
 LOOKBACK_DAYS = 2

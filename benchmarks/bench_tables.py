@@ -42,9 +42,9 @@ one run.
    Needs the ``bench`` extra; without dlt this part says so and is skipped.
 
 ``--postgres ADMIN_URL``: sources and warehouses on that server (throw-away databases,
-dropped at the end). ``--quick`` (the smoke test): 100,000 rows, one round; part 1 runs
+dropped at the end). ``--quick`` (the smoke test): 20,000 rows, one round; part 1 runs
 only the first load through the CLI (the first run also makes the Dagster instance's
-storage) and nothing in process, part 2 only at 100,000, part 3 once. Nothing is written
+storage) and nothing in process, part 2 only at 20,000, part 3 once. Nothing is written
 in the checkout.
 """
 
@@ -78,7 +78,7 @@ from common import (  # noqa: E402
 )
 from sqlalchemy import make_url  # noqa: E402
 
-from pipeline_assets.core.db import make_engine  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets_tests.tables import PAYMENTS_DDL  # noqa: E402
 
 REPO = HERE.parent
@@ -730,7 +730,7 @@ def main(argv=None) -> int:
     )
     add_postgres_options(parser, "sources and warehouses")
     parser.add_argument(
-        "--quick", action="store_true", help="100,000 rows, one round, the first load only"
+        "--quick", action="store_true", help="20,000 rows, one round, the first load only"
     )
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
@@ -741,7 +741,7 @@ def main(argv=None) -> int:
             f"--only: unknown part(s) {', '.join(unknown)}; known: {', '.join(PART_NAMES)}"
         )
     if args.quick:
-        args.rows, args.runs = 100_000, 1
+        args.rows, args.runs = 20_000, 1
     folder = workdir_for(args, "bench_tables_")
     started = time.perf_counter()
     backend = backend_for(folder, postgres_url(args))

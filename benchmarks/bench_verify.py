@@ -71,20 +71,20 @@ from common import (  # noqa: E402
     postgres_url,
 )
 
-from pipeline_assets.core import demo, working  # noqa: E402
-from pipeline_assets.core import horizon as horizon_module  # noqa: E402
-from pipeline_assets.core.columnar import day_text  # noqa: E402
-from pipeline_assets.core.daily_files import write_day_files  # noqa: E402
+from pipeline_assets.core import demo
+from pipeline_assets.core.daily_files import write_day_files
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.days import days_between  # noqa: E402
-from pipeline_assets.core.db import make_engine  # noqa: E402
-from pipeline_assets.core.digest import DayDigest, add_days  # noqa: E402
-from pipeline_assets.core.horizon import reconcile_horizon  # noqa: E402
-from pipeline_assets.core.load import load_orders  # noqa: E402
-from pipeline_assets.core.paid import paid_orders_by_day  # noqa: E402
-from pipeline_assets.core.source import inspect_source, scan_keys  # noqa: E402
-from pipeline_assets.core.spec import ORDERS  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.rows.arrow_days import day_text
+from pipeline_assets.core.rows.digest import DayDigest, add_days
+from pipeline_assets.core.source.scan import inspect_source, scan_keys
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.times import UTC  # noqa: E402
 from pipeline_assets.core.verify import check_files, compare_orders, verify  # noqa: E402
+from pipeline_assets.core.verify import horizon as horizon_module
 from pipeline_assets.core.verify.compare import (  # noqa: E402
     DELETED_IDS_SHOWN,
     _spans,
@@ -92,6 +92,7 @@ from pipeline_assets.core.verify.compare import (  # noqa: E402
     compare_days,
     differing_days,
 )
+from pipeline_assets.core.verify.horizon import reconcile_horizon
 from pipeline_assets.core.verify.sides import source_rows, warehouse_rows  # noqa: E402
 
 START = date(2026, 1, 1)

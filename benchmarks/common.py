@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sqlalchemy as sa  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
-from pipeline_assets.core.db import make_engine, redact  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.secrets import redact
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

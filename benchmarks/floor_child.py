@@ -8,13 +8,13 @@ into Arrow by its ADBC driver (the load's own SQL, ``scan_sql``, with no check o
 value), then written into an empty table of the warehouse's own DDL (key, change-stamp
 index) in one transaction, twice:
 
-- ``write_driver``: the way the load writes (``core/staging.py``): SQLite through the
+- ``write_driver``: the way the load writes (``core/warehouse/staging.py``): SQLite through the
   standard ``sqlite3`` module by the stage's own ``Stage._insert_runs`` (many rows per
   ``INSERT``, one flat list of values made by ``to_pylist``); PostgreSQL by ``COPY …
   FROM STDIN (FORMAT csv)`` of Arrow's CSV;
 - ``write_c``: the Arrow table handed whole to the ADBC driver's ``adbc_ingest`` (C, no
   Python value at all): what a loader could reach only with a second SQLite library in
-  the process, which the load does not risk (``core/staging.py`` says why).
+  the process, which the load does not risk (``core/warehouse/staging.py`` says why).
 
 The ratio of two tables' floors is what their per-value costs allow: a ten-column row
 costs SQLite about twice a four-column one whoever writes it.
@@ -40,13 +40,13 @@ import pyarrow.csv as pacsv  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from sqlalchemy.schema import CreateIndex, CreateTable  # noqa: E402
 
-from pipeline_assets.core import working  # noqa: E402
-from pipeline_assets.core.db import make_engine  # noqa: E402
-from pipeline_assets.core.schema import warehouse_table  # noqa: E402
-from pipeline_assets.core.source import inspect_source  # noqa: E402
-from pipeline_assets.core.source_sql import scan_sql  # noqa: E402
-from pipeline_assets.core.spec import ORDERS  # noqa: E402
-from pipeline_assets.core.staging import Stage  # noqa: E402
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import warehouse_table
+from pipeline_assets.core.source.scan import inspect_source
+from pipeline_assets.core.source.sql import scan_sql
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.warehouse.staging import Stage
 from pipeline_assets_tests.tables import PAYMENTS  # noqa: E402
 
 

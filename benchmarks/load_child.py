@@ -31,11 +31,11 @@ LOOKBACK_DAYS = 2
 
 def main(table: str) -> int:
     import pipeline_assets
-    from pipeline_assets.core.db import make_engine
+    from pipeline_assets.core.db.engines import make_engine
 
     if table == "payments":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from pipeline_assets.core.load import load_table
+        from pipeline_assets.core.load.batch import load_table
         from pipeline_assets_tests.tables import PAYMENTS
 
         def load(source, warehouse):
@@ -48,7 +48,7 @@ def main(table: str) -> int:
                 now=NOW,
             )
     elif table == "orders":
-        from pipeline_assets.core.load import load_orders
+        from pipeline_assets.core.load.batch import load_orders
 
         def load(source, warehouse):
             return load_orders(

@@ -69,7 +69,7 @@ import sqlalchemy as sa  # noqa: E402
 from cpu import CpuSampler  # noqa: E402
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter  # noqa: E402
 
-from pipeline_assets.core.spec import ORDERS_ATTRIBUTES  # noqa: E402
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES  # noqa: E402
 from pipeline_assets_tests import app_writer  # noqa: E402
 from pipeline_assets_tests.brokers import CeleryWorker, RabbitVhost, WorkerKeeper  # noqa: E402
 from pipeline_assets_tests.devserver import (  # noqa: E402

@@ -30,16 +30,18 @@ from dagster import (
 )
 from pydantic import Field
 
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import TableSpec
+
 from .core.commands import DEFINITIONS_MODULE
 from .core.secrets import redact
-from .core.spec import ORDERS, TableSpec
 from .core.times import to_instant, utc_now
 from .location import declaration_metadata
 from .settings import Settings
 from .step_failure import failing_step, step_failure
 
 if TYPE_CHECKING:
-    from .core.load import LoadResult
+    from pipeline_assets.core.load.result import LoadResult
 
 # The load (pyarrow, the ADBC drivers) and the reconciliation are imported where they
 # run, in the step's process: the process that only plans a run does not pay for them.
@@ -170,8 +172,8 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = OR
         else 0.0,
         "future_rows": result.future_rows,
         future: _keys(result.future_order_ids),
-        # the declaration (core/evolve.py): what the source has that nobody declared (never
-        # read), the fingerprint the batch was written with, and what it changed
+        # the declaration (core/warehouse/evolve.py): what the source has that nobody declared
+        # (never read), the fingerprint the batch was written with, and what it changed
         "undeclared_columns": MetadataValue.json(list(result.undeclared_columns)),
         "declaration": result.declaration or "none",
         **_schema_change(result),
@@ -227,7 +229,10 @@ def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult
     )
 
 
-def last_announced_batch(context: AssetExecutionContext, name: str = ORDERS.name) -> Optional[str]:  # noqa: UP045
+def last_announced_batch(
+    context: AssetExecutionContext,
+    name: str = ORDERS.name,
+) -> Optional[str]:  # noqa: UP045
     """The batch id of the last recorded materialization of the table asset ``name``
     (None before any).
 
@@ -292,7 +297,9 @@ def build_table_asset(
             return _load(context, config, source, watermark)
 
     def _load(context, config, source, watermark) -> MaterializeResult:
-        from .core.load import FUTURE_TOLERANCE, DeletePolicy, DeleteRefused, load_table
+        from pipeline_assets.core.errors import DeleteRefused
+        from pipeline_assets.core.load.batch import FUTURE_TOLERANCE, load_table
+        from pipeline_assets.core.load.deletions import DeletePolicy
 
         try:
             start = to_instant(config.start, tz) if config.start else None
@@ -369,9 +376,10 @@ def reconcile_check(
     module: str = DEFINITIONS_MODULE,
 ) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
-    clock: the window is anchored on the data, core/horizon.py), plus ``days_touched``;
+    clock: the window is anchored on the data, core/verify/horizon.py), plus ``days_touched``;
     the days the load just read whole are compared with what it read (``read_whole``)."""
-    from .core.horizon import reconcile_horizon
+    from pipeline_assets.core.verify.horizon import reconcile_horizon
+
     from .core.verify import Repairs, VerifyError
 
     check = spec.names.match_check

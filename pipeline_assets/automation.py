@@ -27,12 +27,13 @@ from dagster import (
     sensor,
 )
 
+from pipeline_assets.core.daily_files import open_store, shape_of, stale_days
+from pipeline_assets.core.table.orders import ORDERS as ORDERS_SPEC
+from pipeline_assets.core.table.spec import DailyFiles, TableSpec
+
 from .core import sensing
-from .core.daily_files import open_store, shape_of, stale_days
 from .core.days import yesterday
 from .core.errors import PipelineError
-from .core.spec import ORDERS as ORDERS_SPEC
-from .core.spec import DailyFiles, TableSpec
 from .core.times import utc_now
 from .settings import Settings, files_location
 

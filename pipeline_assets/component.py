@@ -1,7 +1,7 @@
 """``pipeline_assets.IncrementalTable``: a table declared in a ``defs.yaml``, as a component.
 
 The attributes are those of docs/contract.md ("Declared tables"); they are checked by
-:func:`~pipeline_assets.core.spec.declare`, which names the attribute's path and the
+:func:`~pipeline_assets.core.table.declare.declare`, which names the attribute's path and the
 value of any mistake, when the definitions load (``dg check defs``, ``dagster dev``).
 
 No `from __future__ import annotations` here: Dagster and pydantic read the annotations
@@ -15,8 +15,10 @@ import dagster as dg
 import yaml
 from pydantic import Field
 
+from pipeline_assets.core.table.declare import check_apart, declare, taken_names
+from pipeline_assets.core.table.spec import TableSpec
+
 from . import settings as settings_module
-from .core.spec import TableSpec, check_apart, declare, taken_names
 
 TYPE_NAME = "pipeline_assets.IncrementalTable"
 

@@ -17,17 +17,20 @@ from typing import Any
 
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job, in_process_executor
 
+from pipeline_assets.core.errors import SettingsError
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import TableSpec
+from pipeline_assets.settings import Settings, files_location
+
 from . import settings as settings_module
 from .assets import Clock, TableResources, TableSettings, build_table_asset
 from .automation import build_daily_schedule, build_new_rows_sensor, build_refresh_sensor
 from .core.commands import DEFINITIONS_MODULE
-from .core.spec import ORDERS, TableSpec
 from .core.times import utc_now
 from .files_assets import build_files_assets
 from .io_manager import DailyFilesIOManager
 from .location import source_resource_key
 from .resources import SourceDatabase, Warehouse, WatermarkStore
-from .settings import Settings, SettingsError, files_location
 
 
 def build_definitions(

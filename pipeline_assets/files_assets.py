@@ -28,13 +28,14 @@ from dagster import (
     asset,
 )
 
+from pipeline_assets.core.daily_files import DayFilesBatch, manifest_path, shape_of
+from pipeline_assets.core.daily_files.paid import store_daily_revenue
+from pipeline_assets.core.daily_files.views import day_rows, day_totals, store_totals
+from pipeline_assets.core.table.spec import DailyFiles
+
 from .assets import OWNER, Clock, TableResources, TableSettings, is_orders
 from .core.commands import daily_assets
-from .core.daily_files import DayFilesBatch, manifest_path, shape_of
-from .core.paid import store_daily_revenue
-from .core.spec import DailyFiles
 from .core.times import utc_now
-from .core.views import day_rows, day_totals, store_totals
 from .io_manager import DECLARED_IN, FILES_NAME, REBUILD_METADATA, SHAPE_METADATA
 from .settings import Settings, files_location
 from .step_failure import failing_step
@@ -185,7 +186,7 @@ def _totals_metadata(orders: bool, summed, count: int, sums) -> dict:
     """``orders``' ``orders``, ``revenue`` and ``revenue_exact``; any other table's
     ``rows`` and, per summed column ``C``, ``C`` (a float, only so the UI can plot it)
     and ``C_exact`` (the exact total as text)."""
-    from .core.views import total_text
+    from pipeline_assets.core.daily_files.views import total_text
 
     if orders:
         return {"orders": count, "revenue": float(sums), "revenue_exact": str(sums)}

@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping
 from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
 from pydantic import Field
 
-from .core.commands import materialize
-from .core.daily_files import (
+from pipeline_assets.core.daily_files import (
     DayFilesBatch,
     DayFilesError,
     Shape,
@@ -20,8 +19,10 @@ from .core.daily_files import (
     read_committed_days,
     write_day_files,
 )
-from .core.spec import ORDERS
-from .core.spec_types import about
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import about
+
+from .core.commands import materialize
 from .step_failure import failing_step
 
 REBUILD_METADATA = "pipeline_assets/rebuild"  # on a daily files asset: how to rebuild a day

@@ -23,10 +23,12 @@ from collections.abc import Mapping
 import dagster as dg
 from dagster.components.definitions import LazyDefinitions
 
+from pipeline_assets.core.table.declare import declare
+from pipeline_assets.core.table.spec import TableSpec
+
 from . import settings as settings_module
 from .core.errors import LocationError
 from .core.secrets import redact
-from .core.spec import TableSpec, declare
 from .io_manager import DECLARED_IN  # the defs.yaml a table is declared in
 
 DECLARATION = "pipeline_assets/declaration"

@@ -8,8 +8,8 @@ from dagster import ConfigurableResource
 from pydantic import Field
 from sqlalchemy.engine import Engine
 
-from .core import watermark as wm
-from .core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.warehouse import watermark as wm
 
 
 @lru_cache(maxsize=16)

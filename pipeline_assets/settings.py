@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from pipeline_assets.core.daily_files import is_url
+from pipeline_assets.core.errors import TimeValueError
+from pipeline_assets.core.times import parse_day, zone
+
 from .core.broker import DEFAULT_BACKEND_URL, DEFAULT_BROKER_URL
-from .core.daily_files import is_url
 from .core.errors import SettingsError
-from .core.times import TimeValueError, parse_day, zone
 
 DEFAULTS = {
     "LOOKBACK_DAYS": "2",

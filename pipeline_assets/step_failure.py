@@ -22,8 +22,9 @@ from typing import Optional, Union
 
 from dagster import Failure, RetryRequested
 
+from pipeline_assets.core.table.spec import TableSpec
+
 from .core.errors import PipelineError, retryable
-from .core.spec import TableSpec
 
 # what names the table and its declaration file in a message: a spec, or its ``about``
 About = Optional[Union[TableSpec, Callable[[str], str]]]  # noqa: UP007, UP045

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.cli import main
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
 
 from .support import database_urls, unavailable
 

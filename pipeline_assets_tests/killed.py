@@ -38,13 +38,13 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def main(argv: list[str]) -> int:
-    from pipeline_assets.core import watermark as wm
     from pipeline_assets.core.daily_files import write_day_files
+    from pipeline_assets.core.daily_files.paid import paid_orders_by_day
     from pipeline_assets.core.days import days_between
-    from pipeline_assets.core.db import make_engine
-    from pipeline_assets.core.load import load_orders
-    from pipeline_assets.core.paid import paid_orders_by_day
+    from pipeline_assets.core.db.engines import make_engine
+    from pipeline_assets.core.load.batch import load_orders
     from pipeline_assets.core.times import UTC, parse_day, to_instant
+    from pipeline_assets.core.warehouse import watermark as wm
 
     kind, *rest = argv
     if kind == "load":

@@ -3,7 +3,7 @@
 Nothing of the implementation is imported: no engine, no reflection, no validation. A
 bug in the package's read path cannot agree with itself through these.
 
-The row hash and batch-digest line of :mod:`pipeline_assets.core.digest` are here too,
+The row hash and batch-digest line of :mod:`pipeline_assets.core.rows.digest` are here too,
 recomputed a value at a time from that module's docstring (its constants written out
 again), for any declared table.
 """
@@ -81,7 +81,7 @@ def warehouse_rows(url: str) -> list[tuple]:
     ]
 
 
-# --- the fingerprints of pipeline_assets.core.digest, from its docstring alone --------------
+# --- the fingerprints of pipeline_assets.core.rows.digest, from its docstring alone --------------
 # A declaration is read through its attributes only (``spec.columns``: ``name``,
 # ``type.kind``, ``nullable``); a row is its stored values in declaration order, or a
 # mapping by column name: ``int`` for integer, ``float``, ``bool``, ``str`` for text,

@@ -1,6 +1,6 @@
 """A declared table's source, written with plain SQL: what the app does to its rows.
 
-For any :class:`~pipeline_assets.core.spec.TableSpec` of ``tables.TABLES``, on SQLite
+For any :class:`~pipeline_assets.core.table.spec.TableSpec` of ``tables.TABLES``, on SQLite
 (every column text or a plain affinity, timestamps as ISO text with an offset),
 PostgreSQL (native types: BIGINT, NUMERIC(P,S), DOUBLE PRECISION, BOOLEAN, DATE,
 TIMESTAMPTZ) and MySQL/MariaDB (the same, a DATETIME(6) in UTC): create the table, put
@@ -16,7 +16,7 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
-from pipeline_assets.core.spec import TableSpec
+from pipeline_assets.core.table.spec import TableSpec
 
 _SQLITE = {
     "integer": "INTEGER",

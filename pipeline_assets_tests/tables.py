@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from pipeline_assets.core.db import dialect_of
-from pipeline_assets.core.spec import ORDERS, TableSpec, declare
+from pipeline_assets.core.db.engines import dialect_of
+from pipeline_assets.core.table.declare import declare
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import TableSpec
 
 PAYMENTS_ATTRIBUTES = {
     "table": "payments",

@@ -31,10 +31,10 @@ from pipeline_assets.automation import (
     build_paid_orders_refresh_sensor,
 )
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.daily_files import read_committed_day
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.times import UTC, to_instant, zone
+from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 

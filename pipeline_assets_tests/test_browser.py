@@ -418,7 +418,7 @@ def cli(server: DevServer, *argv: str) -> str:
 def readme_story(server: DevServer) -> None:
     """105 paid "yesterday 20:00" moves the watermark; 186 at -2d is caught by the
     lookback, the watermark stays, and exactly their days are rebuilt; verify agrees."""
-    from pipeline_assets.core.db import make_engine
+    from pipeline_assets.core.db.engines import make_engine
     from pipeline_assets.core.sensing import read_watermark
     from pipeline_assets.core.times import UTC, to_instant
 

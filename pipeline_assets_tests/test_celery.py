@@ -30,11 +30,12 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from pipeline_assets.core import broker, demo
 from pipeline_assets.core.daily_files import open_store
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.errors import SettingsError
 from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC
 from pipeline_assets.definitions import build_definitions
-from pipeline_assets.settings import SettingsError, from_env
+from pipeline_assets.settings import from_env
 
 from .brokers import CeleryWorker, RedisServer
 from .devserver import (

@@ -21,8 +21,8 @@ import pytest
 
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW
@@ -420,8 +420,8 @@ def test_history_shows_the_newest_changes_unless_told_all(cli, initialized):
     ``--all`` lists every one, ``--newest N`` the newest N; nothing is ever deleted."""
     from datetime import timedelta
 
-    from pipeline_assets.core import watermark as wm
-    from pipeline_assets.core.db import writing
+    from pipeline_assets.core.db.engines import writing
+    from pipeline_assets.core.warehouse import watermark as wm
 
     real_load(initialized)
     warehouse = make_engine(f"sqlite:///{initialized / 'warehouse.db'}", role="warehouse")

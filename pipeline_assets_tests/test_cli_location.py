@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from pipeline_assets.core.daily_files import read_committed_day
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders, load_table
-from pipeline_assets.core.spec import ORDERS_ATTRIBUTES
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders, load_table
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance
 
 from pipeline_assets.core import demo
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.times import canonical
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env

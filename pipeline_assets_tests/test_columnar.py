@@ -12,12 +12,13 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import working
-from pipeline_assets.core.arrow_days import days_of, zone_name
-from pipeline_assets.core.columnar import normalize
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.rows import InvalidRowError, validate
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.errors import InvalidRowError
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.rows.arrow_days import days_of, zone_name
+from pipeline_assets.core.rows.normalize import normalize
+from pipeline_assets.core.rows.orders import validate
+from pipeline_assets.core.table import working
 from pipeline_assets.core.times import UTC, day_of, zone
 
 from .conftest import NOW
@@ -299,8 +300,9 @@ def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_pa
     index plan is chosen only for a window under SMALL_WINDOW rows and with an index."""
     from contextlib import closing
 
-    from pipeline_assets.core import demo, source
-    from pipeline_assets.core.db import arrow_connect
+    from pipeline_assets.core import demo
+    from pipeline_assets.core.db.engines import arrow_connect
+    from pipeline_assets.core.source import scan as source
 
     engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     demo.init(engine)

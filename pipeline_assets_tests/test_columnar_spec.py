@@ -16,14 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import columnar, working
-from pipeline_assets.core.arrow_days import zone_name
-from pipeline_assets.core.columnar import NORMAL, normal_schema, normalize
 from pipeline_assets.core.errors import InvalidRowError
-from pipeline_assets.core.orders_rules import orders_rules
-from pipeline_assets.core.row_checks import newest_per_key, newest_per_order, parse_row, parse_rows
-from pipeline_assets.core.rows import validate
-from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES, declare
+from pipeline_assets.core.rows import normalize as columnar
+from pipeline_assets.core.rows.arrow_days import zone_name
+from pipeline_assets.core.rows.checks import newest_per_key, newest_per_order, parse_row, parse_rows
+from pipeline_assets.core.rows.normalize import NORMAL, normal_schema, normalize
+from pipeline_assets.core.rows.orders import validate
+from pipeline_assets.core.rows.orders_rules import orders_rules
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.declare import declare
+from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import EPOCH, UTC, day_of, day_start, zone
 
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, TABLES

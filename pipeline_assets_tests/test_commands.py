@@ -28,9 +28,9 @@ from pipeline_assets.core.daily_files import (
     read_committed_days,
     write_day_files,
 )
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.paid import paid_orders_by_day
-from pipeline_assets.core.spec import ORDERS
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW

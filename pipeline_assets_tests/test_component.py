@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline_assets.core.scaffold import CHANGE_ME, suggest_declaration
-from pipeline_assets.core.spec import ORDERS_ATTRIBUTES
+from pipeline_assets.core.scaffold import suggest_declaration
+from pipeline_assets.core.table.declare import PLACEHOLDER as CHANGE_ME
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 
 from .tables import PAYMENTS_ATTRIBUTES
 from .user_project import BIN, declare, environment, project

@@ -14,17 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.money import AmountError, format_amount, parse_amount
-from pipeline_assets.core.rows import InvalidRowError, validate
-from pipeline_assets.core.times import (
-    TimeValueError,
-    canonical,
-    day_of,
-    from_canonical,
-    to_instant,
-    zone,
-)
+from pipeline_assets.core.errors import AmountError, InvalidRowError, TimeValueError
+from pipeline_assets.core.rows.orders import validate
+from pipeline_assets.core.table.money import format_amount, parse_amount
+from pipeline_assets.core.times import canonical, day_of, from_canonical, to_instant, zone
+from pipeline_assets.core.warehouse import watermark as wm
 
 UTC = timezone.utc
 NY = zone("America/New_York")

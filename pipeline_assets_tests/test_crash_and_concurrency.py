@@ -29,12 +29,12 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import describe_days, read_committed_day
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC, to_instant
+from pipeline_assets.core.warehouse import watermark as wm
 
 from . import plain
 from .conftest import NOW

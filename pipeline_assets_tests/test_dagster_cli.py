@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from upath import UPath
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import (
     UncommittedDayError,
@@ -25,11 +24,12 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.paid import paid_orders_by_day
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW
 from .killed import run as killed_run

@@ -24,7 +24,7 @@ import pytest
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.days import days_between
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC, parse_day, to_instant
 

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from dagster import AssetKey
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.daily_files import read_committed_day
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .worlds import Pipeline
 

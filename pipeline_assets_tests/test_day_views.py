@@ -22,14 +22,16 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import working
 from pipeline_assets.core.daily_files import DayFileHashes, DayFilesError, serialize_day
 from pipeline_assets.core.daily_files.serialize import sha256_hex
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.paid import day_totals as orders_day_totals
-from pipeline_assets.core.spec import ORDERS, TableSpec, declare
+from pipeline_assets.core.daily_files.views import day_rows, day_totals, json_reader, store_totals
+from pipeline_assets.core.daily_files.views import day_totals as orders_day_totals
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.declare import declare
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import TableSpec
 from pipeline_assets.core.times import EPOCH, UTC, day_of, zone
-from pipeline_assets.core.views import day_rows, day_totals, json_reader, store_totals
 
 from .tables import PAYMENTS
 

@@ -1,4 +1,4 @@
-"""The declaration each batch was written with (``core/declaration.py``), and the refusal
+"""The declaration each batch was written with (``core/warehouse/declaration.py``), and the refusal
 of a changed key or change stamp, on a SQLite and a PostgreSQL warehouse.
 
 Each batch row carries the fingerprint of its declaration; ``pipeline_declarations``
@@ -18,19 +18,21 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import batches, declarations, make_engine, watermark_state
-from pipeline_assets.core.declaration import (
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import warehouse_table
+from pipeline_assets.core.db.state import batches, declarations, watermark_state
+from pipeline_assets.core.errors import DeclarationChanged
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.table.declare import declare
+from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
+from pipeline_assets.core.times import UTC, canonical
+from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets.core.warehouse.declaration import (
     declaration_of_batch,
     fingerprint,
     latest,
     stable_json,
 )
-from pipeline_assets.core.errors import DeclarationChanged
-from pipeline_assets.core.load import load_table
-from pipeline_assets.core.schema import warehouse_table
-from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES, declare
-from pipeline_assets.core.times import UTC, canonical
 
 from .conftest import NOW
 from .support import database_urls

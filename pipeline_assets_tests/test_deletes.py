@@ -19,10 +19,14 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import batches, make_engine, orders
-from pipeline_assets.core.load import DeletePolicy, DeleteRefused, load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
+from pipeline_assets.core.db.state import batches
+from pipeline_assets.core.errors import DeleteRefused
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.load.deletions import DeletePolicy
 from pipeline_assets.core.times import UTC
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW
 from .test_load import snapshot

@@ -36,7 +36,7 @@ from pipeline_assets.core.daily_files import (
     open_store,
     read_committed_day,
 )
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.sensing import read_watermark
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify

@@ -18,8 +18,8 @@ import pytest
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import read_committed_day
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC
 
 from .conftest import NOW

@@ -1,6 +1,6 @@
 """The per-row hash, the per-day checksums that ``orders_match_source`` and ``verify``
 compare, and the batch digest behind batch ids: computed over whole Arrow batches, they
-must equal the rules written out in :mod:`pipeline_assets.core.digest`'s docstring,
+must equal the rules written out in :mod:`pipeline_assets.core.rows.digest`'s docstring,
 recomputed in plain Python from that text alone (:mod:`.plain`), for ``orders`` and for
 ``payments`` (a composite key, every type, NULLs) alike: on the texts where a vectorized
 version goes wrong first — empty, exactly one word, one byte more, multi-byte UTF-8,
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import digest, working
-from pipeline_assets.core.digest import (
+from pipeline_assets.core.rows import digest
+from pipeline_assets.core.rows.digest import (
     GATHER_BYTES,
     DayDigest,
     add_days,
@@ -31,7 +31,9 @@ from pipeline_assets.core.digest import (
     kept_rows,
     row_hashes,
 )
-from pipeline_assets.core.spec import ORDERS, DailyFiles
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import DailyFiles
 
 from . import plain
 from .plain import row_hash

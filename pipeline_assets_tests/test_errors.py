@@ -32,21 +32,15 @@ from dagster import (
 import pipeline_assets
 from pipeline_assets import io_manager, settings
 from pipeline_assets.cli import main
-from pipeline_assets.core import (
-    daily_files,
-    db,
-    demo,
-    errors,
-    load,
-    money,
-    rows,
-    spec,
-    times,
-    types,
-    watermark,
-)
+from pipeline_assets.core import daily_files, demo, errors, failures, times
+from pipeline_assets.core.db import engines as db
 from pipeline_assets.core.errors import PipelineError
+from pipeline_assets.core.load import batch as load
+from pipeline_assets.core.rows import orders as rows
+from pipeline_assets.core.table import declare as spec
+from pipeline_assets.core.table import money, types
 from pipeline_assets.core.verify import VerifyError
+from pipeline_assets.core.warehouse import watermark
 
 from .conftest import NOW
 
@@ -64,7 +58,7 @@ from .conftest import NOW
         watermark.WatermarkError,
         VerifyError,
         load.LoadError,
-        db.DatabaseError,
+        errors.DatabaseError,
     ],
 )
 def test_every_domain_error_is_a_pipeline_error(error):
@@ -76,10 +70,10 @@ def test_bad_input_is_not_retried_and_a_database_may_be():
     assert not rows.InvalidRowError(1, "amount", "x", "bad").retryable
     assert not load.LoadError("empty range").retryable
     assert not times.TimeValueError("soon").retryable
-    assert db.DatabaseError("cannot reach", kind=db.UNREACHABLE).retryable
-    assert db.DatabaseError("locked", kind=db.BUSY).retryable
-    assert not db.DatabaseError("read-only", kind=db.READ_ONLY).retryable
-    assert not db.DatabaseError("no table 'orders'").retryable  # a setting to fix
+    assert errors.DatabaseError("cannot reach", kind=failures.UNREACHABLE).retryable
+    assert errors.DatabaseError("locked", kind=failures.BUSY).retryable
+    assert not errors.DatabaseError("read-only", kind=failures.READ_ONLY).retryable
+    assert not errors.DatabaseError("no table 'orders'").retryable  # a setting to fix
 
 
 _START, _END = datetime(2026, 1, 24, tzinfo=UTC), datetime(2026, 1, 25, tzinfo=UTC)
@@ -105,14 +99,19 @@ _START, _END = datetime(2026, 1, 24, tzinfo=UTC), datetime(2026, 1, 25, tzinfo=U
         (errors.WatermarkError("a rewind needs a --reason"), False),
         (errors.VerifyError("cannot verify: the source's order 187 ..."), False),
         (errors.DayFilesError("'2026-13-01' is not a valid calendar day"), False),
-        (errors.UncommittedDayError({"2026-01-25": "the file is missing"}), False),
-        (errors.DatabaseError("is read-only", kind=db.READ_ONLY), False),
-        (errors.DatabaseError("refused the pipeline's role", kind=db.NO_PERMISSION), False),
+        (
+            errors.UncommittedDayError(
+                {"2026-01-25": "the file is missing"}, name="paid_orders", rebuild=str
+            ),
+            False,
+        ),
+        (errors.DatabaseError("is read-only", kind=failures.READ_ONLY), False),
+        (errors.DatabaseError("refused the pipeline's role", kind=failures.NO_PERMISSION), False),
         (errors.DatabaseError("has no table orders"), False),  # the pipeline's own finding
         # transient: may pass by itself
-        (errors.DatabaseError("cannot reach", kind=db.UNREACHABLE), True),
-        (errors.DatabaseError("is busy", kind=db.BUSY), True),
-        (errors.DatabaseError("is full", kind=db.FULL), True),
+        (errors.DatabaseError("cannot reach", kind=failures.UNREACHABLE), True),
+        (errors.DatabaseError("is busy", kind=failures.BUSY), True),
+        (errors.DatabaseError("is full", kind=failures.FULL), True),
         (errors.BrokerUnreachable("the Celery broker did not answer"), True),
         (errors.StoreUnavailable("could not write 2026-01-25.json: TimeoutError"), True),
     ],
@@ -330,7 +329,7 @@ def sqlite_file(tmp_path: Path) -> Path:
 
 def test_sqlite_failures_are_classified_by_result_code(sqlite_file, tmp_path):
     read_only = sa.create_engine(f"sqlite:///file:{sqlite_file}?mode=ro&uri=true")
-    assert db.classify(_fails(read_only, "INSERT INTO t VALUES (1)")) == db.READ_ONLY
+    assert failures.classify(_fails(read_only, "INSERT INTO t VALUES (1)")) == failures.READ_ONLY
 
     holder = sa.create_engine(f"sqlite:///{sqlite_file}", isolation_level="AUTOCOMMIT")
     impatient = sa.create_engine(
@@ -338,25 +337,25 @@ def test_sqlite_failures_are_classified_by_result_code(sqlite_file, tmp_path):
     )
     with holder.connect() as conn:
         conn.exec_driver_sql("BEGIN IMMEDIATE")  # holds the write lock
-        assert db.classify(_fails(impatient, "BEGIN IMMEDIATE")) == db.BUSY
+        assert failures.classify(_fails(impatient, "BEGIN IMMEDIATE")) == failures.BUSY
         conn.exec_driver_sql("ROLLBACK")
 
     nowhere = sa.create_engine(f"sqlite:///file:{tmp_path / 'no' / 'x.db'}?mode=ro&uri=true")
-    assert db.classify(_fails(nowhere, "SELECT 1")) == db.UNREACHABLE
+    assert failures.classify(_fails(nowhere, "SELECT 1")) == failures.UNREACHABLE
 
     writable = sa.create_engine(f"sqlite:///{sqlite_file}")
-    assert db.classify(_fails(writable, "SELEC 1")) is None  # bad SQL: a bug
-    assert db.classify(_fails(writable, "INSERT INTO t VALUES (1), (1)")) is None
+    assert failures.classify(_fails(writable, "SELEC 1")) is None  # bad SQL: a bug
+    assert failures.classify(_fails(writable, "INSERT INTO t VALUES (1), (1)")) is None
     for engine in (read_only, holder, impatient, nowhere, writable):
         engine.dispose()
 
 
 def test_guard_turns_a_failure_into_one_line_and_lets_a_bug_through(sqlite_file):
     engine = db.make_engine(f"sqlite:///file:{sqlite_file}?mode=ro&uri=true", role="source")
-    with pytest.raises(db.DatabaseError) as err:
+    with pytest.raises(errors.DatabaseError) as err:
         with db.guard(engine, "SOURCE_DATABASE_URL"), engine.begin() as conn:
             conn.exec_driver_sql("INSERT INTO t VALUES (1)")
-    assert err.value.kind == db.READ_ONLY
+    assert err.value.kind == failures.READ_ONLY
     assert str(err.value).startswith("the source database at sqlite:///file")
     assert "is read-only (attempt to write a readonly database); nothing was committed" in str(
         err.value
@@ -379,18 +378,19 @@ def test_postgresql_failures_are_classified_by_sqlstate(postgres, postgres_admin
     with owner.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE t (k INTEGER PRIMARY KEY)")
     assert (
-        db.classify(_fails(owner, "SET TRANSACTION READ ONLY; INSERT INTO t VALUES (1)"))
-        == db.READ_ONLY
+        failures.classify(_fails(owner, "SET TRANSACTION READ ONLY; INSERT INTO t VALUES (1)"))
+        == failures.READ_ONLY
     )
-    assert db.classify(_fails(owner, "SELEC 1")) is None
-    assert db.classify(_fails(owner, "INSERT INTO t VALUES (1), (1)")) is None
+    assert failures.classify(_fails(owner, "SELEC 1")) is None
+    assert failures.classify(_fails(owner, "INSERT INTO t VALUES (1), (1)")) is None
 
     role = f"pa_errors_{uuid.uuid4().hex[:10]}"
     with postgres_admin.connect() as conn:
         conn.exec_driver_sql(f'CREATE ROLE "{role}" LOGIN')
     reader = sa.create_engine(sa.engine.make_url(url).set(username=role))
     try:
-        assert db.classify(_fails(reader, "INSERT INTO t VALUES (1)")) == db.NO_PERMISSION
+        refused = _fails(reader, "INSERT INTO t VALUES (1)")
+        assert failures.classify(refused) == failures.NO_PERMISSION
     finally:
         reader.dispose()
         owner.dispose()
@@ -402,7 +402,7 @@ def test_postgresql_failures_are_classified_by_sqlstate(postgres, postgres_admin
 
     missing = sa.create_engine(sa.engine.make_url(url).set(database=f"pa_none_{role}"))
     nobody = sa.create_engine("postgresql+psycopg://u:s3cret@127.0.0.1:1/x")
-    assert db.classify(_fails(missing, "SELECT 1")) == db.UNREACHABLE
-    assert db.classify(_fails(nobody, "SELECT 1")) == db.UNREACHABLE
+    assert failures.classify(_fails(missing, "SELECT 1")) == failures.UNREACHABLE
+    assert failures.classify(_fails(nobody, "SELECT 1")) == failures.UNREACHABLE
     missing.dispose()
     nobody.dispose()

@@ -19,9 +19,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.horizon import (
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.times import UTC, resolve_relative
+from pipeline_assets.core.verify import DayCounts
+from pipeline_assets.core.verify.horizon import (
     NEWEST_ROW,
     NOTHING,
     WATERMARK,
@@ -29,8 +30,7 @@ from pipeline_assets.core.horizon import (
     judge,
     reconcile_horizon,
 )
-from pipeline_assets.core.times import UTC, resolve_relative
-from pipeline_assets.core.verify import DayCounts
+from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 
@@ -320,7 +320,7 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     read (the same rows, counted by the same scan) and reads every other day again. A row
     the load's window never saw still fails it; a row written after the load's read, on a
     day inside its window, is the next load's to read, and does not."""
-    from pipeline_assets.core.load import load_orders
+    from pipeline_assets.core.load.batch import load_orders
 
     settings, source = setup(tmp_path)
     demo.init(source)

@@ -13,7 +13,6 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.daily_files import (
     DayFilesError,
     UncommittedDayError,
@@ -21,9 +20,11 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.db import DatabaseError, make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.errors import DatabaseError
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC, to_instant
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW
 from .support import unavailable

@@ -13,12 +13,12 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.crash import SimulatedCrash
-from pipeline_assets.core.db import batches, metadata, watermark_history
-from pipeline_assets.core.load import LoadError, load_orders
-from pipeline_assets.core.rows import InvalidRowError
+from pipeline_assets.core.db.state import batches, metadata, watermark_history
+from pipeline_assets.core.errors import InvalidRowError, LoadError
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC, to_instant, zone
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW
 from .plain import warehouse_rows
@@ -302,7 +302,7 @@ def test_rows_from_the_future_are_loaded_but_do_not_drag_the_watermark(engines):
 def test_a_sqlite_warehouse_made_with_a_bigint_key_keeps_working(tmp_path):
     """New SQLite warehouses declare order_id INTEGER (the rowid: one B-tree); one created
     before, with BIGINT (a separate key index), loads and updates the same rows."""
-    from pipeline_assets.core.db import make_engine
+    from pipeline_assets.core.db.engines import make_engine
 
     results = {}
     for name, ddl in (("new", None), ("old", "BIGINT")):
@@ -344,7 +344,7 @@ def test_the_scan_read_ahead_keeps_order_errors_and_stops_cleanly():
     consumer that stops early (a failed write) stops the scan, whose generator is closed."""
     import threading
 
-    from pipeline_assets.core.source import ahead
+    from pipeline_assets.core.source.scan import ahead
 
     assert list(ahead(iter(range(50)))) == list(range(50))
 

@@ -18,13 +18,13 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import batches
+from pipeline_assets.core.db.schema import warehouse_table
+from pipeline_assets.core.db.state import batches
 from pipeline_assets.core.errors import InvalidRowError
-from pipeline_assets.core.load import load_orders, load_table
-from pipeline_assets.core.schema import warehouse_table
-from pipeline_assets.core.spec import ORDERS
+from pipeline_assets.core.load.batch import load_orders, load_table
+from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.times import UTC
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW
 from .tables import PAYMENTS, delete_payment, make_payments, put_payments

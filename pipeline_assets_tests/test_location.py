@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES
-from pipeline_assets.location import LocationError, declared_tables
+from pipeline_assets.core.errors import LocationError
+from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
+from pipeline_assets.location import declared_tables
 
 from .support import dg_project
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES

@@ -23,9 +23,10 @@ import sqlalchemy as sa
 
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo, sensing
-from pipeline_assets.core.db import DatabaseError, make_engine
-from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.rows import InvalidRowError, validate
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.errors import DatabaseError, InvalidRowError
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.rows.orders import validate
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import verify
 from pipeline_assets.definitions import build_definitions

@@ -2,7 +2,7 @@
 
 Beside a table's rows the pipeline carries columns of its own (a row's day and instant,
 whether a file keeps it, row numbers through a join, a load's old values), all under a
-prefix no declaration may use (``core/working.py``). What a user relies on: a table whose
+prefix no declaration may use (``core/table/working.py``). What a user relies on: a table whose
 columns are named as those working columns once were (``day``, ``instant``, ``paid``,
 ``file``, ``_row``, ``key``, ``column``, ``rows``), as SQL's reserved words (``order``,
 ``select``, ``Group``) or in another script (``Größe``) runs the whole story, on every
@@ -23,15 +23,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline_assets.automation import RUN_KEY_TAG, SENSOR_TAG
-from pipeline_assets.core import working
 from pipeline_assets.core.daily_files import serialize_day
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.deletions import DeletePolicy
-from pipeline_assets.core.load import load_table
-from pipeline_assets.core.spec import declare
+from pipeline_assets.core.daily_files.views import day_rows, day_totals
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.load.deletions import DeletePolicy
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, verify
-from pipeline_assets.core.views import day_rows, day_totals
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 

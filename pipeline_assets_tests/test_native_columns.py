@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.source import inspect_source
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.source.scan import inspect_source
 from pipeline_assets.core.times import UTC, to_instant, zone
 
 from .conftest import NOW

@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 

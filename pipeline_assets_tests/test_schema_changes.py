@@ -1,4 +1,4 @@
-"""When the app's schema and the declaration drift apart (``core/evolve.py``), on a SQLite
+"""When the app's schema and the declaration drift apart (``core/warehouse/evolve.py``), on a SQLite
 and a PostgreSQL warehouse: the story of a column the app adds, which nobody reads until
 it is declared, then is added to the warehouse table, its old rows named by ``verify``
 and the check until the printed range loads fill them; of a column removed from the
@@ -25,15 +25,16 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.assets import load_metadata
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import batches, column_fills, declarations, make_engine
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import warehouse_table
+from pipeline_assets.core.db.state import batches, column_fills, declarations
 from pipeline_assets.core.errors import SchemaChangeRefused, TypeChangeRefused
-from pipeline_assets.core.horizon import reconcile_horizon
-from pipeline_assets.core.load import load_table
-from pipeline_assets.core.schema import warehouse_table
-from pipeline_assets.core.spec import declare
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC, canonical, to_instant
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, LACKS_COLUMN, Repairs, verify
+from pipeline_assets.core.verify.horizon import reconcile_horizon
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW, ROOT
 from .support import database_urls
@@ -396,7 +397,7 @@ def test_a_column_removed_that_orders_table_requires(backend, tmp_path, request)
     orders without amount makes it nullable on PostgreSQL (new rows are written without
     it, the stored amounts stay), and is refused on SQLite, which cannot, writing nothing."""
     from pipeline_assets.core import demo
-    from pipeline_assets.core.spec import ORDERS, ORDERS_ATTRIBUTES
+    from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
 
     urls = database_urls(backend, tmp_path, request)
     source = make_engine(urls["source"], role="app")
@@ -427,7 +428,7 @@ KILLED_LOAD = textwrap.dedent("""\
     import json, sys
     from pipeline_assets.core.db import make_engine
     from pipeline_assets.core.load import load_table
-    from pipeline_assets.core.spec import declare
+    from pipeline_assets.core.table.declare import declare
     from pipeline_assets.core.times import UTC
     from pipeline_assets_tests.conftest import NOW
 

@@ -16,12 +16,13 @@ from datetime import date, datetime
 import pytest
 
 from pipeline_assets.core import demo, sensing
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.days import yesterday
-from pipeline_assets.core.db import DatabaseError, make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.errors import DatabaseError
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.sensing import DayBlock, Observation, RunView
 from pipeline_assets.core.times import UTC, canonical, to_instant
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW
 

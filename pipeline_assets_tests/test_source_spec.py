@@ -15,9 +15,11 @@ from zoneinfo import ZoneInfo
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import source
-from pipeline_assets.core.db import DatabaseError, make_engine
-from pipeline_assets.core.spec import ORDERS, declare
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.errors import DatabaseError
+from pipeline_assets.core.source import scan as source
+from pipeline_assets.core.table.declare import declare
+from pipeline_assets.core.table.orders import ORDERS
 
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, make_payments
 

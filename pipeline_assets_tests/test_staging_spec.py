@@ -14,12 +14,12 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import working
-from pipeline_assets.core.db import make_engine, writing
-from pipeline_assets.core.schema import ensure_table, warehouse_table
-from pipeline_assets.core.spec import declare
-from pipeline_assets.core.staging import Stage
+from pipeline_assets.core.db.engines import make_engine, writing
+from pipeline_assets.core.db.schema import ensure_table, warehouse_table
+from pipeline_assets.core.table import working
+from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import EPOCH, UTC, canonical
+from pipeline_assets.core.warehouse.staging import Stage
 
 from .tables import PAYMENTS
 

@@ -55,7 +55,6 @@ from hypothesis.stateful import (
 from sqlalchemy.pool import NullPool
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
 from pipeline_assets.core.crash import POINTS, SimulatedCrash
 from pipeline_assets.core.daily_files import (
     DAY_FILE_RE,
@@ -65,25 +64,18 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.db import (
-    batches,
-    make_engine,
-    of_table,
-    orders,
-    watermark_history,
-    watermark_state,
-)
-from pipeline_assets.core.load import (
-    DeletePolicy,
-    DeleteRefused,
-    LoadError,
-    load_orders,
-    load_table,
-)
-from pipeline_assets.core.paid import paid_orders_by_day
-from pipeline_assets.core.schema import warehouse_table
-from pipeline_assets.core.spec import ORDERS, TableSpec
-from pipeline_assets.core.views import day_rows
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day
+from pipeline_assets.core.daily_files.views import day_rows
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
+from pipeline_assets.core.db.schema import warehouse_table
+from pipeline_assets.core.db.state import batches, of_table, watermark_history, watermark_state
+from pipeline_assets.core.errors import DeleteRefused, LoadError
+from pipeline_assets.core.load.batch import load_orders, load_table
+from pipeline_assets.core.load.deletions import DeletePolicy
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import TableSpec
+from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import MysqlDatabases, PostgresDatabases
 from .model import Model, Payment, Version, canonical, day_file_bytes

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import pytest
 
 from pipeline_assets.component import IncrementalTable
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 

@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 import pytest
 from dagster import AssetKey
 
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import make_engine
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 

@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.spec import ORDERS_ATTRIBUTES
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 
 from .tables import PAYMENTS_ATTRIBUTES, delete_payment, make_payments, put_payments
 from .user_project import BIN, declare, environment, project

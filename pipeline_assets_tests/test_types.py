@@ -3,7 +3,7 @@
 The cases are the values a data engineer's app actually holds: text amounts with a scale
 that must survive (``7.000``), a float where an exact decimal belongs, SQLite's 0/1 for a
 boolean, a date where a timestamp is declared, NaN in a float column, a 64-bit overflow.
-Each type has one home (core/types.py); these tables pin its rules.
+Each type has one home (core/table/types.py); these tables pin its rules.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from pipeline_assets.core.types import (
+from pipeline_assets.core.errors import TypeValueError, UnknownTypeError
+from pipeline_assets.core.table.types import (
     DECIMAL_TEXT,
     PLAIN_DECIMAL_TEXT,
     ColumnType,
-    TypeValueError,
-    UnknownTypeError,
     format_decimal,
 )
 

@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import batches, make_engine, orders, watermark_history
-from pipeline_assets.core.declaration import declaration_of_batch, fingerprint
-from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.spec import ORDERS
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
+from pipeline_assets.core.db.state import batches, watermark_history
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.times import UTC
+from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets.core.warehouse.declaration import declaration_of_batch, fingerprint
 
 HERE = Path(__file__).parent / "previous_release"
 NOW = datetime(2026, 1, 21, 12, tzinfo=UTC)  # a day after the old release's last run

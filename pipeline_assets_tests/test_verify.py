@@ -30,11 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline_assets.core import demo
-from pipeline_assets.core.columnar import days_of
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.days import days_between
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import DeletePolicy, load_orders
-from pipeline_assets.core.paid import paid_orders_by_day
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
+from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.load.deletions import DeletePolicy
+from pipeline_assets.core.rows.arrow_days import days_of
 from pipeline_assets.core.times import UTC, canonical, to_instant, zone
 from pipeline_assets.core.verify import (
     DIFFERS_FROM_SOURCE,
@@ -884,7 +886,7 @@ def test_a_large_sqlite_read_goes_through_the_reader_process_with_the_same_rows(
 
 
 def test_a_reader_process_that_cannot_read_is_a_one_line_error(tmp_path):
-    from pipeline_assets.core import sqlite_reader
+    from pipeline_assets.core.db import sqlite_reader
 
     with pytest.raises(sqlite_reader.ReaderError) as err:
         list(sqlite_reader.read(str(tmp_path / "nothing.db"), ["SELECT 1"], 10))
@@ -906,7 +908,7 @@ def test_file_hashes_are_those_of_the_bytes_serialize_day_writes(tmp_path, data)
     bytes ``serialize_day`` writes from ``paid_orders_by_day``'s rows (the writer's own
     path), and a day holding an amount the writer would refuse gets no hash at all."""
     from pipeline_assets.core.daily_files import serialize_day, sha256_hex
-    from pipeline_assets.core.db import orders, prepare_warehouse
+    from pipeline_assets.core.db.state import prepare_warehouse
     from pipeline_assets.core.verify.files import file_hashes
 
     tz = zone(data.draw(st.sampled_from(ZONES), label="zone"))
@@ -969,8 +971,8 @@ def test_the_check_tells_an_order_deleted_from_the_source_from_one_that_moved(
     asking the source for the keys that left the days, by key (``lookup_batch`` keys per
     ``IN`` list: one list, or many), and says so exactly as ``verify``, which matches
     every row of both sides, does for the same days."""
-    from pipeline_assets.core.horizon import reconcile_horizon
     from pipeline_assets.core.verify import lost
+    from pipeline_assets.core.verify.horizon import reconcile_horizon
 
     monkeypatch.setattr(lost, "LOOKUP_BATCH", lookup_batch)
     p = Pipeline(tmp_path, db_urls["source"], db_urls["warehouse"])
@@ -1040,7 +1042,7 @@ def _text_key_source(url: str, declared: str, keys: list) -> sa.Engine:
 
 def _old_rule(source, keys: list[int]) -> list[int]:
     """The keys no row of the source holds, by the scan of every key (the rule of old)."""
-    from pipeline_assets.core.source import inspect_source, scan_keys
+    from pipeline_assets.core.source.scan import inspect_source, scan_keys
 
     held = {k for array in scan_keys(source, inspect_source(source)) for k in array.to_pylist()}
     return [k for k in keys if k not in held]
@@ -1061,9 +1063,9 @@ def test_orders_whose_key_is_text_in_any_form_are_told_moved_from_deleted(
     to the source."""
     import pyarrow as pa
 
-    from pipeline_assets.core.horizon import reconcile_horizon
-    from pipeline_assets.core.source import inspect_source
+    from pipeline_assets.core.source.scan import inspect_source
     from pipeline_assets.core.verify import lost
+    from pipeline_assets.core.verify.horizon import reconcile_horizon
 
     backend = sa.make_url(db_urls["source"]).get_backend_name()
     if declared.startswith("BIGINT") and backend != "sqlite":

@@ -21,13 +21,13 @@ import pytest
 
 from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files import serialize_day
-from pipeline_assets.core.declaration import files_fingerprint
-from pipeline_assets.core.deletions import DeletePolicy
-from pipeline_assets.core.horizon import newest_row, reconcile_horizon
-from pipeline_assets.core.load import load_table
+from pipeline_assets.core.daily_files.views import day_rows
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.load.deletions import DeletePolicy
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, FILE_DIFFERS, Repairs, verify
-from pipeline_assets.core.views import day_rows
+from pipeline_assets.core.verify.horizon import newest_row, reconcile_horizon
+from pipeline_assets.core.warehouse.declaration import files_fingerprint
 
 from .conftest import NOW
 from .table_sources import TableSource, stamp
@@ -242,7 +242,7 @@ def test_the_check_and_verify_count_every_day_alike_through_every_reader(
     not loaded yet; and the same again when the SQLite warehouse is read by the reader
     process (the Arrow driver in a process of its own, booleans as 0/1) instead of the
     engine's driver."""
-    from pipeline_assets.core.db import make_engine
+    from pipeline_assets.core.db.engines import make_engine
     from pipeline_assets.core.verify import compare_days, compare_rows, differing_days, sides
 
     source = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")

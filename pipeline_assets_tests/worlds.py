@@ -24,9 +24,9 @@ import sqlalchemy as sa
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import write_day_files
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
-from pipeline_assets.core.paid import paid_orders_by_day
+from pipeline_assets.core.daily_files.paid import paid_orders_by_day
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import verify
 from pipeline_assets.settings import from_env

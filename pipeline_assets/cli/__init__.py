@@ -58,8 +58,9 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
+from pipeline_assets.core.secrets import scrub
+
 from .. import settings as settings_module
-from ..core.db import scrub
 from ..core.errors import PipelineError
 from ..core.times import utc_now
 from .context import Clock, Context, one_line

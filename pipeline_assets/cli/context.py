@@ -13,11 +13,15 @@ from datetime import datetime
 
 from sqlalchemy.engine import Engine
 
+from pipeline_assets.core.db.engines import make_engine, sqlite_file
+from pipeline_assets.core.errors import DatabaseError
+from pipeline_assets.core.secrets import redact
+from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table.spec import TableSpec
+
 from .. import settings as settings_module
 from ..core.commands import DEFINITIONS_MODULE, DEMO_INIT
-from ..core.db import DatabaseError, make_engine, redact, sqlite_file
 from ..core.errors import CommandError, PipelineError
-from ..core.spec import ORDERS, TableSpec
 from ..core.times import day_of
 
 IN_MEMORY_WAREHOUSE = "sqlite://"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.secrets import redact
+from pipeline_assets.core.table.spec import TableSpec
+from pipeline_assets.core.warehouse import watermark as wm
+
 from .. import settings as settings_module
-from ..core import watermark as wm
-from ..core.db import redact
 from ..core.errors import CommandError
-from ..core.load import load_table
-from ..core.spec import TableSpec
 from ..core.times import day_of, from_canonical, parse_day, resolve_relative, to_instant
 from ..core.verify import verify
 from .context import (

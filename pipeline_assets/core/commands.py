@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 
 from .days import days_between, runs
-from .spec import ORDERS, TableSpec
+from .table.orders import ORDERS
+from .table.spec import TableSpec
 
 DEFINITIONS_MODULE = "pipeline_assets.definitions"
 DAILY_FILES = ("paid_orders", "daily_revenue")  # ORDERS' daily assets, as rebuilt together

@@ -23,9 +23,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .commands import DEMO_INIT
-from .db import DatabaseError, guard, has_table, redact, writing
-from .errors import DemoError
-from .money import format_amount, parse_amount
+from .db.engines import guard, has_table, writing
+from .errors import DatabaseError, DemoError
+from .secrets import redact
+from .table.money import format_amount, parse_amount
 from .times import UTC, to_instant
 
 # The story, in days before today. With today = 2026-01-27 (CHAPTER_TODAY) these are the

@@ -113,7 +113,7 @@ class TypeValueError(PipelineError):
 
 
 class UnknownTypeError(PipelineError):
-    """A type name that is none of ``core/types.py``'s ``KINDS`` (or a malformed
+    """A type name that is none of ``core/table/types.py``'s ``KINDS`` (or a malformed
     ``decimal(P,S)``)."""
 
     def __init__(self, name: object, reason: str):
@@ -136,7 +136,7 @@ class DeclarationError(PipelineError):
 
 class DeclarationChanged(PipelineError):
     """A declaration whose ``primary_key`` or ``cursor`` differ from those its table's
-    stored rows, state and files were written with (``core/declaration.py``).
+    stored rows, state and files were written with (``core/warehouse/declaration.py``).
 
     Terminal: the stored rows are keyed and stamped by the old ones, and running again
     unchanged meets them again. ``changes`` is a list of ``(attribute, stored, declared)``;
@@ -172,7 +172,7 @@ class DeclarationChanged(PipelineError):
 
 class SchemaChangeRefused(PipelineError):
     """A declaration whose change the warehouse table cannot follow by itself, refused
-    when the run starts, before anything is written (``core/evolve.py``). Terminal."""
+    when the run starts, before anything is written (``core/warehouse/evolve.py``). Terminal."""
 
 
 class TypeChangeRefused(SchemaChangeRefused):
@@ -248,7 +248,7 @@ class DeleteRefused(PipelineError):
 
 
 class WatermarkError(PipelineError):
-    """A watermark operation that would break the rules of ``core/watermark.py``.
+    """A watermark operation that would break the rules of ``core/warehouse/watermark.py``.
 
     Terminal: a negative lookback, a rewind forward or without a reason; a load moving it
     back cannot happen under the watermark's lock, so it is a bug, not a race.
@@ -278,17 +278,7 @@ class UncommittedDayError(PipelineError):
 
     state = "is not committed"
 
-    def __init__(
-        self,
-        reasons: Mapping[str, str],
-        *,
-        name: str = "paid_orders",
-        rebuild: Callable[[str], str] | None = None,
-    ):
-        # imported here: commands imports times, which imports this module
-        from .commands import rebuild_command
-
-        rebuild = rebuild or rebuild_command
+    def __init__(self, reasons: Mapping[str, str], *, name: str, rebuild: Callable[[str], str]):
         self.reasons = dict(sorted(reasons.items()))
         self.days = tuple(self.reasons)
         parts = [f"{name} day {day} {self.state}: {why}." for day, why in self.reasons.items()]

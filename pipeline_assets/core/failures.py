@@ -1,6 +1,6 @@
 """What went wrong with a database, in one word, from the driver's own code.
 
-The kinds a :class:`~pipeline_assets.core.db.DatabaseError` carries, and the tables that
+The kinds a :class:`~pipeline_assets.core.db.engines.DatabaseError` carries, and the tables that
 map SQLite's result codes, PostgreSQL's SQLSTATEs and MySQL's error numbers to them.
 :func:`classify` is the one reader of these tables (``db.guard`` calls it).
 """

@@ -7,7 +7,7 @@ names. A column the database calls text is looked at more closely, through a sam
 its values (:data:`SAMPLE_ROWS`): when every value sampled is an exact decimal (``12.50``),
 a date or an ISO-8601 timestamp, that type is proposed instead, and a comment on its line
 says why. What cannot be known is left for the user, with a placeholder that fails loudly
-when the definitions load (``CHANGE_ME``: :func:`.spec.declare` says which and what to
+when the definitions load (``CHANGE_ME``: :func:`.table.declare.declare` says which and what to
 write) rather than a guess that loads silently.
 """
 
@@ -20,11 +20,11 @@ from datetime import date
 import sqlalchemy as sa
 import yaml
 
-from .db import make_engine
+from .db.engines import make_engine
 from .errors import PipelineError, TypeValueError
-from .spec import PLACEHOLDER as CHANGE_ME
+from .table.declare import PLACEHOLDER as CHANGE_ME
+from .table.types import DECIMAL_TEXT, TIMESTAMP
 from .times import UTC
-from .types import DECIMAL_TEXT, TIMESTAMP
 
 # Names apps give their change stamp, most telling first.
 _STAMPS = (

@@ -22,10 +22,10 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from pipeline_assets.core import demo
-from pipeline_assets.core import watermark as wm
-from pipeline_assets.core.db import make_engine
-from pipeline_assets.core.load import load_orders
+from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC
+from pipeline_assets.core.warehouse import watermark as wm
 
 HERE = Path(__file__).parent
 TODAY = date(2026, 1, 20)

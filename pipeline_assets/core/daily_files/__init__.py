@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import DayFilesError, UncommittedDayError
 from .hashes import DayFileHashes
 from .layout import (
     COMMITTED,
@@ -69,7 +70,6 @@ from .layout import (
     POINTER_DIR,
     TEMP_SUFFIX,
     UNCOMMITTED,
-    DayFilesError,
     check_day,
     day_name,
     is_temp_name,
@@ -80,7 +80,6 @@ from .serialize import ROW_FIELDS, serialize_day, sha256_hex
 from .state import (
     DayStatus,
     Shape,
-    UncommittedDayError,
     day_status,
     describe_days,
     known_days,
@@ -90,15 +89,7 @@ from .state import (
     shape_of,
     stale_days,
 )
-from .store import (
-    LocalStore,
-    ObjectStore,
-    Store,
-    atomic_replace,
-    is_url,
-    open_store,
-    temp_path_for,
-)
+from .store import LocalStore, ObjectStore, Store, atomic_replace, is_url, open_store, temp_path_for
 from .writer import DayFilesBatch, WrittenRun, rebuild_pointers, write_day_files
 
 

@@ -17,10 +17,11 @@ import math
 import re
 from datetime import date, datetime
 
-from .. import working
-from ..spec import ORDERS, DailyFiles, TableSpec
+from ..table import working
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec
+from ..table.types import DECIMAL_TEXT, ColumnType
 from ..times import UTC
-from ..types import DECIMAL_TEXT, ColumnType
 from .serialize import file_of
 
 _AMOUNT_RE = re.compile(f"^{DECIMAL_TEXT}$")  # the decimal text serialize_day accepts
@@ -161,7 +162,7 @@ def _stored_array(array, kind: ColumnType):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..columnar import INSTANT
+    from ..rows.arrow_days import INSTANT
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
@@ -238,7 +239,7 @@ def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, objec
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..columnar import local_text
+    from ..rows.arrow_days import local_text
 
     k = kind.kind
     bad = None

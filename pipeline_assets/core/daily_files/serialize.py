@@ -1,8 +1,8 @@
 """The bytes of day files, manifests and pointers: deterministic JSON, and its sha256.
 
 A day file's bytes have one builder per path, both generic over a declared table
-(:class:`~pipeline_assets.core.spec.TableSpec`) and one of its
-:class:`~pipeline_assets.core.spec.DailyFiles`:
+(:class:`~pipeline_assets.core.table.spec.TableSpec`) and one of its
+:class:`~pipeline_assets.core.table.spec.DailyFiles`:
 
 - :func:`serialize_day`, from rows of Python values (what the writer writes);
 - :class:`~.hashes.DayFileHashes` (:mod:`.hashes`), the sha256 of the same bytes from
@@ -24,9 +24,11 @@ from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from decimal import Decimal
 
-from ..spec import ORDERS, DailyFiles, TableSpec
-from ..types import DECIMAL_TEXT, ColumnType, TypeValueError
-from .layout import DayFilesError, check_day
+from ..errors import DayFilesError, TypeValueError
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec
+from ..table.types import DECIMAL_TEXT, ColumnType
+from .layout import check_day
 
 ROW_FIELDS = ORDERS.daily_files[0].columns  # orders' file: order_id, status, amount, updated_at
 

@@ -17,9 +17,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..commands import rebuild_command
-from ..declaration import describe_files, files_fingerprint, implied_files_fingerprint
 from ..errors import StaleDayError, UncommittedDayError
-from ..spec import DailyFiles, TableSpec
+from ..table.spec import DailyFiles, TableSpec
+from ..warehouse.declaration import describe_files, files_fingerprint, implied_files_fingerprint
 from .layout import (
     COMMITTED,
     DAY_FILE_RE,
@@ -323,13 +323,17 @@ def stale_days(folder: str | os.PathLike | Store, shape: Shape) -> list[DayStatu
     return [s for s in describe_days(folder) if shape.stale(s)]
 
 
-def _parse_day_bytes(day: str, data: bytes) -> list[dict]:
+def _parse_day_bytes(day: str, data: bytes, name: str, rebuild: Callable[[str], str]) -> list:
     try:
         rows = json.loads(data)
     except ValueError:
-        raise UncommittedDayError({day: "the file is not valid JSON"}) from None
+        raise UncommittedDayError(
+            {day: "the file is not valid JSON"}, name=name, rebuild=rebuild
+        ) from None
     if not isinstance(rows, list):
-        raise UncommittedDayError({day: "the file does not hold a JSON array"})
+        raise UncommittedDayError(
+            {day: "the file does not hold a JSON array"}, name=name, rebuild=rebuild
+        )
     return rows
 
 
@@ -350,6 +354,7 @@ def read_committed_days(
     With ``wait_for_writer`` a run that is writing right now is waited for instead of
     being reported as uncommitted (see :func:`settled_statuses`).
     """
+    rebuild = rebuild or rebuild_command  # paid_orders' own
     statuses = settled_statuses(folder, days, wait_for_writer=wait_for_writer)
     bad = {s.day: s.reason for s in statuses if not s.committed}
     if bad:
@@ -357,7 +362,7 @@ def read_committed_days(
     stale = {s.day: shape.why(s) for s in statuses if shape is not None and shape.stale(s)}
     if stale:
         raise StaleDayError(stale, name=name, rebuild=rebuild)
-    return {s.day: _parse_day_bytes(s.day, s.data) for s in statuses}
+    return {s.day: _parse_day_bytes(s.day, s.data, name, rebuild) for s in statuses}
 
 
 def read_committed_day(

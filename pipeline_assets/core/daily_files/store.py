@@ -35,9 +35,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..crash import crash_point
-from ..errors import StoreUnavailable
+from ..errors import DayFilesError, StoreUnavailable
 from ..secrets import redact, scrub
-from .layout import LOCK_NAME, POINTER_DIR, DayFilesError, is_temp_name, temp_name_for
+from .layout import LOCK_NAME, POINTER_DIR, is_temp_name, temp_name_for
 
 if TYPE_CHECKING:
     from upath import UPath

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..crash import crash_point
-from ..declaration import describe_files, files_fingerprint
-from ..spec import ORDERS, DailyFiles, TableSpec
+from ..errors import DayFilesError
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec
+from ..warehouse.declaration import describe_files, files_fingerprint
 from .layout import (
     DAY_FILE_RE,
     HEAD,
     MANIFEST_RE,
-    DayFilesError,
     check_day,
     check_run_id,
     day_name,
@@ -177,8 +178,8 @@ def write_day_files(
     set's fingerprint, ``columns``: its columns and their types).
 
     Everything is serialized and checked before the first byte is written, so bad rows
-    never touch the folder. The named crash points of :mod:`..crash` sit between the
-    steps (``files_between_days``, ``files_before_manifest``, ``files_after_manifest``,
+    never touch the folder. The named crash points of :mod:`~pipeline_assets.core.crash` sit between
+    the steps (``files_between_days``, ``files_before_manifest``, ``files_after_manifest``,
     ``files_after_pointers``) and inside each file write (``*_before_rename``).
     """
     store = open_store(folder)
@@ -229,7 +230,7 @@ def write_day_files(
             "watermark": watermark,
             "written_at": written_at,
             "files": entries,
-            # the shape every file of the run was written with (core/declaration.py)
+            # the shape every file of the run was written with (core/warehouse/declaration.py)
             "declaration": files_fingerprint(spec, view),
             "columns": describe_files(spec, view)["columns"],
         }

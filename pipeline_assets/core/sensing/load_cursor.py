@@ -15,11 +15,14 @@ from datetime import datetime, tzinfo
 
 from sqlalchemy.engine import Engine
 
-from .. import watermark as wm
 from ..commands import DEMO_INIT
-from ..db import DatabaseError, redact, sqlite_file
-from ..source import inspect_source
-from ..spec import ORDERS, TableSpec
+from ..db.engines import sqlite_file
+from ..errors import DatabaseError
+from ..secrets import redact
+from ..source.scan import inspect_source
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
+from ..warehouse import watermark as wm
 from .observation import CURSOR_VERSION, Decision, Observation, check, observe
 from .outcomes import Outcome, RunView, request_outcome, retry_delay
 

@@ -20,16 +20,12 @@ from datetime import datetime, tzinfo
 
 from sqlalchemy.engine import Engine
 
-from ..db import MYSQL, dialect_of, guard
-from ..source import (
-    SourceTable,
-    inspect_source,
-    quote,
-    table_sql,
-    through_sqlalchemy,
-    window_filter,
-)
-from ..spec import ORDERS, TableSpec
+from ..db.engines import MYSQL, dialect_of, guard
+from ..db.quoting import quote, through_sqlalchemy
+from ..source.scan import inspect_source
+from ..source.sql import SourceTable, table_sql, window_filter
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
 from ..times import canonical, from_canonical
 
 CURSOR_VERSION = 1
@@ -205,7 +201,7 @@ def observe(
     """One aggregate query over ``cursor >= start`` (the index's range), or, without a
     start, the two index ends. Its cost follows the rows of the window, not the table.
 
-    The filter is :func:`~pipeline_assets.core.source.window_filter`'s, the one every
+    The filter is :func:`~pipeline_assets.core.source.scan.window_filter`'s, the one every
     reader of the source uses, so a text column is bounded by the same safe superset the
     load reads (a day wider): the observation covers at least every row the next load
     reads. ``src``: the table as reflected (default: ``spec``'s, reflected here).

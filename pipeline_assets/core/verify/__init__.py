@@ -3,12 +3,14 @@ per day, and every day file vs its manifest and vs the warehouse.
 
 How the parts fit, in the order a run of ``verify`` uses them:
 
-Every part takes the declared table (``spec``, a :class:`~pipeline_assets.core.spec.TableSpec`;
-``orders`` unless told, with the words and commands it always had).
+Every part takes the declared table (``spec``, a
+:class:`~pipeline_assets.core.table.spec.TableSpec`; ``orders`` unless told, with the words and
+commands it always had).
 
 - :mod:`.sides` reads the source (through the load's own scan) and the warehouse table
-  as Arrow batches; :mod:`.compare` matches them by the primary key (:mod:`.keys`: one
-  column or several): per day a count, a checksum and what differs (:class:`DayCounts`).
+  as Arrow batches; :mod:`.compare` matches them by the primary key
+  (:mod:`~pipeline_assets.core.rows.keys`: one column or several): per day a count, a checksum and
+  what differs (:class:`DayCounts`).
 - :mod:`.files` checks each day file of each of the table's daily files against its
   manifest and the warehouse's rows of that file's view (:class:`FileCheck`).
 - :mod:`.report` turns both into problems, each naming the table (or file) and the rows'
@@ -26,7 +28,9 @@ Plain Python, no Dagster: the caller passes the engines, the folder, the time zo
 
 from ..commands import orders_range_command, rebuild_command, repair_commands
 from ..days import runs
-from .compare import DayCounts, compare_days, compare_orders, compare_rows, differing_days
+from ..errors import VerifyError
+from .compare import compare_days, compare_orders, compare_rows, differing_days
+from .counts import DayCounts
 from .files import FileCheck, check_files
 from .reconcile import verify
 from .report import (
@@ -40,7 +44,6 @@ from .report import (
     Repairs,
     VerifyResult,
 )
-from .sides import VerifyError
 
 __all__ = [
     "DIFFERS_FROM_SOURCE",

@@ -2,7 +2,7 @@
 
 - :func:`compare_days`, behind the ``N_match_source`` check: for the days asked, the
   count, paid count (rows of the first daily file) and checksum
-  (:mod:`pipeline_assets.core.digest`) of each side. Days a load has just read whole may
+  (:mod:`pipeline_assets.core.rows.digest`) of each side. Days a load has just read whole may
   come from that load instead of a second read of the source (``known``).
 - :func:`compare_rows` (``compare_orders``), behind ``pipeline-assets verify``: every row
   of both sides, matched by the primary key, so that each differing day also says what
@@ -12,7 +12,8 @@
   both days and repairs both with a load of Y.
 
 Both read the sides through :mod:`.sides`, for any declared table (``spec``, ``orders``
-unless told); keys are handled by :mod:`.keys`; per-day figures are :class:`DayCounts`.
+unless told); keys are handled by :mod:`~pipeline_assets.core.rows.keys`; per-day figures are
+:class:`DayCounts`.
 """
 
 from __future__ import annotations
@@ -24,25 +25,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
-from .. import working
-from ..columnar import ARROW_TYPES, day_text
 from ..days import runs
-from ..digest import DayDigest, add_days, kept_rows
-from ..rows import InvalidRowError
-from ..source import SCAN_BATCH, ahead
-from ..spec import ORDERS, TableSpec
+from ..errors import InvalidRowError, VerifyError
+from ..rows.arrow_days import day_text
+from ..rows.digest import DayDigest, add_days, kept_rows
+from ..rows.keys import is_orders, key_values, last_key, member, row_name, upto
+from ..rows.normalize import ARROW_TYPES
+from ..source.scan import SCAN_BATCH, ahead
+from ..table import working
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
 from ..times import EPOCH, day_start, parse_day
 from .counts import DayCounts
-from .keys import is_orders, key_values, last_key, member, row_name, upto
 from .lost import lost_keys
-from .sides import (
-    VerifyError,
-    day_digests,
-    source_rows,
-    warehouse_keys,
-    warehouse_rows,
-    warehouse_rows_by_key,
-)
+from .sides import day_digests, source_rows, warehouse_keys, warehouse_rows, warehouse_rows_by_key
 
 
 def _counts(source: dict[int, DayDigest], warehouse: dict[int, DayDigest]) -> dict[str, DayCounts]:
@@ -68,7 +64,7 @@ def compare_days(
     spec: TableSpec = ORDERS,
 ) -> dict[str, DayCounts]:
     """Per-day count and checksum of both sides, for ``days`` (those with a row on either
-    side). ``known`` (a load's :class:`~pipeline_assets.core.load.WholeDays`) gives the
+    side). ``known`` (a load's :class:`~pipeline_assets.core.load.batch.WholeDays`) gives the
     source side of the days that load read whole; every other day is read here, both
     sides at once, one range read per run of consecutive days.
     """
@@ -129,7 +125,7 @@ def add_deleted(
     check, on the days it found different; ``verify`` knows them from its own match."""
     if not days:
         return
-    from ..source import inspect_source
+    from ..source.scan import inspect_source
 
     spans = _spans([parse_day(d) for d in days], tz)
     # the keys of those days first (8 bytes a row), then only the rows the source lost

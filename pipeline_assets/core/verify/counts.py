@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..spec import ORDERS, TableSpec
-from .keys import is_orders
+from ..rows.keys import is_orders
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
 
 
 @dataclass
@@ -29,7 +30,7 @@ class DayCounts:
     deleted_checksum: int = 0  # the checksum of those rows alone
     # warehouse rows per daily file after the first (whose count is warehouse_paid)
     warehouse_kept: dict[str, int] = field(default_factory=dict)
-    # per column added to the declaration after rows were stored (core/evolve.py): the
+    # per column added to the declaration after rows were stored (core/warehouse/evolve.py): the
     # day's warehouse rows that hold NULL there while the source holds a value
     lacking: dict[str, int] = field(default_factory=dict)
 

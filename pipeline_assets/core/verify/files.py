@@ -1,6 +1,6 @@
 """Day files vs the warehouse: each committed file must hold the warehouse's rows of its
 view (for ``orders``' ``paid_orders``: the paid orders; for any declared table, the rows of
-one of its :class:`~pipeline_assets.core.spec.DailyFiles`, ``files``).
+one of its :class:`~pipeline_assets.core.table.spec.DailyFiles`, ``files``).
 
 The statuses come from :func:`~pipeline_assets.core.daily_files.settled_statuses` (a
 writer is waited for instead of being called torn: under the shared lock on local disk,
@@ -8,8 +8,9 @@ by polling the head, briefly, on an object store). What each file should hold is
 sha256 of the bytes the warehouse's paid orders of its day would be written as
 (:class:`~pipeline_assets.core.daily_files.DayFileHashes`), computed in one ordered read
 of the warehouse over the days' ranges, streamed: a hash per day is all it keeps. Only a
-day whose hash differs is read again row by row (:func:`~pipeline_assets.core.views.day_rows`),
-to say how its file differs, or that only the byte layout of an older writer does.
+day whose hash differs is read again row by row
+(:func:`~pipeline_assets.core.daily_files.views.day_rows`), to say how its file differs, or that
+only the byte layout of an older writer does.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from ..daily_files import (
     sha256_hex,
     shape_of,
 )
+from ..daily_files.views import day_rows
 from ..days import runs
-from ..spec import ORDERS, DailyFiles, TableSpec
+from ..rows.keys import is_orders
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec
 from ..times import EPOCH, day_start, parse_day
-from ..views import day_rows
-from .keys import is_orders
 from .sides import warehouse_rows
 
 # object stores: how long a day is re-checked while the head says a run is writing (a

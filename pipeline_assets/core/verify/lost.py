@@ -3,8 +3,8 @@
 The ``orders_match_source`` check names, on each day it found different, the orders the
 source lost (deleted in the app) apart from those that only moved (their ``updated_at``
 now falls on another day). An order is *held* when some source row, whatever its
-``updated_at``, has its key as :func:`~pipeline_assets.core.columnar.keys_of` reads it:
-the rule of :func:`~pipeline_assets.core.source.scan_keys`, the range load's scan of
+``updated_at``, has its key as :func:`~pipeline_assets.core.rows.normalize.keys_of` reads it:
+the rule of :func:`~pipeline_assets.core.source.scan.scan_keys`, the range load's scan of
 every key. :func:`lost_keys` gives the same answer without reading every key of the
 source:
 
@@ -21,12 +21,12 @@ source:
    row, returning only those.
 
 So the cost grows with the days compared and the keys that left them, not the table.
-For a declared table the same steps run on its key (:mod:`.keys`): a composite key is
-looked up by its first column (its index's), and the rows found hold the keys they read
-as; a text key is matched as it is written, so step 3 is only for integer keys; a key
+For a declared table the same steps run on its key (:mod:`~pipeline_assets.core.rows.keys`): a
+composite key is looked up by its first column (its index's), and the rows found hold the keys they
+read as; a text key is matched as it is written, so step 3 is only for integer keys; a key
 whose first column is a date or a timestamp (spelled many ways) keeps the scan.
 Only ``SELECT``s: no temporary table, nothing written to the source. Two cases keep the
-scan of every key (:func:`~pipeline_assets.core.source.scan_keys`): no index on
+scan of every key (:func:`~pipeline_assets.core.source.scan.scan_keys`): no index on
 ``order_id`` and more than one ``IN`` list to send (each would read the whole table), and
 a PostgreSQL or MySQL key column that is neither an integer nor a text column.
 """
@@ -41,17 +41,11 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..db import MYSQL, dialect_of, guard
-from ..source import (
-    SourceTable,
-    keys_sql,
-    mysql_batches,
-    quote,
-    scan_keys,
-    through_sqlalchemy,
-    window_filter,
-)
-from .keys import not_in, stored_keys
+from ..db.engines import MYSQL, dialect_of, guard
+from ..db.quoting import quote, through_sqlalchemy
+from ..rows.keys import not_in, stored_keys
+from ..source.scan import mysql_batches, scan_keys
+from ..source.sql import SourceTable, keys_sql, window_filter
 from .sides import Span
 
 LOOKUP_BATCH = 1_000  # keys per IN list: a statement of a few KiB on every engine
@@ -63,8 +57,8 @@ def lost_keys(
 ) -> pa.Array | pa.Table:
     """The ``keys`` (unique warehouse keys stamped in ``spans``) that no source row holds.
 
-    ``keys``: a table of the key columns as stored (:mod:`.keys`), or, for a one-column
-    key such as ``orders``', an array of them; the answer has the same form."""
+    ``keys``: a table of the key columns as stored (:mod:`~pipeline_assets.core.rows.keys`), or, for
+    a one-column key such as ``orders``', an array of them; the answer has the same form."""
     if isinstance(keys, (pa.Array, pa.ChunkedArray)):
         (name,) = src.spec.primary_key
         return _lost(source, src, tz, pa.table({name: keys}), spans)[name].combine_chunks()
@@ -103,8 +97,8 @@ def _reader(
     source: Engine, dialect: str, src: SourceTable, tz: tzinfo
 ) -> Iterator[Callable[[str], pa.Table]]:
     """``read(sql)``: the keys a ``SELECT`` of the key columns gives, as the warehouse
-    stores them (:func:`.keys.stored_keys`). Through connectorx on MySQL (its Python
-    driver is slow to parse many rows); elsewhere through one connection of the engine's
+    stores them (:func:`~pipeline_assets.core.rows.keys.stored_keys`). Through connectorx on MySQL
+    (its Python driver is slow to parse many rows); elsewhere through one connection of the engine's
     own driver: a few small reads, no Arrow driver to connect (0.07 s a connection on
     PostgreSQL), on SQLite no second SQLite library in the process."""
     spec = src.spec

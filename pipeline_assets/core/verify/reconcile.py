@@ -11,13 +11,16 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
-from ..db import has_table, require_distinct
-from ..evolve import Gap, days_to_fill, open_gaps
-from ..source import SCAN_BATCH
-from ..spec import ORDERS, DailyFiles, TableSpec
-from .compare import DayCounts, compare_rows, deletes_to_allow
+from ..db.engines import has_table, require_distinct
+from ..errors import VerifyError
+from ..rows.keys import is_orders
+from ..source.scan import SCAN_BATCH
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec
+from ..warehouse.evolve import Gap, days_to_fill, open_gaps
+from .compare import compare_rows, deletes_to_allow
+from .counts import DayCounts
 from .files import FileCheck, check_files
-from .keys import is_orders
 from .report import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
@@ -32,7 +35,6 @@ from .report import (
     no_partition,
     source_detail,
 )
-from .sides import VerifyError
 
 Folder = str | Path | Store
 
@@ -239,7 +241,7 @@ def _to_fill(
     repairs: Repairs,
 ) -> tuple[list[Problem], set[str], set[str]]:
     """The days whose rows were stored before a column was declared and not read whole
-    since (core/evolve.py): the day's problem names the columns (a problem of their own
+    since (core/warehouse/evolve.py): the day's problem names the columns (a problem of their own
     when the rows agree otherwise), and a range load of the day fills them; then its
     files are rebuilt, when a daily file holds one of the columns."""
     spec = repairs.spec

@@ -13,10 +13,11 @@ from datetime import date
 
 from ..commands import rebuild_command, repair_commands
 from ..daily_files import COMMITTED
-from ..spec import ORDERS, DailyFiles, TableSpec
-from .compare import DayCounts
+from ..rows.keys import is_orders, rows_named
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec
+from .counts import DayCounts
 from .files import FileCheck
-from .keys import is_orders, rows_named
 
 # kinds of problem, as shown in the output and the JSON
 DIFFERS_FROM_SOURCE = "differs from source"

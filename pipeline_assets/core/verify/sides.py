@@ -1,15 +1,15 @@
 """The two sides of every comparison, read as Arrow batches of stored rows with their day.
 
-- The source: through :func:`~pipeline_assets.core.source.scan_table`, the load's own scan
+- The source: through :func:`~pipeline_assets.core.source.scan.scan_table`, the load's own scan
   (validated, normalized, one row per key — its newest copy — in key order), so that a
   comparison sees the source exactly as a load would store it.
 - The warehouse: the declared table (``orders`` unless ``spec`` says otherwise) through
   the warehouse database's Arrow driver, each stored cursor read back as the instant it
   stands for and given its day by the same rule
-  (:func:`~pipeline_assets.core.columnar.day_numbers`; a date cursor's day is its date).
+  (:func:`~pipeline_assets.core.rows.normalize.day_numbers`; a date cursor's day is its date).
 
 Each side is streamed (a few batches in memory, whatever the table size) and, where only
-totals are needed, folded into per-day digests (:mod:`pipeline_assets.core.digest`).
+totals are needed, folded into per-day digests (:mod:`pipeline_assets.core.rows.digest`).
 :func:`day_digests` reads both sides at once, one in a thread of its own: both drivers and
 Arrow's kernels spend their time outside the GIL, so on two cores the slower side sets
 the time.
@@ -26,11 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
-from .. import sqlite_reader, working
-from ..columnar import ARROW_TYPES, INSTANT, day_numbers
-from ..db import (
-    UNREACHABLE,
-    DatabaseError,
+from ..db import sqlite_reader
+from ..db.engines import (
     arrow_connect,
     arrow_errors,
     connect_error,
@@ -39,14 +36,20 @@ from ..db import (
     has_table,
     sqlite_name,
 )
-from ..digest import DayDigest, add_days
-from ..errors import VerifyError
-from ..schema import missing_columns
+from ..db.quoting import quote
+from ..db.schema import missing_columns
+from ..errors import DatabaseError, VerifyError
+from ..failures import UNREACHABLE
+from ..rows.arrow_days import INSTANT, day_numbers
+from ..rows.digest import DayDigest, add_days
+from ..rows.keys import row_name
+from ..rows.normalize import ARROW_TYPES
 from ..secrets import redact
-from ..source import SCAN_BATCH, SMALL_WINDOW, inspect_source, quote, scan_table
-from ..spec import ORDERS, TableSpec
+from ..source.scan import SCAN_BATCH, SMALL_WINDOW, inspect_source, scan_table
+from ..table import working
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
 from ..times import EPOCH, canonical, from_canonical
-from .keys import row_name
 
 Span = tuple[datetime | None, datetime | None]  # [start, end); None: open on that side
 EVERYTHING: tuple[Span, ...] = ((None, None),)
@@ -65,7 +68,7 @@ def source_rows(
 ) -> Iterator[pa.Table]:
     """The source's rows of ``spec`` stamped in ``spans`` as the load stores them, with
     ``day``; in key order within each span. An invalid row raises
-    :class:`~pipeline_assets.core.rows.InvalidRowError`, which each caller words."""
+    :class:`~pipeline_assets.core.rows.orders.InvalidRowError`, which each caller words."""
     src = inspect_source(source, spec)
     for start, end in spans:
         for rows, _ in scan_table(source, src, tz, start, end, batch_rows):
@@ -88,7 +91,7 @@ def warehouse_rows(
     made the table yet.
 
     PostgreSQL is read through its Arrow driver. SQLite never through a second copy of the
-    SQLite library in this process (:mod:`~pipeline_assets.core.sqlite_reader` says why):
+    SQLite library in this process (:mod:`~pipeline_assets.core.db.sqlite_reader` says why):
     up to :data:`READER_ROWS` through the engine's own driver, more through the Arrow
     driver in a reader process of their own, three times as fast on a million.
     """

@@ -1,0 +1,268 @@
+"""Per-day views of the warehouse, for any declared table: the rows of a daily file's
+view on each day, and their exact totals.
+
+A view is a :class:`~pipeline_assets.core.table.spec.DailyFiles` of a
+:class:`~pipeline_assets.core.table.spec.TableSpec`: the rows of the warehouse table ``spec.name``
+matching its ``where``, whose cursor falls on the day in the pipeline's zone, holding exactly the
+file's columns, sorted by the primary key (integers by value, text by code point: sorted here, never
+by the database's collation).
+
+One query per run, over the whole range of days asked for, however many days that is: a
+timestamp cursor is stored as canonical UTC text, which sorts as it compares, so a day in
+any time zone is a plain indexed range ``[midnight, next midnight)`` on that column; a
+date cursor is stored as ``YYYY-MM-DD`` text, and the day is that date.
+
+The warehouse keeps each value in its stored form
+(:meth:`~pipeline_assets.core.table.types.ColumnType.stored`); the view gives each in the form a day
+file writes (:meth:`~pipeline_assets.core.table.types.ColumnType.to_json`), read back through
+:meth:`~pipeline_assets.core.table.types.ColumnType.from_stored`. A stored value that is not of its
+column's type is passed on as it is, so that :func:`.serialize_day` refuses it with the day, the row
+and the value in its words.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta, tzinfo
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Decimal, localcontext
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..db.engines import guard, has_table, writing
+from ..db.schema import missing_columns, warehouse_table
+from ..errors import TypeValueError
+from ..table.money import parse_amount
+from ..table.orders import ORDERS
+from ..table.spec import DailyFiles, TableSpec, Totals
+from ..table.types import ColumnType, format_decimal
+from ..times import UTC, canonical, day_start, from_canonical, parse_day
+from .serialize import file_of
+
+_ENV = "WAREHOUSE_DATABASE_URL"
+
+
+def day_rows(
+    warehouse: Engine,
+    days: Iterable[str],
+    tz: tzinfo,
+    spec: TableSpec = ORDERS,
+    files: DailyFiles | None = None,
+) -> dict[str, list[dict]]:
+    """``{day: [row, …]}`` for every day asked (an empty list for a day with no row):
+    the rows of ``files`` (default: the declaration's first daily file) of ``spec``
+    (default: ``orders``) whose cursor falls on the day in ``tz``, each a dict of exactly
+    the file's columns in JSON-ready form (a timestamp in ``tz``, so a reader sees the
+    local time that put the row on that day), sorted by the primary key.
+
+    A warehouse no load has made the table in yet has no rows.
+    """
+    files = file_of(spec, files)
+    wanted = sorted({parse_day(d) for d in days})
+    out: dict[str, list[dict]] = {d.isoformat(): [] for d in wanted}
+    if not wanted:
+        return out
+    names = list(dict.fromkeys([*files.columns, *(c for c, _ in files.where), spec.cursor]))
+    c = warehouse_table(spec).c
+    cursor = spec.column(spec.cursor)
+    # every value bound under a name of its own: SQLAlchemy names a bound value after its
+    # column otherwise, and a column's name may be any text (a space breaks an IN list)
+    if cursor.type.kind == "timestamp":
+        low = canonical(day_start(wanted[0], tz))
+        high = canonical(day_start(wanted[-1] + timedelta(days=1), tz))
+        conditions = [
+            c[spec.cursor] >= sa.bindparam("low", low),
+            c[spec.cursor] < sa.bindparam("high", high),
+        ]
+    else:  # a date: the day is the date itself
+        conditions = [
+            c[spec.cursor] >= sa.bindparam("low", wanted[0].isoformat()),
+            c[spec.cursor] <= sa.bindparam("high", wanted[-1].isoformat()),
+        ]
+    for i, (name, allowed) in enumerate(files.where):
+        kind = spec.column(name).type
+        values = [kind.stored(v) for v in allowed if v is not None]
+        match = (
+            c[name].in_(sa.bindparam(f"where{i}", values, expanding=True)) if values else sa.false()
+        )
+        conditions.append(sa.or_(match, c[name].is_(None)) if None in allowed else match)
+    # A read: no schema creation and no write transaction (verify calls this per span).
+    if not has_table(warehouse, spec.name, _ENV):
+        return out
+    with guard(warehouse, _ENV):
+        absent = missing_columns(warehouse, spec)  # declared since the last load: NULL
+    query = (
+        sa.select(*(sa.null().label(n) if n in absent else c[n] for n in names))
+        .where(*conditions)
+        .order_by(*(c[k] for k in spec.primary_key))
+    )
+    day_of_row = _day_reader(cursor.type, tz)
+    shown_cursor = spec.cursor in files.columns and cursor.type.kind == "timestamp"
+    at = {n: i for i, n in enumerate(names)}
+    readers = [
+        (
+            n,
+            at[n],
+            _skip if shown_cursor and n == spec.cursor else json_reader(spec.column(n).type, tz),
+        )
+        for n in files.columns
+    ]
+    cursor_at = at[spec.cursor]
+    keys = [at[k] for k in spec.primary_key]
+    sorted_by_database = all(spec.column(k).type.kind == "integer" for k in spec.primary_key)
+    per_day: dict[str, list[tuple]] = {}
+    with guard(warehouse, _ENV):
+        with warehouse.connect() as conn:
+            for stored in conn.execute(query):
+                day, local = day_of_row(stored[cursor_at])
+                if day not in out:
+                    continue
+                row = {name: read(stored[i]) for name, i, read in readers}
+                if shown_cursor:  # the local time that put the row on this day
+                    row[spec.cursor] = local.isoformat()
+                if sorted_by_database:
+                    out[day].append(row)
+                else:
+                    # stored keys sort as they compare: text by code point (canonical
+                    # UTC text and ISO dates too), numbers and a driver's dates by value
+                    per_day.setdefault(day, []).append((tuple(stored[i] for i in keys), row))
+    for day, pairs in per_day.items():  # code point order, whatever the collation
+        pairs.sort(key=lambda pair: pair[0])
+        out[day] = [row for _, row in pairs]
+    return out
+
+
+def _skip(value) -> None:
+    return None
+
+
+def _day_reader(kind: ColumnType, tz: tzinfo) -> Callable:
+    """stored cursor → (its day ``YYYY-MM-DD`` in ``tz``, the local datetime or None)."""
+    if kind.kind == "timestamp":
+
+        def read(value):
+            if isinstance(value, str):
+                local = from_canonical(value).astimezone(tz)
+            else:
+                local = kind.from_stored(value, tz).astimezone(tz)
+            return local.date().isoformat(), local
+
+        return read
+
+    def read_date(value):
+        return (value if isinstance(value, str) else kind.from_stored(value, tz).isoformat())[
+            :10
+        ], None
+
+    return read_date
+
+
+def json_reader(kind: ColumnType, tz: tzinfo) -> Callable[[object], object]:
+    """stored value → the value as a day file writes it
+    (:meth:`~pipeline_assets.core.ColumnType.to_json` of
+    :meth:`~pipeline_assets.core.ColumnType.from_stored`). A plain ``decimal`` is kept as the text
+    the warehouse holds (the source's spelling). A value not of the type comes back as it is,
+    for :func:`.serialize_day` to refuse in its words."""
+    k = kind.kind
+
+    def convert(value):
+        if value is None:
+            return None
+        try:
+            return kind.to_json(kind.from_stored(value, tz), tz)
+        except (TypeValueError, ValueError, TypeError):
+            return value
+
+    if k == "integer":
+        return lambda v: v if type(v) is int else convert(v)
+    if k == "text":
+        return lambda v: v if type(v) is str else convert(v)
+    if k == "decimal" and kind.scale is None:
+        return lambda v: v if type(v) is str else convert(v)
+    return convert
+
+
+# --- totals ------------------------------------------------------------------------------
+
+
+def day_totals(rows: Sequence[Mapping], totals: Totals | None = None, spec: TableSpec = ORDERS):
+    """The totals of one day's rows.
+
+    Given ``totals``: ``(rows, {column: exact sum})`` over the columns it sums (NULLs
+    left out): a ``Decimal`` for a decimal column (exact, whatever its digits), an
+    ``int`` for an integer, a ``float`` for a float (``math.fsum``: the correctly rounded
+    sum, whatever the order). Without: ``orders``' own pair, ``(paid orders, their exact
+    total amount)``.
+    """
+    if totals is None:
+        return len(rows), sum((parse_amount(r["amount"]) for r in rows), Decimal(0))
+    sums = {}
+    for name in totals.sum:
+        kind = spec.column(name).type
+        values = [kind.parse(r[name], UTC) for r in rows if r[name] is not None]
+        if kind.kind == "float":
+            sums[name] = math.fsum(values)
+        elif kind.kind == "integer":
+            sums[name] = sum(values, 0)
+        else:
+            # a decimal(P,S) total has S places on every day, an empty one included (0.00)
+            zero = Decimal(0) if kind.scale is None else Decimal(0).scaleb(-kind.scale)
+            with localcontext(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN):
+                sums[name] = sum(values, zero)
+    return len(rows), sums
+
+
+def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
+    """The warehouse table of ``totals``: ``day`` (``YYYY-MM-DD`` in the pipeline's zone,
+    the key), ``rows`` and one exact text column per summed column."""
+    return sa.Table(
+        totals.name,
+        sa.MetaData(),
+        sa.Column("day", sa.String(10), primary_key=True),
+        sa.Column("rows", sa.BigInteger, nullable=False),
+        *(sa.Column(name, sa.Text, nullable=False) for name in totals.sum),
+    )
+
+
+def total_text(value) -> str:
+    """A sum as its table stores it: exact text (a float as the shortest text that reads
+    back as it)."""
+    if isinstance(value, Decimal):
+        return format_decimal(value)
+    return repr(value)
+
+
+def store_totals(
+    warehouse: Engine,
+    spec: TableSpec,
+    totals: Totals,
+    per_day: Mapping[str, tuple[int, Mapping[str, object]]],
+) -> None:
+    """Replace each day's row of the ``totals`` table (made when missing), in one
+    transaction for the run; ``per_day`` as :func:`day_totals` gives each day's."""
+    if not per_day:
+        return
+    table = totals_table(spec, totals)
+    summed = {f"sum{i}": name for i, name in enumerate(totals.sum)}  # bound names of our own
+    insert = table.insert().values(
+        {
+            table.c.day: sa.bindparam("day_"),
+            table.c.rows: sa.bindparam("rows_"),
+            **{table.c[name]: sa.bindparam(bound) for bound, name in summed.items()},
+        }
+    )
+    with guard(warehouse, _ENV), writing(warehouse).begin() as conn:
+        table.create(conn, checkfirst=True)
+        conn.execute(table.delete().where(table.c.day.in_(list(per_day))))
+        conn.execute(
+            insert,
+            [
+                {
+                    "day_": day,
+                    "rows_": count,
+                    **{bound: total_text(sums[name]) for bound, name in summed.items()},
+                }
+                for day, (count, sums) in sorted(per_day.items())
+            ],
+        )

@@ -1,0 +1,15 @@
+"""Rows as Arrow batches: the one representation the load, the check, ``verify`` and the
+day files read rows in.
+
+- :mod:`.normalize`: a scanned batch validated and normalized into a table's stored form,
+  with each row's instant and day (the working columns).
+- :mod:`.fast`: each column type's vectorized reader; :mod:`.checks`: the exact parser of
+  the rows it does not vouch for, and one row per key.
+- :mod:`.arrow_days`: day arithmetic on Arrow arrays in any zone.
+- :mod:`.digest`: the fingerprints of stored rows: the batch digest, row hashes, per-day
+  sums.
+- :mod:`.keys`: a primary key of one column or several: membership, order, how a
+  message names a row.
+- :mod:`.orders`, :mod:`.orders_rules`: ``orders``' own row rules, kept from before tables
+  were declared.
+"""

@@ -1,0 +1,163 @@
+"""The checks that refuse a source row with :class:`~pipeline_assets.core.errors.InvalidRowError`.
+
+:func:`parse_rows` is the exact parser, row by row (:func:`parse_row`: each column by
+:meth:`~pipeline_assets.core.table.types.ColumnType.parse`; ``orders`` by :func:`.orders.validate`,
+as ever): what the fast path does not vouch for is read here, and an invalid row is named by its
+table, its key, the column and the value. :func:`newest_per_key` keeps one row per key and refuses
+two different rows that tie on the key and the cursor.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidRowError, TypeValueError
+from ..table import working
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
+from ..times import EPOCH, UTC, day_of, day_start
+from .orders_rules import orders_rules, orders_tie, parse_orders
+
+
+def parse_rows(raw, tz: tzinfo, spec: TableSpec, schema: pa.Schema) -> pa.Table:
+    """The exact parser, row by row: the same rules and messages as the row path had."""
+    if orders_rules(spec):
+        return parse_orders(raw, tz, schema)
+    names = spec.column_names
+    out = {name: [] for name in schema.names}
+    cursor = spec.column(spec.cursor).type
+    for values in zip(*(raw.column(name).to_pylist() for name in names), strict=True):
+        row = parse_row(dict(zip(names, values, strict=True)), tz, spec)
+        for name in names:
+            out[name].append(spec.column(name).type.stored(row[name]))
+        moment = row[spec.cursor]
+        if cursor.kind == "date":
+            out[working.INSTANT].append(day_start(moment, tz).astimezone(UTC))
+            out[working.DAY].append((moment - EPOCH).days)
+        else:
+            out[working.INSTANT].append(moment)
+            out[working.DAY].append((day_of(moment, tz) - EPOCH).days)
+    return pa.table(out, schema=schema)
+
+
+def parse_row(values: dict, tz: tzinfo, spec: TableSpec) -> dict:
+    """One source row (column name → value as the source holds it) read by the rules of
+    ``spec``'s column types (:meth:`~pipeline_assets.core.table.types.ColumnType.parse`): column
+    name → parsed value (None for a nullable column's NULL). The key columns are read first, so an
+    error names the row by its key; then the others in declared order.
+
+    Raises :class:`InvalidRowError` naming the table, the row's key (each column as
+    stored; as the source holds it where it cannot be read), the column, the value and
+    why.
+    """
+    key = {name: values[name] for name in spec.primary_key}
+    out, failures = {}, []
+    for name in spec.primary_key:
+        try:
+            out[name] = _parse(spec, name, values[name], tz)
+        except TypeValueError as exc:
+            failures.append((name, exc.reason))
+            continue
+        key[name] = spec.column(name).type.stored(out[name])
+    if failures:
+        name, reason = failures[0]
+        raise InvalidRowError(key, name, values[name], reason, table=spec.name)
+    for name in spec.column_names:
+        if name not in out:
+            try:
+                out[name] = _parse(spec, name, values[name], tz)
+            except TypeValueError as exc:
+                raise InvalidRowError(
+                    key, name, values[name], exc.reason, table=spec.name
+                ) from None
+    return out
+
+
+def _parse(spec: TableSpec, name: str, value, tz: tzinfo):
+    column = spec.column(name)
+    if value is None:
+        if column.nullable:
+            return None
+        raise TypeValueError(
+            "every row needs its key"
+            if name in spec.primary_key
+            else "the value is missing and the column is not nullable"
+        )
+    try:
+        return column.type.parse(value, tz)
+    except TypeValueError as exc:
+        # the type names the value first; the row's message names it once, before
+        raise TypeValueError(exc.reason.removeprefix(f"{value!r} ")) from None
+
+
+def newest_per_key(table: pa.Table, spec: TableSpec = ORDERS) -> tuple[pa.Table, int]:
+    """One row per primary key: the newest ``instant`` wins; returns (rows, copies dropped).
+
+    Two copies with the same instant and different values cannot be ordered: the batch
+    is refused, naming the key. Identical copies are one row. The result is sorted by
+    the key's columns, in declared order (NORMAL values: integers by value, text by code
+    point, dates and timestamps as their stored text, which sorts as they compare).
+    """
+    keys = spec.primary_key
+    # sorted by field, not by name: Arrow reads a name such as ".a" or "[0]" as a path
+    table = table.sort_by(
+        [(pc.field(name), "ascending") for name in keys] + [(working.INSTANT, "ascending")]
+    )
+    n = table.num_rows
+    if n < 2:
+        return table, 0
+    table = table.combine_chunks()
+
+    def pairs(name):
+        column = table[name].chunk(0)
+        return column.slice(0, n - 1), column.slice(1)
+
+    same_next = None
+    for name in keys:
+        same = pc.equal(*pairs(name))
+        same_next = same if same_next is None else pc.and_(same_next, same)
+    if not pc.any(same_next).as_py():
+        return table, 0
+    tied = pc.and_(same_next, pc.equal(*pairs(working.INSTANT)))
+    compared = [c for c in spec.columns if c.name not in keys and c.name != spec.cursor]
+    differ = None
+    for column in compared:
+        before, after = pairs(column.name)
+        apart = pc.not_equal(before, after)
+        if column.nullable:  # NULL and NULL are the same; NULL and a value are not
+            apart = pc.coalesce(apart, pc.xor(pc.is_null(before), pc.is_null(after)))
+        differ = apart if differ is None else pc.or_(differ, apart)
+    clash = tied if differ is None else pc.and_(tied, differ)
+    if pc.any(clash).as_py():
+        at = pc.index(clash, True).as_py()
+        row = table.slice(at, 2).to_pylist()
+        raise _tie(spec, row[0], row[1], compared)
+    keep = pc.invert(pa.concat_arrays([same_next, pa.array([False])]))
+    kept = table.filter(keep)
+    return kept, n - kept.num_rows
+
+
+def newest_per_order(table: pa.Table) -> tuple[pa.Table, int]:
+    """:func:`newest_per_key` of ``orders``: one row per ``order_id``."""
+    return newest_per_key(table, ORDERS)
+
+
+def _tie(spec: TableSpec, first: dict, second: dict, compared) -> InvalidRowError:
+    if orders_rules(spec):
+        return orders_tie(first, second)
+    apart = ", ".join(
+        f"{c.name} {first[c.name]!r} and {second[c.name]!r}"
+        for c in compared
+        if first[c.name] != second[c.name]
+    )
+    return InvalidRowError(
+        {name: first[name] for name in spec.primary_key},
+        spec.cursor,
+        first[spec.cursor],
+        f"the source holds two rows with this key and this {spec.cursor} and different "
+        f"values ({apart}), so neither can win; keep one",
+        table=spec.name,
+    )

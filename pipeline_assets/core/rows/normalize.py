@@ -1,0 +1,167 @@
+"""The row rules applied to a whole Arrow batch at once, for any declared table.
+
+A scanned batch (a :class:`~pipeline_assets.core.table.spec.TableSpec`'s declared columns, as the
+source holds them) becomes that table's NORMAL table (:func:`normal_schema`): each declared column
+as the warehouse stores it (:meth:`~pipeline_assets.core.table.types.ColumnType.stored`: exact
+decimal text, canonical UTC timestamps, ``YYYY-MM-DD`` dates), plus the row's ``instant`` (its
+cursor as an instant) and ``day`` (the cursor's day in the pipeline's zone). :data:`NORMAL` is
+``orders``' schema.
+
+Each column takes a vectorized fast path for its common forms (:mod:`.fast`).
+Every row the fast path does not vouch for (a ``+`` sign, ``1e3``, a comma, a DST-gap
+wall clock, a NULL in a required column ...) goes through the exact parser, one row at a
+time (:mod:`.checks`): :meth:`~pipeline_assets.core.table.types.ColumnType.parse` for each column,
+or, for ``orders``, :func:`.orders.validate` as ever (:mod:`.orders_rules`). Same result, same
+error naming the table, the column, the row's key and the value. The fast path only ever
+accepts what the exact parser accepts and produces the same stored value, day and
+instant; the tests compare both on every form, for ``orders`` and for a table of every
+type.
+
+This module is the one most callers import: it also gives the day arithmetic of Arrow
+arrays (:mod:`.arrow_days`), ``orders``' keys (:func:`.fast.keys_of`) and one row
+per key (:func:`.checks.newest_per_key`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..table import working
+from ..table.orders import ORDERS
+from ..table.spec import TableSpec
+from ..times import UTC
+from .arrow_days import (
+    INSTANT,
+    canonical_text,
+    day_numbers,
+    day_text,
+    days_of,
+    local_text,
+    localize,
+    zone_day_numbers,
+    zone_name,
+)
+from .checks import newest_per_key, newest_per_order, parse_row, parse_rows
+from .fast import fast_column, in_range, keys_of
+from .orders_rules import STORED, fast_status, orders_rules
+
+# Every public name this module had before it was split: callers import them from here.
+__all__ = [
+    "ARROW_TYPES",
+    "INSTANT",
+    "NORMAL",
+    "STORED",
+    "canonical_text",
+    "day_numbers",
+    "day_text",
+    "days_of",
+    "keys_of",
+    "local_text",
+    "newest_per_key",
+    "newest_per_order",
+    "normal_schema",
+    "normalize",
+    "orders_rules",
+    "parse_row",
+    "within",
+    "zone_name",
+]
+
+# The Arrow type of each column type's stored form (ColumnType.stored).
+ARROW_TYPES = {
+    "integer": pa.int64(),
+    "text": pa.string(),
+    "decimal": pa.string(),  # exact decimal text, as format_decimal writes it
+    "float": pa.float64(),
+    "boolean": pa.bool_(),
+    "date": pa.string(),  # YYYY-MM-DD
+    "timestamp": pa.string(),  # canonical UTC text
+}
+
+
+def normal_schema(spec: TableSpec = ORDERS) -> pa.Schema:
+    """The NORMAL table of ``spec``: its declared columns in their stored form, in declared
+    order, then ``instant`` (the cursor as an instant; a ``date`` cursor is midnight of
+    its day in the pipeline's zone) and ``day`` (the cursor's day in that zone, as days
+    since 1970-01-01). Every field is nullable (a nullable column's NULL stays NULL)."""
+    return pa.schema(
+        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
+        + [(working.INSTANT, INSTANT), (working.DAY, pa.int32())]
+    )
+
+
+NORMAL = normal_schema(ORDERS)  # order_id, status, amount, updated_at, instant, day
+
+
+def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo, spec: TableSpec = ORDERS) -> pa.Table:
+    """Validate and normalize every row of ``raw`` (``spec``'s declared columns, as the
+    source scan returns them) into :func:`normal_schema`; raises :class:`InvalidRowError`
+    naming the first invalid row.
+
+    Rows keep their order within each of the two paths; callers sort afterwards.
+    """
+    schema = NORMAL if spec is ORDERS else normal_schema(spec)
+    n = raw.num_rows
+    zone = zone_name(tz)
+    if n == 0:
+        return schema.empty_table()
+    try:
+        fast = _fast(raw, zone, spec, schema) if zone is not None else None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        fast = None  # something the kernels refuse: let the exact parser name it
+    if fast is None:
+        return parse_rows(raw, tz, spec, schema)
+    table, ok = fast
+    if pc.all(ok).as_py():
+        return table
+    good = table.filter(ok)
+    rest = parse_rows(raw.filter(pc.invert(ok)), tz, spec, schema)
+    return pa.concat_tables([good, rest])
+
+
+def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table, pa.Array]:
+    """(the NORMAL table, ok): ``ok`` marks the rows the fast path vouches for; the
+    values of the other rows are meaningless (the exact parser reads those rows)."""
+    legacy = orders_rules(spec)
+    out, ok, cursor = {}, None, None
+    for column in spec.columns:
+        values = raw.column(column.name)
+        if pa.types.is_null(values.type):  # a reader's type for a batch of NULLs only
+            values = pc.cast(values, pa.string())
+        if legacy and column.name == "status" and column.type.kind == "text":
+            stored, good = fast_status(values)  # orders' own rule: a blank status is missing
+            extra = None
+        else:
+            stored, good, extra = fast_column(values, column.type, zone)
+        if column.nullable and values.null_count:
+            present = pc.is_valid(values)
+            good = pc.or_(good, pc.invert(present))
+            stored = pc.if_else(present, stored, pa.scalar(None, stored.type))
+        if column.name == spec.cursor:
+            cursor = extra
+        out[column.name] = stored
+        ok = good if ok is None else pc.and_(ok, good)
+    if spec.column(spec.cursor).type.kind == "timestamp":
+        out[working.INSTANT] = cursor
+        out[working.DAY] = zone_day_numbers(cursor, zone)  # rows outside the zone rules are not ok
+    else:  # a date: the day itself, and its midnight in the zone
+        instant, good = localize(pc.cast(cursor, pa.timestamp("us")), zone)
+        instant, good = in_range(instant, good, zone)
+        ok = pc.and_(ok, good)
+        out[working.INSTANT] = instant
+        out[working.DAY] = pc.cast(cursor, pa.int32())
+    return pa.table(out, schema=schema), ok
+
+
+def within(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.Table:
+    """Only the rows with ``start <= instant < end`` (either side open)."""
+    mask = None
+    if start is not None:
+        mask = pc.greater_equal(table[working.INSTANT], pa.scalar(start.astimezone(UTC), INSTANT))
+    if end is not None:
+        upper = pc.less(table[working.INSTANT], pa.scalar(end.astimezone(UTC), INSTANT))
+        mask = upper if mask is None else pc.and_(mask, upper)
+    return table if mask is None else table.filter(mask)

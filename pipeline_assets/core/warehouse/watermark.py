@@ -1,0 +1,173 @@
+"""The watermark: the newest change stamp (``updated_at`` for ``orders``) the
+incremental load of a declared table has stored.
+
+Contract of the store (table ``pipeline_watermark`` in the warehouse database, one row
+per declared table, named by the table's ``name``):
+
+- it is advanced only by an incremental load, in the same transaction as the rows it
+  covers, and only forward: ``new = max(old, newest read)``;
+- an explicit-range load (a backfill of the load) never touches it;
+- the only way back is :func:`rewind`, which records old value, new value, reason and
+  time in ``pipeline_watermark_history`` next to every load's advance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..db.engines import guard, writing
+from ..db.state import PIPELINE, of_table, prepare_warehouse, watermark_history, watermark_state
+from ..errors import WatermarkError
+from ..times import canonical, from_canonical
+
+# --- pure rules -------------------------------------------------------------------------
+
+
+def window_start(watermark: datetime | None, lookback_days: int) -> datetime | None:
+    """Where an incremental read starts: ``watermark − lookback`` (None: read everything)."""
+    if lookback_days < 0:
+        raise WatermarkError(f"LOOKBACK_DAYS must be 0 or more, not {lookback_days}")
+    if watermark is None:
+        return None
+    return watermark - timedelta(days=lookback_days)
+
+
+def advance(watermark: datetime | None, newest_read: datetime | None) -> datetime | None:
+    """``max(watermark, newest read)``: the watermark never moves back."""
+    if newest_read is None:
+        return watermark
+    if watermark is None:
+        return newest_read
+    return max(watermark, newest_read)
+
+
+# --- the store --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WatermarkChange:
+    changed_at: str
+    kind: str
+    old_value: str | None
+    new_value: str | None
+    reason: str | None
+    batch_id: str | None
+
+
+def lock(conn: sa.Connection, holder: str, *, table: str = PIPELINE) -> None:
+    """Serialize loads: take the write lock on the watermark row for this transaction.
+
+    On PostgreSQL this is a row lock held until commit; on SQLite the first write takes
+    the database's write lock. Either way a second load waits here, then sees the first
+    one's committed watermark.
+    """
+    conn.execute(
+        watermark_state.update().where(watermark_state.c.name == table).values(lock_holder=holder)
+    )
+
+
+def read(conn: sa.Connection, *, table: str = PIPELINE) -> datetime | None:
+    value = conn.execute(
+        sa.select(watermark_state.c.value).where(watermark_state.c.name == table)
+    ).scalar()
+    return from_canonical(value) if value else None
+
+
+def write(
+    conn: sa.Connection,
+    old: datetime | None,
+    new: datetime | None,
+    *,
+    kind: str,
+    at: datetime,
+    reason: str | None = None,
+    batch_id: str | None = None,
+    table: str = PIPELINE,
+) -> None:
+    """Store ``new`` and record the change; a no-op when nothing changes."""
+    if old == new:
+        return
+    if kind == "load" and old is not None and (new is None or new < old):
+        raise WatermarkError(f"a load may not move the watermark back from {old} to {new}")
+    conn.execute(
+        watermark_state.update()
+        .where(watermark_state.c.name == table)
+        .values(value=canonical(new) if new else None)
+    )
+    conn.execute(
+        watermark_history.insert().values(
+            changed_at=canonical(at),
+            kind=kind,
+            old_value=canonical(old) if old else None,
+            new_value=canonical(new) if new else None,
+            reason=reason,
+            batch_id=batch_id,
+            table_name=table,
+        )
+    )
+
+
+def current(engine: Engine, *, table: str = PIPELINE) -> datetime | None:
+    """The stored watermark of ``table`` (None before its first load); reads only."""
+    with guard(engine, "WAREHOUSE_DATABASE_URL"):
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(watermark_state.name):
+                return None
+            return read(conn, table=table)
+
+
+def rewind(
+    engine: Engine, value: datetime, *, reason: str, at: datetime, table: str = PIPELINE
+) -> tuple:
+    """Move the watermark of ``table`` back to ``value`` on purpose; returns ``(old, new)``."""
+    if not reason or not reason.strip():
+        raise WatermarkError("a rewind needs a --reason, recorded in the watermark history")
+    prepare_warehouse(engine, None)
+    with guard(engine, "WAREHOUSE_DATABASE_URL"), writing(engine).begin() as conn:
+        lock(conn, "rewind", table=table)
+        old = read(conn, table=table)
+        if old is None:
+            raise WatermarkError(
+                "there is no watermark yet: nothing to rewind (the first load reads everything)"
+            )
+        if value >= old:
+            raise WatermarkError(
+                f"a rewind moves the watermark back, but {canonical(value)} is not before "
+                f"the current {canonical(old)}; loads move it forward by themselves"
+            )
+        write(conn, old, value, kind="rewind", at=at, reason=reason.strip(), table=table)
+    return old, value
+
+
+def history(
+    engine: Engine, *, table: str = PIPELINE, newest: int | None = None
+) -> list[WatermarkChange]:
+    """Every change of ``table``'s watermark, oldest first (``newest``: only the newest
+    that many, read backwards through the key: as cheap after a year as on day one);
+    reads only."""
+    h = watermark_history.c
+    with guard(engine, "WAREHOUSE_DATABASE_URL"):
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(watermark_history.name):
+                return []
+            if "table_name" not in {
+                c["name"] for c in sa.inspect(conn).get_columns(watermark_history.name)
+            }:
+                if table != PIPELINE:  # made before declarations: orders' history only
+                    return []
+                query = sa.select(
+                    h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
+                )
+            else:
+                query = sa.select(
+                    h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
+                ).where(of_table(h.table_name, table))
+            if newest is None:
+                rows = conn.execute(query.order_by(h.id)).all()
+            else:
+                rows = conn.execute(query.order_by(h.id.desc()).limit(newest)).all()[::-1]
+    return [WatermarkChange(*row) for row in rows]
