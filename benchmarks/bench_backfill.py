@@ -62,12 +62,12 @@ from pipeline_assets.core.daily_files import (
     serialize_day,
     write_day_files,
 )
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day, store_daily_revenue
-from pipeline_assets.core.daily_files.views import day_totals
+from pipeline_assets.core.daily_files.views import day_totals, store_totals
 from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS  # noqa: E402
 from pipeline_assets.core.times import UTC  # noqa: E402
+from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
 FIRST_DAY = date(2025, 1, 1)  # a past year, so every daily partition of the range exists
 NOW = datetime(2026, 2, 1, tzinfo=UTC)
@@ -385,11 +385,15 @@ def main(argv=None) -> int:
 
         def core_write():
             serial[0] += 1
-            write_day_files(core_dir, by_day, run_id=f"bench-{serial[0]}", written_at=WRITTEN_AT)
+            write_day_files(
+                core_dir, by_day, run_id=f"bench-{serial[0]}", written_at=WRITTEN_AT, spec=ORDERS
+            )
 
         def revenue():
             read = read_committed_days(core_dir, day_list)
-            store_daily_revenue(warehouse, {day: day_totals(r) for day, r in read.items()})
+            totals = ORDERS.daily_files[0].totals
+            per_day = {day: day_totals(r, totals, ORDERS) for day, r in read.items()}
+            store_totals(warehouse, ORDERS, totals, per_day)
 
         if url:
             bucket = open_store(f"{url}/plain")
@@ -405,7 +409,7 @@ def main(argv=None) -> int:
             rows[baseline] = timed(plain(plain_dir, False), args.repeat)
             rows["plain atomic writes + folder fsync"] = timed(plain(folder_dir, True), args.repeat)
         rows["serialize_day only (no I/O)"] = timed(
-            lambda: [serialize_day(day, by_day[day]) for day in day_list], args.repeat
+            lambda: [serialize_day(day, by_day[day], spec=ORDERS) for day in day_list], args.repeat
         )
         rows["write_day_files (files, manifest, pointers)"] = timed(core_write, args.repeat)
         rows["daily_revenue's work (read committed, store)"] = timed(revenue, args.repeat)

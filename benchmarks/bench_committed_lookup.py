@@ -39,6 +39,7 @@ from pipeline_assets.core.daily_files import (
     serialize_day,
     sha256_hex,
 )
+from pipeline_assets.core.table import ORDERS
 
 DAYS = [(date(2026, 1, 1) + timedelta(days=i)).isoformat() for i in range(365)]
 TARGET = "2026-06-15"
@@ -61,7 +62,7 @@ def build(folder: Path, n_manifests: int) -> None:
             }
             for k in range(20)
         ]
-        blobs[day] = serialize_day(day, rows)
+        blobs[day] = serialize_day(day, rows, spec=ORDERS)
         (folder / f"{day}.json").write_bytes(blobs[day])
     files = {day: {"rows": 20, "sha256": sha256_hex(data)} for day, data in blobs.items()}
     for seq in range(1, n_manifests + 1):

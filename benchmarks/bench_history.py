@@ -65,7 +65,7 @@ from common import (  # noqa: E402
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.state import batches, prepare_warehouse, watermark_history
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import canonical  # noqa: E402
 from pipeline_assets.core.warehouse.declaration import fingerprint
 
@@ -146,7 +146,7 @@ def write_ledger(url: str, count: int, end: datetime) -> None:
     """``count`` batches and watermark changes of ``orders``, one every few minutes up to
     ``end``, as loads leave them (the newest rows written by the real first load after)."""
     engine = make_engine(url, role="warehouse")
-    prepare_warehouse(engine)
+    prepare_warehouse(engine, spec=ORDERS)
     step = timedelta(days=365) / max(count, 1)
     fp = fingerprint(ORDERS)
     rows, history = [], []

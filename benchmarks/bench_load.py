@@ -62,10 +62,13 @@ from memory import memory_kib  # noqa: E402
 
 from pipeline_assets.core import demo  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine  # noqa: E402
-from pipeline_assets.core.db.schema import ORDERS_TABLE as orders  # noqa: E402
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.db.schema import warehouse_table  # noqa: E402
 from pipeline_assets.core.secrets import redact
+from pipeline_assets.core.table import ORDERS  # noqa: E402
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
+from pipeline_assets_tests.orders import load_orders
+
+orders = warehouse_table(ORDERS)  # orders' warehouse table
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)  # after every generated order; fixed, never the clock
 LOOKBACK_DAYS = 2

@@ -54,8 +54,8 @@ from common import (  # noqa: E402
 )
 
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC  # noqa: E402
+from pipeline_assets_tests.orders import load_orders
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)
 

@@ -53,10 +53,11 @@ from common import (  # noqa: E402
 )
 
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.secrets import redact
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC  # noqa: E402
 from pipeline_assets.core.verify.horizon import reconcile_horizon
+from pipeline_assets_tests.orders import load_orders
 
 CHANGED = 1_000
 NOW = datetime(2027, 2, 1, tzinfo=UTC)  # after every generated order
@@ -98,6 +99,7 @@ def in_process(source_url: str, warehouse_url: str, round_seed: int) -> list[tup
                     reconcile_days=RECONCILE_DAYS,
                     days_touched=result.days_touched,
                     read_whole=read_whole,
+                    spec=ORDERS,
                 )
                 checks.append(time.perf_counter() - started)
                 if not verdict.passed:

@@ -39,6 +39,7 @@ from pipeline_assets.core import demo, sensing  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.state import prepare_warehouse
 from pipeline_assets.core.source.scan import inspect_source
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 from pipeline_assets.core.warehouse import watermark as wm
 
@@ -56,8 +57,8 @@ def build(folder: Path, size: int):
         source, orders=size - RECENT, days=730, start=date(2024, 1, 1), late_fraction=0.0, seed=size
     )
     demo.generate(source, orders=RECENT, days=3, start=date(2026, 2, 1), late_fraction=0.05, seed=1)
-    newest = to_instant(sensing.observe(source, UTC, None).newest, UTC)
-    prepare_warehouse(warehouse)
+    newest = to_instant(sensing.observe(source, UTC, None, spec=ORDERS).newest, UTC)
+    prepare_warehouse(warehouse, spec=ORDERS)
     with warehouse.begin() as conn:
         wm.write(conn, None, newest, kind="load", at=NOW, batch_id="bench")
     return source, warehouse, wm.window_start(newest, LOOKBACK_DAYS)
@@ -87,8 +88,8 @@ def measure(folder: Path, size: int, repeat: int) -> tuple:
     source, warehouse, start = build(folder, size)
     built = time.perf_counter() - started
     try:
-        src = inspect_source(source)
-        seen = sensing.observe(source, UTC, start, src)
+        src = inspect_source(source, spec=ORDERS)
+        seen = sensing.observe(source, UTC, start, src, spec=ORDERS)
         tick = partial(
             sensing.check_source,
             source,

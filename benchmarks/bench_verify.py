@@ -73,17 +73,14 @@ from common import (  # noqa: E402
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import write_day_files
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.rows.arrow_days import day_text
 from pipeline_assets.core.rows.digest import DayDigest, add_days
 from pipeline_assets.core.source.scan import inspect_source, scan_keys
-from pipeline_assets.core.table import working
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.times import UTC  # noqa: E402
-from pipeline_assets.core.verify import check_files, compare_orders, verify  # noqa: E402
+from pipeline_assets.core.verify import check_files, verify
 from pipeline_assets.core.verify import horizon as horizon_module
 from pipeline_assets.core.verify.compare import (  # noqa: E402
     DELETED_IDS_SHOWN,
@@ -94,6 +91,7 @@ from pipeline_assets.core.verify.compare import (  # noqa: E402
 )
 from pipeline_assets.core.verify.horizon import reconcile_horizon
 from pipeline_assets.core.verify.sides import source_rows, warehouse_rows  # noqa: E402
+from pipeline_assets_tests.orders import compare_orders, load_orders, paid_orders_by_day
 
 START = date(2026, 1, 1)
 NOW = datetime(2027, 1, 2, 6, 0, tzinfo=timezone.utc)
@@ -116,6 +114,7 @@ def build(folder: Path, days: int, per_day: int):
             run_id=f"bench-{i}",
             written_at=NOW,
             watermark=NOW,
+            spec=ORDERS,
         )
     t2 = time.perf_counter()
     print(
@@ -142,9 +141,9 @@ def fetch(source, warehouse):
 
 
 def scan_both(source, warehouse):
-    for _rows in source_rows(source, UTC):
+    for _rows in source_rows(source, UTC, spec=ORDERS):
         pass
-    for _rows in warehouse_rows(warehouse, UTC, ordered=True):
+    for _rows in warehouse_rows(warehouse, UTC, ordered=True, spec=ORDERS):
         pass
 
 
@@ -214,6 +213,7 @@ def verify_part(args) -> None:
                 tz=UTC,
                 today=today,
                 partitions_start=START - timedelta(days=6),
+                spec=ORDERS,
             )
             assert result.ok, result.lines()[:5]
 
@@ -229,6 +229,7 @@ def verify_part(args) -> None:
                 UTC,
                 sorted(p.stem for p in files.glob("*.json") if not p.name.startswith("_")),
                 paid,
+                spec=ORDERS,
             )
 
         cases = [
@@ -282,21 +283,21 @@ def add_deleted_before(source, warehouse, tz, days, *, spec=ORDERS) -> None:
     if not days:
         return
     spans = _spans([date.fromisoformat(d) for d in days], tz)
-    keys = [t["order_id"] for t in warehouse_rows(warehouse, tz, spans)]
+    keys = [t["order_id"] for t in warehouse_rows(warehouse, tz, spans, spec=ORDERS)]
     if not keys:
         return
     keys = pa.chunked_array(keys).combine_chunks()
     held = pa.array([False] * len(keys))
-    for source_keys in scan_keys(source, inspect_source(source)):
-        held = pc.or_(held, pc.is_in(keys, value_set=source_keys))
+    for source_keys in scan_keys(source, inspect_source(source, spec=ORDERS)):
+        held = pc.or_(held, pc.is_in(keys, value_set=source_keys.column(0)))
     lost = keys.filter(pc.invert(held))
     if not len(lost):
         return
     digests: dict[int, DayDigest] = {}
     shown: dict[int, list[int]] = {}
-    for table in warehouse_rows(warehouse, tz, spans, ordered=True):
+    for table in warehouse_rows(warehouse, tz, spans, ordered=True, spec=ORDERS):
         gone = table.filter(pc.is_in(table["order_id"], value_set=lost))
-        add_days(digests, gone)
+        add_days(digests, gone, spec=ORDERS)
         for number in pc.unique(gone[working.DAY]).to_pylist():
             ids = shown.setdefault(number, [])
             if len(ids) < DELETED_IDS_SHOWN:
@@ -355,7 +356,9 @@ def moved_part(args) -> None:
         demo.init(source)
         demo.generate(source, orders=n, days=days, start=START, seed=1)
         load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-        h, _, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=RECONCILE_DAYS)
+        h, _, verdict = reconcile_horizon(
+            source, warehouse, UTC, reconcile_days=RECONCILE_DAYS, spec=ORDERS
+        )
         assert verdict.passed, verdict.description
         moved, deleted = backdate_and_delete(source, h.first, moved, deleted)
         print(
@@ -365,7 +368,7 @@ def moved_part(args) -> None:
             flush=True,
         )
 
-        compared = compare_days(source, warehouse, UTC, h.days)
+        compared = compare_days(source, warehouse, UTC, h.days, spec=ORDERS)
         differing = differing_days(compared)
         results: dict[str, object] = {}
 
@@ -383,7 +386,7 @@ def moved_part(args) -> None:
         def check(label):
             def run():
                 _, _, verdict = reconcile_horizon(
-                    source, warehouse, UTC, reconcile_days=RECONCILE_DAYS
+                    source, warehouse, UTC, reconcile_days=RECONCILE_DAYS, spec=ORDERS
                 )
                 results[label] = verdict.description
 
@@ -402,7 +405,7 @@ def moved_part(args) -> None:
         cases = [
             (
                 f"compare_days ({RECONCILE_DAYS} days)",
-                lambda: compare_days(source, warehouse, UTC, h.days),
+                lambda: compare_days(source, warehouse, UTC, h.days, spec=ORDERS),
             ),
             ("add_deleted, every key scanned (before)", find_deleted("before", add_deleted_before)),
             ("add_deleted, missing keys by key (after)", find_deleted("after", add_deleted)),

@@ -44,8 +44,7 @@ from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.source.scan import inspect_source
 from pipeline_assets.core.source.sql import scan_sql
-from pipeline_assets.core.table import working
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.warehouse.staging import Stage
 from pipeline_assets_tests.tables import PAYMENTS  # noqa: E402
 

@@ -48,7 +48,7 @@ def main(table: str) -> int:
                 now=NOW,
             )
     elif table == "orders":
-        from pipeline_assets.core.load.batch import load_orders
+        from pipeline_assets_tests.orders import load_orders
 
         def load(source, warehouse):
             return load_orders(

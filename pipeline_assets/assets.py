@@ -30,7 +30,6 @@ from dagster import (
 )
 from pydantic import Field
 
-from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.table.spec import TableSpec
 
 from .core.commands import DEFINITIONS_MODULE
@@ -48,8 +47,6 @@ if TYPE_CHECKING:
 
 LATENESS_CHECK = "lateness_within_lookback"
 OWNER = "team:data-engineering"  # shown in the UI; change to your team
-
-RECONCILE_CHECK = ORDERS.names.match_check  # orders_match_source
 
 Clock = Callable[[], datetime]  # the Dagster layer's one clock; tests pass a fixed one
 
@@ -84,23 +81,6 @@ class TableSettings:
     def max_delete_share(self) -> float:
         own = self.spec.max_delete_share
         return self.settings.max_delete_share if own is None else own
-
-
-def is_orders(spec: TableSpec) -> bool:
-    """Whether ``spec`` is the chapter's ``orders`` (its folder aside), which keeps its own
-    metadata keys and its ``daily_revenue`` table."""
-
-    def shape(s: TableSpec):
-        return (
-            s.name,
-            s.table,
-            s.primary_key,
-            s.cursor,
-            s.columns,
-            [(f.name, f.where, f.columns, f.totals) for f in s.daily_files],
-        )
-
-    return shape(spec) == shape(ORDERS)
 
 
 class OrdersLoadConfig(Config):
@@ -138,7 +118,7 @@ def _keys(values) -> MetadataValue:
     return MetadataValue.json([_key_value(v) for v in values])
 
 
-def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = ORDERS) -> dict:
+def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> dict:
     """Materialization metadata of a table asset: the story of one batch (``orders``
     names its keys ``future_order_ids`` and ``deleted_order_ids``, any other table
     ``future_keys`` and ``deleted_keys``)."""
@@ -146,11 +126,7 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec = OR
     def when(value):
         return value.isoformat() if value else "none"
 
-    future, deleted = (
-        ("future_order_ids", "deleted_order_ids")
-        if is_orders(spec)
-        else ("future_keys", "deleted_keys")
-    )
+    future, deleted = spec.key_name("future_keys"), spec.key_name("deleted_keys")
     return {
         "kind": result.kind,
         "batch_id": result.batch_id,
@@ -231,7 +207,7 @@ def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult
 
 def last_announced_batch(
     context: AssetExecutionContext,
-    name: str = ORDERS.name,
+    name: str,
 ) -> Optional[str]:  # noqa: UP045
     """The batch id of the last recorded materialization of the table asset ``name``
     (None before any).
@@ -255,8 +231,7 @@ def build_table_asset(
     names = spec.names
     tz = settings.tz
     horizon_days = table.reconcile_days
-    orders = is_orders(spec)
-    what = "Orders" if orders else f"Rows of {spec.table}"
+    what = spec.say("Source_rows")
 
     @asset(
         name=names.asset,
@@ -319,7 +294,7 @@ def build_table_asset(
         except DeleteRefused as exc:  # the run's failure shows what it would have deleted
             context.log.error(spec.about(str(exc)))
             raise step_failure(exc, spec, metadata=exc.metadata) from None
-        row = "order(s)" if orders else "row(s)"
+        row = spec.say("rows_counted")
         if result.mass_delete_allowed:
             context.log.warning(
                 f"allow_deletes: deleted {result.rows_deleted} {row} the source no longer "
@@ -338,7 +313,7 @@ def build_table_asset(
             context.log.warning(
                 f"{result.future_rows} row(s) are stamped after the run's time plus "
                 f"{FUTURE_TOLERANCE}: loaded, but the watermark did not follow them "
-                f"({'orders' if orders else 'keys'} "
+                f"({spec.say('future_keys')} "
                 f"{[_key_value(k) for k in result.future_order_ids]}); check the app's "
                 "clock."
             )
@@ -372,7 +347,7 @@ def reconcile_check(
     read_whole=None,
     max_delete_share: float = 0.5,
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     module: str = DEFINITIONS_MODULE,
 ) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no

@@ -28,7 +28,7 @@ from dagster import (
 )
 
 from pipeline_assets.core.daily_files import open_store, shape_of, stale_days
-from pipeline_assets.core.table.orders import ORDERS as ORDERS_SPEC
+from pipeline_assets.core.table import ORDERS as ORDERS_SPEC
 from pipeline_assets.core.table.spec import DailyFiles, TableSpec
 
 from .core import sensing

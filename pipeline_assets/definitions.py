@@ -18,7 +18,7 @@ from typing import Any
 from dagster import AssetSelection, Definitions, EnvVar, define_asset_job, in_process_executor
 
 from pipeline_assets.core.errors import SettingsError
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.spec import TableSpec
 from pipeline_assets.settings import Settings, files_location
 

@@ -29,11 +29,10 @@ from dagster import (
 )
 
 from pipeline_assets.core.daily_files import DayFilesBatch, manifest_path, shape_of
-from pipeline_assets.core.daily_files.paid import store_daily_revenue
 from pipeline_assets.core.daily_files.views import day_rows, day_totals, store_totals
 from pipeline_assets.core.table.spec import DailyFiles
 
-from .assets import OWNER, Clock, TableResources, TableSettings, is_orders
+from .assets import OWNER, Clock, TableResources, TableSettings
 from .core.commands import daily_assets
 from .core.times import utc_now
 from .io_manager import DECLARED_IN, FILES_NAME, REBUILD_METADATA, SHAPE_METADATA
@@ -73,8 +72,7 @@ def _build_files_asset(
     settings, spec = table.settings, table.spec
     tz = settings.tz
     location = files_location(settings, spec, files)
-    orders = is_orders(spec)
-    rows_word = "paid orders" if orders else "rows"
+    rows_word = spec.say("file_rows")
 
     @asset(
         name=files.name,
@@ -98,11 +96,8 @@ def _build_files_asset(
             SHAPE_METADATA: MetadataValue.json(asdict(shape_of(spec, files))),
             **_declared_in(spec, files),
         },
-        description="The paid orders of each day, one JSON file per day, replaced "
-        "atomically; a manifest per run says which files are committed."
-        if orders
-        else f"The rows of {spec.name} in {files.name} of each day, one JSON file per day, "
-        "replaced atomically; a manifest per run says which files are committed.",
+        description=f"{spec.say('Files_rows', file=files.name)} of each day, one JSON file "
+        "per day, replaced atomically; a manifest per run says which files are committed.",
     )
     def files_asset(context: AssetExecutionContext) -> DayFilesBatch:
         """The rows of each day, one JSON file per day."""
@@ -143,7 +138,6 @@ def _declared_in(spec, files: DailyFiles) -> dict:
 def _build_totals_asset(table: TableSettings, files: DailyFiles, keys: TableResources):
     settings, spec = table.settings, table.spec
     totals = files.totals
-    orders = is_orders(spec)
 
     @asset(
         name=totals.name,
@@ -155,41 +149,35 @@ def _build_totals_asset(table: TableSettings, files: DailyFiles, keys: TableReso
         owners=[OWNER],
         kinds={"sql"},
         required_resource_keys={keys.warehouse},
-        description="Per day: the number of paid orders and their exact total, computed "
-        "from the committed paid_orders files."
-        if orders
-        else f"Per day: the number of rows of {files.name} and the exact sum of "
-        f"{', '.join(totals.sum) or 'no column'}, computed from its committed files.",
+        description=spec.say(
+            "totals_description", file=files.name, sums=", ".join(totals.sum) or "no column"
+        ),
     )
     def totals_asset(context: AssetExecutionContext, day_files: dict) -> MaterializeResult:
         """Per day: the number of rows and their exact totals."""
         warehouse = getattr(context.resources, keys.warehouse)
         with failing_step(spec):
-            if orders:
-                per_day = {day: day_totals(rows) for day, rows in day_files.items()}
-                store_daily_revenue(warehouse.engine(), per_day)
-            else:
-                per_day = {
-                    day: day_totals(rows, totals, spec=spec) for day, rows in day_files.items()
-                }
-                store_totals(warehouse.engine(), spec=spec, totals=totals, per_day=per_day)
+            per_day = {day: day_totals(rows, totals, spec) for day, rows in day_files.items()}
+            store_totals(warehouse.engine(), spec=spec, totals=totals, per_day=per_day)
         for day, (count, sums) in sorted(per_day.items()):
             context.add_asset_metadata(
-                _totals_metadata(orders, totals.sum, count, sums), partition_key=day
+                _totals_metadata(spec, totals.sum, count, sums), partition_key=day
             )
         return MaterializeResult()
 
     return totals_asset
 
 
-def _totals_metadata(orders: bool, summed, count: int, sums) -> dict:
-    """``orders``' ``orders``, ``revenue`` and ``revenue_exact``; any other table's
-    ``rows`` and, per summed column ``C``, ``C`` (a float, only so the UI can plot it)
-    and ``C_exact`` (the exact total as text)."""
+def _totals_metadata(spec, summed, count: int, sums) -> dict:
+    """``rows`` and, per summed column ``C``, ``C`` (a float, only so the UI can plot it)
+    and ``C_exact`` (the exact total as text); ``orders`` names its three as it always
+    did (``orders``, ``revenue``, ``revenue_exact``: its spec's ``legacy``)."""
     from pipeline_assets.core.daily_files.views import total_text
 
-    if orders:
-        return {"orders": count, "revenue": float(sums), "revenue_exact": str(sums)}
+    if spec.legacy is not None:
+        rows, total, exact = spec.legacy.totals_metadata
+        value = sums[summed[0]]
+        return {rows: count, total: float(value), exact: total_text(value)}
     out: dict = {"rows": count}
     for name in summed:
         out[name] = float(sums[name])

@@ -19,7 +19,7 @@ from pipeline_assets.core.daily_files import (
     read_committed_days,
     write_day_files,
 )
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.spec import about
 
 from .core.commands import materialize

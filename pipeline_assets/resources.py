@@ -48,6 +48,6 @@ class WatermarkStore(ConfigurableResource):
     warehouse: Warehouse
     lookback_days: int = Field(default=2, ge=0, description="LOOKBACK_DAYS")
 
-    def current(self, table: str = "orders"):
+    def current(self, table: str):
         """The watermark of the declared table ``table`` (its ``name``)."""
         return wm.current(self.warehouse.engine(), table=table)

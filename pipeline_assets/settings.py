@@ -79,11 +79,12 @@ class Settings:
 
 def files_location(settings: Settings, spec, files) -> str:
     """Where the day files ``files`` of the declared table ``spec`` live: the file's own
-    ``url``; for ``orders``' files, PAID_ORDERS_URL as always; else
-    ``<PIPELINE_DATA_DIR>/<name>``. A local path or an fsspec URL."""
+    ``url``; for ``orders``' first file set, its setting (``spec.legacy``'s
+    ``files_url_variable``: PAID_ORDERS_URL) as always; else ``<PIPELINE_DATA_DIR>/<name>``.
+    A local path or an fsspec URL."""
     if files.url:
         return _location(files.url, Path.cwd())
-    if spec.name == "orders" and spec.daily_files and files.name == spec.daily_files[0].name:
+    if spec.legacy is not None and files.name == spec.daily_files[0].name:
         return settings.paid_orders_location
     return str(settings.data_dir / files.name)
 

@@ -23,6 +23,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline_assets.core.table import ORDERS
+
 NOW = datetime(2026, 1, 27, 6, 0, tzinfo=timezone.utc)  # conftest.NOW: the tests' clock
 
 
@@ -39,12 +41,11 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def main(argv: list[str]) -> int:
     from pipeline_assets.core.daily_files import write_day_files
-    from pipeline_assets.core.daily_files.paid import paid_orders_by_day
     from pipeline_assets.core.days import days_between
     from pipeline_assets.core.db.engines import make_engine
-    from pipeline_assets.core.load.batch import load_orders
     from pipeline_assets.core.times import UTC, parse_day, to_instant
     from pipeline_assets.core.warehouse import watermark as wm
+    from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
     kind, *rest = argv
     if kind == "load":
@@ -67,7 +68,8 @@ def main(argv: list[str]) -> int:
         paid_orders_by_day(warehouse, days, UTC),
         run_id=run_id,
         written_at=NOW,
-        watermark=wm.current(warehouse),
+        watermark=wm.current(warehouse, table=ORDERS.name),
+        spec=ORDERS,
     )
     return 0
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from pipeline_assets.core.db.engines import dialect_of
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.declare import declare
-from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.table.spec import TableSpec
 
 PAYMENTS_ATTRIBUTES = {

@@ -33,6 +33,7 @@ from pipeline_assets.automation import (
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant, zone
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
@@ -141,7 +142,7 @@ def test_new_orders_sensor_requests_on_change_and_skips_otherwise(setup, instanc
     # a load with nothing left to do, as this one read 187 already
     newer = tick(defs, name, instance, late.cursor)
     assert newer.run_requests[0].run_key not in (request.run_key, late_request.run_key)
-    assert wm.current(warehouse) == to_instant("2026-01-22", UTC)
+    assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-22", UTC)
 
 
 @pytest.mark.parametrize("status", ["FAILURE", "CANCELED"])
@@ -168,7 +169,7 @@ def test_new_orders_sensor_loads_again_when_its_run_died(setup, instance, status
     run_of(defs, instance, healed, name)  # this time the load lands
     done = tick(defs, name, instance, healed.cursor)
     assert done.run_requests == [] and "succeeded" in done.skip_message
-    assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
+    assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-21", UTC)
 
 
 def test_new_orders_sensor_waits_for_dagsters_retry(setup, instance):

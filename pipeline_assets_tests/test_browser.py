@@ -39,6 +39,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_assets.core.table import ORDERS
+
 from .devserver import (
     BIN,
     CALLERS_SETTINGS,
@@ -424,7 +426,7 @@ def readme_story(server: DevServer) -> None:
 
     warehouse = make_engine(f"sqlite:///{server.data / 'warehouse.db'}", role="warehouse")
     try:
-        before = read_watermark(warehouse)
+        before = read_watermark(warehouse, spec=ORDERS)
         out = cli(
             server,
             "demo",
@@ -441,7 +443,7 @@ def readme_story(server: DevServer) -> None:
         assert stamp_105.endswith("T20:00:00") and to_instant(stamp_105, UTC) > before
         server.wait(
             "the watermark at 105's stamp",
-            lambda: read_watermark(warehouse) == to_instant(stamp_105, UTC),
+            lambda: read_watermark(warehouse, spec=ORDERS) == to_instant(stamp_105, UTC),
             180,
             every=1,
         )
@@ -466,7 +468,9 @@ def readme_story(server: DevServer) -> None:
             every=1,
         )
         server.wait("nothing running", lambda: idle(server), 120)
-        assert read_watermark(warehouse) == to_instant(stamp_105, UTC)  # never moved back
+        assert read_watermark(warehouse, spec=ORDERS) == to_instant(
+            stamp_105, UTC
+        )  # never moved back
         assert 105 in committed_ids(server.data, day_105)
         shown = json.loads(cli(server, "watermark", "show"))["watermark"]
         assert shown == to_instant(stamp_105, UTC).isoformat()

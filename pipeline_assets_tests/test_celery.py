@@ -33,6 +33,7 @@ from pipeline_assets.core.daily_files import open_store
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import SettingsError
 from pipeline_assets.core.sensing import read_watermark
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
@@ -245,7 +246,7 @@ def test_a_broker_down_fails_runs_in_seconds_and_the_sensors_bring_the_pipeline_
             warehouse = make_engine(f"sqlite:///{data / 'warehouse.db'}", role="warehouse")
             server.wait(
                 "the first load, on the Celery worker",
-                lambda: read_watermark(warehouse) is not None,
+                lambda: read_watermark(warehouse, spec=ORDERS) is not None,
                 180,
             )
             server.wait(

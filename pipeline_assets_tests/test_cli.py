@@ -22,8 +22,9 @@ import pytest
 from pipeline_assets.cli import main
 from pipeline_assets.core import demo
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .plain import source_rows
@@ -425,11 +426,13 @@ def test_history_shows_the_newest_changes_unless_told_all(cli, initialized):
 
     real_load(initialized)
     warehouse = make_engine(f"sqlite:///{initialized / 'warehouse.db'}", role="warehouse")
-    first = wm.current(warehouse)
+    first = wm.current(warehouse, table=ORDERS.name)
     with writing(warehouse).begin() as conn:  # 104 more loads, each a minute on
         for n in range(104):
             old, new = first + timedelta(minutes=n), first + timedelta(minutes=n + 1)
-            wm.write(conn, old, new, kind="load", at=NOW, batch_id=f"orders-{n:024d}")
+            wm.write(
+                conn, old, new, kind="load", at=NOW, batch_id=f"orders-{n:024d}", table="orders"
+            )
     warehouse.dispose()
 
     lines = cli("watermark", "history")[1].splitlines()

@@ -19,9 +19,10 @@ import pytest
 
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders, load_table
+from pipeline_assets.core.load.batch import load_table
 from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import UTC
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .plain import query

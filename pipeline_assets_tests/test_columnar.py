@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import InvalidRowError
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.rows.arrow_days import days_of, zone_name
 from pipeline_assets.core.rows.normalize import normalize
-from pipeline_assets.core.rows.orders import validate
-from pipeline_assets.core.table import working
+from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.times import UTC, day_of, zone
+from pipeline_assets_tests.orders import load_orders, stored, validate
 
 from .conftest import NOW
 from .plain import warehouse_rows
@@ -66,14 +65,14 @@ IDS = ["105", " 106 ", "-3", "0107"]
 
 def expected(order_id, status, amount, updated_at, tz) -> dict:
     order = validate(order_id, status, amount, updated_at, tz)
-    oid, status, amount, stamp = order.stored
+    oid, status, amount, stamp = stored(order)
     return {
         "order_id": oid,
         "status": status,
         "amount": amount,
         "updated_at": stamp,
-        working.INSTANT: order.updated_at,
-        working.DAY: (day_of(order.updated_at, tz) - date(1970, 1, 1)).days,
+        working.INSTANT: order["updated_at"],
+        working.DAY: (day_of(order["updated_at"], tz) - date(1970, 1, 1)).days,
     }
 
 
@@ -91,7 +90,7 @@ def test_the_fast_path_gives_what_the_exact_parser_gives(tz):
             for i, name in enumerate(["order_id", "status", "amount", "updated_at"])
         }
     )
-    assert by_key(normalize(raw, tz)) == sorted(
+    assert by_key(normalize(raw, tz, spec=ORDERS)) == sorted(
         (expected(*r, tz) for r in rows),
         key=lambda r: (r["order_id"], r[working.INSTANT], r["amount"]),
     )
@@ -115,10 +114,10 @@ def test_a_batch_of_one_form_reads_as_the_exact_parser_reads_it(form, tz):
         want = [expected(str(i), "paid", "1.00", form, tz) for i in (1, 2)]
     except InvalidRowError as exc:
         with pytest.raises(InvalidRowError) as err:
-            normalize(raw, tz)
+            normalize(raw, tz, spec=ORDERS)
         assert str(err.value) == str(exc)
         return
-    assert by_key(normalize(raw, tz)) == want
+    assert by_key(normalize(raw, tz, spec=ORDERS)) == want
 
 
 def test_native_columns_take_the_fast_path_with_the_same_result():
@@ -131,7 +130,7 @@ def test_native_columns_take_the_fast_path_with_the_same_result():
             "updated_at": pa.array(stamps, pa.timestamp("us")),
         }
     )
-    assert by_key(normalize(raw, NY)) == [
+    assert by_key(normalize(raw, NY, spec=ORDERS)) == [
         expected(i + 1, "paid", "1.00", s, NY) for i, s in enumerate(stamps)
     ]
     aware = raw.set_column(
@@ -139,7 +138,7 @@ def test_native_columns_take_the_fast_path_with_the_same_result():
         "updated_at",
         pa.array([s.replace(tzinfo=UTC) for s in stamps], pa.timestamp("us", tz="UTC")),
     )
-    assert by_key(normalize(aware, NY)) == [
+    assert by_key(normalize(aware, NY, spec=ORDERS)) == [
         expected(i + 1, "paid", "1.00", s.replace(tzinfo=UTC), NY) for i, s in enumerate(stamps)
     ]
 
@@ -162,7 +161,7 @@ def test_any_wall_clock_in_any_form_agrees(moment, form, tz):
     raw = pa.table(
         {"order_id": ["1"], "status": ["paid"], "amount": ["2.50"], "updated_at": [text]}
     )
-    assert normalize(raw, tz).to_pylist() == [expected("1", "paid", "2.50", text, tz)]
+    assert normalize(raw, tz, spec=ORDERS).to_pylist() == [expected("1", "paid", "2.50", text, tz)]
     stamp = expected("1", "paid", "2.50", text, tz)
     assert days_of([stamp["updated_at"]], tz) == {day_of(stamp[working.INSTANT], tz).isoformat()}
 
@@ -188,7 +187,7 @@ def test_a_bad_row_among_good_ones_raises_the_exact_parsers_error(row, column):
         }
     )
     with pytest.raises(InvalidRowError) as err:
-        normalize(raw, UTC)
+        normalize(raw, UTC, spec=ORDERS)
     with pytest.raises(InvalidRowError) as want:
         validate(*row, tz=UTC)
     assert err.value.column == column and str(err.value) == str(want.value)
@@ -278,7 +277,7 @@ def test_two_copies_with_the_same_updated_at_and_different_values_refuse_the_bat
     try:
         with pytest.raises(InvalidRowError) as err:
             load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-        assert err.value.order_id == 1 and "order 1:" in str(err.value)
+        assert err.value.key == {"order_id": 1} and "order 1:" in str(err.value)
         assert "Nothing was written" in str(err.value)
         assert (
             not sa.inspect(warehouse).has_table("orders")
@@ -307,7 +306,7 @@ def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_pa
     engine = make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app")
     demo.init(engine)
     demo.generate(engine, orders=3_000, days=30, seed=3)
-    src = source.inspect_source(engine)
+    src = source.inspect_source(engine, spec=ORDERS)
     start = datetime(2026, 1, 20, tzinfo=UTC)
 
     def scan(lo):

@@ -19,14 +19,13 @@ from hypothesis import strategies as st
 from pipeline_assets.core.errors import InvalidRowError
 from pipeline_assets.core.rows import normalize as columnar
 from pipeline_assets.core.rows.arrow_days import zone_name
-from pipeline_assets.core.rows.checks import newest_per_key, newest_per_order, parse_row, parse_rows
-from pipeline_assets.core.rows.normalize import NORMAL, normal_schema, normalize
-from pipeline_assets.core.rows.orders import validate
-from pipeline_assets.core.rows.orders_rules import orders_rules
-from pipeline_assets.core.table import working
+from pipeline_assets.core.rows.checks import newest_per_key, parse_row, parse_rows
+from pipeline_assets.core.rows.normalize import normal_schema, normalize
+from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.table.declare import declare
-from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import EPOCH, UTC, day_of, day_start, zone
+from pipeline_assets_tests.orders import newest_per_order
 
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, TABLES
 
@@ -84,17 +83,14 @@ BAD = {
 
 def reference(spec, row: dict, tz) -> dict:
     """The NORMAL row of ``row`` by the exact rules alone (each type's parse and stored;
-    orders: rows.validate), built here without the module under test."""
-    if orders_rules(spec):
-        order = validate(*(row[c] for c in spec.column_names), tz)
-        out = dict(zip(spec.column_names, order.stored, strict=True))
-        return out | {
-            working.INSTANT: order.updated_at,
-            working.DAY: (day_of(order.updated_at, tz) - EPOCH).days,
-        }
+    orders: a blank status is missing, as its spec's legacy says), built here without the
+    module under test."""
+    nonblank = spec.legacy.nonblank if spec.legacy else ()
     out = {}
     for column in spec.columns:
         value = row[column.name]
+        if column.name in nonblank and isinstance(value, str) and not value.strip():
+            value = None
         if value is None and not column.nullable:
             raise ValueError(f"{column.name} is required")
         out[column.name] = (
@@ -175,8 +171,7 @@ GOOD_OF = {"orders": ORDERS_GOOD, "payments": GOOD}
 
 
 def test_the_normal_schema_of_each_table():
-    assert NORMAL == normal_schema(ORDERS) == normal_schema()
-    assert [(f.name, str(f.type)) for f in NORMAL] == [
+    assert [(f.name, str(f.type)) for f in normal_schema(ORDERS)] == [
         ("order_id", "int64"),
         ("status", "string"),
         ("amount", "string"),
@@ -198,8 +193,9 @@ def test_the_normal_schema_of_each_table():
         (working.INSTANT, "timestamp[us, tz=UTC]"),
         (working.DAY, "int32"),
     ]
-    assert orders_rules(ORDERS) and orders_rules(declare(ORDERS_ATTRIBUTES))
-    assert not orders_rules(PAYMENTS)
+    # orders' own row rules are data on its spec: only a declaration of its shape has them
+    assert ORDERS.legacy is not None and declare(ORDERS_ATTRIBUTES).legacy is ORDERS.legacy
+    assert PAYMENTS.legacy is None
 
 
 # --- the fast path agrees with the exact parser ------------------------------------------
@@ -494,11 +490,8 @@ def test_a_bad_payments_row_among_good_ones_is_named(values, message):
         normalize(raw, UTC, PAYMENTS)
     assert str(err.value) == message + TAIL
     column = next(iter(values))
-    assert (err.value.column, err.value.value, err.value.table) == (
-        column,
-        values[column],
-        "payments",
-    )
+    assert (err.value.column, err.value.value) == (column, values[column])
+    assert "payments" in err.value.row
     assert not err.value.retryable
 
 
@@ -537,14 +530,14 @@ def test_orders_keeps_its_messages():
     assert str(err.value) == (
         "order 105: column amount = 'abc': 'abc' is not a decimal number such as 40.00" + TAIL
     )
-    assert err.value.order_id == 105 and err.value.table is None
+    assert err.value.key == {"order_id": 105} and err.value.row == "order 105"
     blank = raw.set_column(1, "status", pa.array(["  "])).set_column(
         2, "amount", pa.array(["1.00"])
     )
     with pytest.raises(
         InvalidRowError, match="order 105: column status = '  ': the status is missing"
     ):
-        normalize(blank, UTC)
+        normalize(blank, UTC, spec=ORDERS)
     # the same blank status is a value in a declared text column
     spec = declare(PAYMENTS_ATTRIBUTES)
     assert normalize(batch(spec, [payment(status="  ")]), UTC, spec)["status"].to_pylist() == ["  "]
@@ -605,11 +598,11 @@ def test_orders_dedup_is_newest_per_key_with_its_message():
             "updated_at": ["2026-01-06"] * 3,
         }
     )
-    table = normalize(raw, UTC)
+    table = normalize(raw, UTC, spec=ORDERS)
     with pytest.raises(InvalidRowError) as err:
         newest_per_order(table)
     with pytest.raises(InvalidRowError) as same:
-        newest_per_key(table)
+        newest_per_key(table, spec=ORDERS)
     assert (
         str(err.value)
         == str(same.value)
@@ -622,24 +615,41 @@ def test_orders_dedup_is_newest_per_key_with_its_message():
 
 
 def test_the_row_error_names_any_kind_of_key():
-    def who(key, table):
-        return str(InvalidRowError(key, "c", "v", "why", table=table)).split(": column")[0]
+    items = declare(
+        {
+            "table": "items",
+            "primary_key": "code",
+            "cursor": "at",
+            "columns": {"code": "text", "at": "date"},
+        }
+    )
+    t = declare(
+        {
+            "table": "t",
+            "primary_key": "id",
+            "cursor": "at",
+            "columns": {"id": "integer", "at": "date"},
+        }
+    )
 
-    assert who(105, None) == "order 105" and who(None, None) == "a row with no order_id"
-    assert who({"payment_id": 7, "attempt": 2}, "payments") == "payments (payment_id=7, attempt=2)"
-    assert who({"code": "A-1"}, "items") == "items (code='A-1')"
+    def who(spec, key):
+        return str(spec.row_error(key, "c", "v", "why")).split(": column")[0]
+
+    assert who(ORDERS, {"order_id": 105}) == who(ORDERS, 105) == "order 105"
+    assert who(ORDERS, None) == who(ORDERS, {"order_id": None}) == "a row with no order_id"
+    assert who(PAYMENTS, {"payment_id": 7, "attempt": 2}) == "payments (payment_id=7, attempt=2)"
+    assert who(items, {"code": "A-1"}) == "items (code='A-1')"
     assert (
-        who({"payment_id": None, "attempt": None}, "payments")
+        who(PAYMENTS, {"payment_id": None, "attempt": None})
         == "a payments row with no payment_id or attempt"
     )
-    assert who((7, "x"), "payments") == "payments (7, 'x')" and who(7, "t") == "t (7)"
-    assert who(None, "t") == "a t row with no key"
-    legacy = InvalidRowError(187, "amount", "12.3.4", "not a decimal")
-    assert (
-        legacy.order_id,
-        legacy.key,
-        legacy.column,
-        legacy.value,
-        legacy.reason,
-        legacy.table,
-    ) == (187, 187, "amount", "12.3.4", "not a decimal", None)
+    assert who(PAYMENTS, (7, "x")) == "payments (payment_id=7, attempt='x')"
+    assert who(t, 7) == "t (id=7)" and who(t, None) == "a t row with no key"
+    error = ORDERS.row_error({"order_id": 187}, "amount", "12.3.4", "not a decimal")
+    assert (error.row, error.key, error.column, error.value, error.reason) == (
+        "order 187",
+        {"order_id": 187},
+        "amount",
+        "12.3.4",
+        "not a decimal",
+    )

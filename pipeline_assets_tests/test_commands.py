@@ -28,10 +28,10 @@ from pipeline_assets.core.daily_files import (
     read_committed_days,
     write_day_files,
 )
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
+from pipeline_assets_tests.orders import orders_range_command, paid_orders_by_day
 
 from .conftest import NOW
 from .support import user_environment
@@ -45,21 +45,21 @@ MATERIALIZE = "dagster asset materialize -m pipeline_assets.definitions"
     "command, expected",
     [
         (
-            commands.rebuild_command("2026-01-25"),
+            commands.rebuild_command("2026-01-25", spec=ORDERS),
             f"{MATERIALIZE} --select paid_orders,daily_revenue --partition 2026-01-25",
         ),
         (
-            commands.rebuild_command("2026-01-24", "2026-01-26"),
+            commands.rebuild_command("2026-01-24", "2026-01-26", spec=ORDERS),
             f"{MATERIALIZE} --select paid_orders,daily_revenue --partition-range "
             "2026-01-24...2026-01-26",
         ),
         (
-            commands.orders_range_command("2026-01-31", "2026-02-01"),
+            orders_range_command("2026-01-31", "2026-02-01"),
             f"{MATERIALIZE} --select orders --config-json "
             """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-02"}}}}'""",
         ),
         (
-            commands.orders_range_command("2026-01-31", "2026-01-31", allow_deletes=True),
+            orders_range_command("2026-01-31", "2026-01-31", allow_deletes=True),
             f"{MATERIALIZE} --select orders --config-json "
             """'{"ops": {"orders": {"config": {"start": "2026-01-31", "end": "2026-02-01", """
             """"allow_deletes": true}}}}'""",
@@ -139,28 +139,36 @@ def test_every_printed_command_is_one_shell_quoted_line(module):
     assert argv[2][7:] == ["--partition", "2026-01-25"]
 
 
-def test_the_default_location_and_table_are_this_projects_orders():
-    assert commands.repair_commands(["2026-01-25"], ["2026-01-25"]) == commands.repair_commands(
+def test_the_default_location_is_this_projects():
+    assert commands.repair_commands(
+        ["2026-01-25"], ["2026-01-25"], spec=ORDERS
+    ) == commands.repair_commands(
         ["2026-01-25"], ["2026-01-25"], spec=ORDERS, module="pipeline_assets.definitions"
     )
-    assert commands.daily_assets() == list(commands.DAILY_FILES)
+    assert commands.daily_assets(ORDERS) == ["paid_orders", "daily_revenue"]
 
 
 def test_an_uncommitted_day_names_the_same_rebuild_command(tmp_path):
     folder = tmp_path / "paid_orders"
-    write_day_files(folder, {"2026-01-25": []}, run_id="run-1", written_at=NOW)
+    write_day_files(folder, {"2026-01-25": []}, run_id="run-1", written_at=NOW, spec=ORDERS)
     (folder / "2026-01-25.json").write_text("[]\n\n")  # edited by hand
     with pytest.raises(UncommittedDayError) as err:
         read_committed_day(folder, "2026-01-25")
-    assert str(err.value).endswith(f"Rebuild it: {commands.rebuild_command('2026-01-25')}")
-    assert day_status(folder, "2026-01-25").repair_command == commands.rebuild_command("2026-01-25")
+    assert str(err.value).endswith(
+        f"Rebuild it: {commands.rebuild_command('2026-01-25', spec=ORDERS)}"
+    )
+    assert day_status(folder, "2026-01-25").repair_command == commands.rebuild_command(
+        "2026-01-25", spec=ORDERS
+    )
 
 
 def test_several_uncommitted_days_name_one_rebuild_per_line(tmp_path):
     """Each command alone on its line, with nothing after it: pasted line by line, each
     runs as printed."""
     folder = tmp_path / "paid_orders"
-    write_day_files(folder, {"2026-01-24": [], "2026-01-26": []}, run_id="run-1", written_at=NOW)
+    write_day_files(
+        folder, {"2026-01-24": [], "2026-01-26": []}, run_id="run-1", written_at=NOW, spec=ORDERS
+    )
     for day in ("2026-01-24", "2026-01-26"):
         (folder / f"{day}.json").write_text("[]\n\n")  # edited by hand
     with pytest.raises(UncommittedDayError) as err:
@@ -168,8 +176,8 @@ def test_several_uncommitted_days_name_one_rebuild_per_line(tmp_path):
     lines = str(err.value).splitlines()
     assert lines[0].endswith(" Rebuild them, one command per line:")
     assert lines[1:] == [
-        commands.rebuild_command("2026-01-24"),
-        commands.rebuild_command("2026-01-26"),
+        commands.rebuild_command("2026-01-24", spec=ORDERS),
+        commands.rebuild_command("2026-01-26", spec=ORDERS),
     ]
 
 
@@ -203,8 +211,8 @@ def test_each_printed_form_runs_through_the_real_cli(tmp_path):
             "SELECT min(substr(updated_at, 1, 10)), max(substr(updated_at, 1, 10)) FROM orders"
         ).fetchone()
     day = days[102]
-    run(commands.orders_range_command(first, last))  # loads every order
-    run(commands.rebuild_command(days[101], day))
+    run(orders_range_command(first, last))  # loads every order
+    run(commands.rebuild_command(days[101], day, spec=ORDERS))
     folder = data / "paid_orders"
     assert 102 in [row["order_id"] for row in read_committed_day(folder, day)]
 

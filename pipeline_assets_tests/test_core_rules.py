@@ -15,10 +15,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline_assets.core.errors import AmountError, InvalidRowError, TimeValueError
-from pipeline_assets.core.rows.orders import validate
 from pipeline_assets.core.table.money import format_amount, parse_amount
-from pipeline_assets.core.times import canonical, day_of, from_canonical, to_instant, zone
+from pipeline_assets.core.times import (
+    canonical,
+    day_end,
+    day_of,
+    day_start,
+    from_canonical,
+    to_instant,
+    zone,
+)
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import stored, validate
 
 UTC = timezone.utc
 NY = zone("America/New_York")
@@ -118,6 +126,28 @@ def test_the_day_a_row_belongs_to(value, tz, day):
     assert day_of(to_instant(value, tz), tz) == day
 
 
+@given(
+    st.sampled_from(["America/St_Johns", "America/New_York", "America/Santiago", "Asia/Gaza"]),
+    st.datetimes(min_value=datetime(1980, 1, 1), max_value=datetime(2030, 1, 1)),
+)
+def test_a_days_span_holds_every_instant_of_the_day(name, wall):
+    """A day is read from the warehouse as ``[day_start, day_end)``: every instant whose
+    day it is lies inside, even where the clocks go back across midnight (St. John's,
+    1987-2010: at 00:01 to 23:01, so the day's last hour follows the next day's first
+    minute)."""
+    tz = zone(name)
+    instant = wall.replace(tzinfo=timezone.utc)
+    day = day_of(instant, tz)
+    assert day_start(day, tz) <= instant < day_end(day, tz)
+
+
+def test_the_last_hour_of_a_day_that_repeats_across_midnight_is_in_its_span():
+    tz = zone("America/St_Johns")
+    late = datetime(1987, 10, 25, 2, 31, tzinfo=timezone.utc)  # 23:01 again, on the 24th
+    assert day_of(late, tz) == date(1987, 10, 24)
+    assert day_start(date(1987, 10, 25), tz) < late < day_end(date(1987, 10, 24), tz)
+
+
 @pytest.mark.parametrize(
     "value, text",
     [
@@ -166,8 +196,8 @@ def test_validation_names_the_order_the_column_and_the_value(row, column, fragme
 
 def test_a_valid_row_is_normalized_for_storage():
     order = validate("105", "paid", "22.00", "2026-01-25", tz=NY)
-    assert order.stored == (105, "paid", "22.00", "2026-01-25T05:00:00.000000+00:00")
-    assert order.day(NY) == date(2026, 1, 25) and order.is_paid
+    assert stored(order) == (105, "paid", "22.00", "2026-01-25T05:00:00.000000+00:00")
+    assert day_of(order["updated_at"], NY) == date(2026, 1, 25) and order["status"] == "paid"
 
 
 W = utc(2026, 1, 25)

@@ -32,9 +32,10 @@ from pipeline_assets.core import demo
 from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import describe_days, read_committed_day
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders
 
 from . import plain
 from .conftest import NOW
@@ -71,7 +72,7 @@ def assert_invariants(urls: dict, warehouse, rows: int, batches: int | None = No
     if batches is not None:
         assert len(ids) == batches
     newest = max(instant_of(r[3], UTC) for r in plain.source_orders(urls["source"]))
-    assert wm.current(warehouse) == newest
+    assert wm.current(warehouse, table=ORDERS.name) == newest
     assert plain.query(urls["warehouse"], "SELECT value FROM pipeline_watermark") == [
         (canonical(newest),)
     ]
@@ -161,12 +162,12 @@ def test_a_load_killed_at_any_point_then_rerun_loses_and_doubles_nothing(
         return
     committed = point == "load_after_commit"
     if committed:
-        assert wm.current(warehouse) == to_instant("2026-01-25", UTC)
+        assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-25", UTC)
         assert len(warehouse_rows(db_urls["warehouse"])) == 7
         assert warehouse_rows(db_urls["warehouse"]) == source_rows(db_urls["source"], UTC)
     else:  # the transaction died with the process: nothing of it is visible
         assert warehouse_rows(db_urls["warehouse"]) == before
-        assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
+        assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-21", UTC)
 
     rerun = killed_run(*args, env=env_for(db_urls))
     assert rerun.returncode == 0, rerun.stderr[-2000:]

@@ -24,12 +24,12 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
 from .conftest import NOW
 from .killed import run as killed_run
@@ -124,7 +124,7 @@ def test_materialize_orders_from_the_command_line(workdir):
     done = dagster(env, tmp_path, "--select", "orders")
     assert done.returncode == 0, done.stderr[-2000:]
     assert count(warehouse) == 6
-    assert wm.current(warehouse) == to_instant("2026-01-21", UTC)
+    assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-21", UTC)
 
 
 def test_a_run_killed_after_its_commit_is_rerun_without_doubles(workdir):
@@ -154,14 +154,14 @@ def test_a_run_killed_after_its_commit_is_rerun_without_doubles(workdir):
     # the step's process was killed (SIGKILL): the run fails, as after a lost pod
     assert killed.returncode != 0 and "Materialization failed" in killed.stderr
     assert count(warehouse) == 7  # the commit had landed before the kill
-    assert wm.current(warehouse) == to_instant("2026-01-25", UTC)
+    assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-25", UTC)
 
     rerun = dagster(env, tmp_path, "--select", "orders")
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     with warehouse.connect() as conn:
         rows = conn.execute(sa.text("SELECT order_id FROM orders")).scalars().all()
     assert sorted(rows) == [101, 102, 103, 104, 105, 106, 186]
-    assert wm.current(warehouse) == to_instant("2026-01-25", UTC)
+    assert wm.current(warehouse, table=ORDERS.name) == to_instant("2026-01-25", UTC)
 
 
 def built(tmp_path: Path) -> Path:
@@ -181,7 +181,7 @@ def test_a_partition_range_from_the_command_line_is_one_run(files_workdir):
     tmp_path, env, source, warehouse, folder = files_workdir
     demo.set_order(source, 186, status="paid", amount="30.00", updated_at="2026-01-24", tz=UTC)
     assert dagster(env, tmp_path, "--select", "orders").returncode == 0
-    mark = wm.current(warehouse)
+    mark = wm.current(warehouse, table=ORDERS.name)
 
     done = dagster(env, tmp_path, *RANGE_ARGS)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -190,7 +190,7 @@ def test_a_partition_range_from_the_command_line_is_one_run(files_workdir):
     assert manifest["days_written"] == DAYS
     assert manifest["files"]["2026-01-24"]["rows"] == 1
     assert read_committed_day(folder, "2026-01-24")[0]["order_id"] == 186
-    assert wm.current(warehouse) == mark
+    assert wm.current(warehouse, table=ORDERS.name) == mark
 
 
 def load_and_build(source, warehouse, folder: Path, run_id: str) -> None:
@@ -201,7 +201,8 @@ def load_and_build(source, warehouse, folder: Path, run_id: str) -> None:
         paid_orders_by_day(warehouse, DAYS, UTC),
         run_id=run_id,
         written_at=NOW,
-        watermark=wm.current(warehouse),
+        watermark=wm.current(warehouse, table=ORDERS.name),
+        spec=ORDERS,
     )
 
 
@@ -287,7 +288,7 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(
     assert statuses["2026-01-22"].committed  # unchanged bytes stay committed
     leftovers = temp_files(folder)
     assert bool(leftovers) == (temp_left and not on_bucket), leftovers
-    report = verify(source, warehouse, folder, tz=UTC)
+    report = verify(source, warehouse, folder, tz=UTC, spec=ORDERS)
     if not changed.committed:  # verify reports the uncommitted day, with its repair
         assert report.exit_code == 1 and "2026-01-21" in report.failing_days
         assert any("--partition" in c for c in report.to_json()["repair"])
@@ -303,7 +304,7 @@ def test_a_range_killed_midway_leaves_no_half_file_and_a_rerun_repairs(
     assert all(s.committed for s in describe_days(str(folder), DAYS))
     assert read_committed_day(folder, "2026-01-21")[0]["amount"] == "99.00"
     assert [r["order_id"] for r in read_committed_day(folder, "2026-01-23")] == [187]
-    assert verify(source, warehouse, folder, tz=UTC).exit_code == 0
+    assert verify(source, warehouse, folder, tz=UTC, spec=ORDERS).exit_code == 0
 
 
 @pytest.mark.s3

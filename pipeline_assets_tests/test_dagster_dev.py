@@ -26,6 +26,7 @@ from pipeline_assets.core import demo
 from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.sensing import read_watermark
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, parse_day, to_instant
 
 from .devserver import (
@@ -79,13 +80,13 @@ def test_dagster_dev_backfill_and_sensors(dev_server: DevServer, record_property
         # 1. the first load happens by itself (the sensor's first tick)
         server.wait(
             "first automatic load (watermark 2026-01-21)",
-            lambda: read_watermark(warehouse) == to_instant("2026-01-21", UTC),
+            lambda: read_watermark(warehouse, spec=ORDERS) == to_instant("2026-01-21", UTC),
             90,
         )
 
         # 2. meanwhile, a partition-range backfill over GraphQL, of days the first load's
         # refresh does not touch (after the 21st: empty days so far, the 24th included)
-        watermark = read_watermark(warehouse)
+        watermark = read_watermark(warehouse, spec=ORDERS)
         before = manifests(server.data)
         days = days_between(parse_day("2026-01-22"), parse_day("2026-01-31"))
         launched = server.graphql(
@@ -122,7 +123,7 @@ def test_dagster_dev_backfill_and_sensors(dev_server: DevServer, record_property
         new = {name: m for name, m in manifests(server.data).items() if name not in before}
         listing = [m for m in new.values() if set(m["days_written"]) & set(days)]
         assert len(listing) == 1 and listing[0]["days_written"] == days  # one run
-        assert read_watermark(warehouse) == watermark  # a backfill never moves it
+        assert read_watermark(warehouse, spec=ORDERS) == watermark  # a backfill never moves it
         assert committed_ids(server.data, "2026-01-21") == [106]
         reasons = {
             tag["value"]
@@ -172,7 +173,9 @@ def test_dagster_dev_backfill_and_sensors(dev_server: DevServer, record_property
             + ", ".join(f"{what} {at:.0f}" for what, at in server.phases.items())
         )
         record_property("demo_set_to_day_file_seconds", round(elapsed, 1))
-        assert read_watermark(warehouse) == to_instant("2026-01-24", UTC)  # a load moved it
+        assert read_watermark(warehouse, spec=ORDERS) == to_instant(
+            "2026-01-24", UTC
+        )  # a load moved it
         server.wait(
             "backfill completed",
             lambda: backfill_status() in ("COMPLETED", "COMPLETED_SUCCESS"),

@@ -17,6 +17,7 @@ from dagster import AssetKey
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import read_committed_day
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.warehouse import watermark as wm
 
 from .worlds import Pipeline
@@ -54,7 +55,7 @@ def test_one_day_is_one_exact_file_and_one_manifest(pipe):
 
 
 def test_a_range_is_one_run_with_n_files_and_one_manifest(pipe):
-    before = wm.current(pipe.warehouse)
+    before = wm.current(pipe.warehouse, table=ORDERS.name)
     result = pipe.run_daily_files_job(tags=RANGE)
     days = ["2026-01-20", "2026-01-21", "2026-01-22", "2026-01-23", "2026-01-24", "2026-01-25"]
     assert sorted(p.stem for p in pipe.folder.glob("2026-*.json")) == days
@@ -71,7 +72,9 @@ def test_a_range_is_one_run_with_n_files_and_one_manifest(pipe):
     for day in days:
         assert manifest["files"][day]["sha256"] == hashlib.sha256(pipe.file(day)).hexdigest()
     assert pipe.file("2026-01-22") == b"[]\n"
-    assert wm.current(pipe.warehouse) == before  # a backfill never moves the watermark
+    assert (
+        wm.current(pipe.warehouse, table=ORDERS.name) == before
+    )  # a backfill never moves the watermark
 
     revenue = {
         e.materialization.partition: e.materialization.metadata

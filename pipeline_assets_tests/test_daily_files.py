@@ -35,6 +35,7 @@ from pipeline_assets.core.daily_files import (
     write_day_files,
 )
 from pipeline_assets.core.errors import PipelineError
+from pipeline_assets.core.table import ORDERS
 
 from .stores import all_files, temp_files
 
@@ -47,7 +48,9 @@ def row(order_id, amount="22.00", updated_at="2026-01-25T03:00:00+00:00", status
 
 
 def write(folder, days, run_id="run-1", **kwargs):
-    return write_day_files(folder, days, run_id=run_id, written_at=WRITTEN_AT, **kwargs)
+    return write_day_files(
+        folder, days, run_id=run_id, written_at=WRITTEN_AT, **{"spec": ORDERS, **kwargs}
+    )
 
 
 # --- serialization -----------------------------------------------------------------------
@@ -77,8 +80,8 @@ TWO = (
 )
 def test_serialize_day_is_byte_deterministic(rows, expected):
     """Same rows, in any order or form, give the same bytes: reruns rewrite identical files."""
-    assert serialize_day(DAY, rows) == expected
-    assert serialize_day(DAY, list(reversed(rows))) == expected
+    assert serialize_day(DAY, rows, spec=ORDERS) == expected
+    assert serialize_day(DAY, list(reversed(rows)), spec=ORDERS) == expected
 
 
 @pytest.mark.parametrize(
@@ -98,7 +101,7 @@ def test_serialize_day_is_byte_deterministic(rows, expected):
 def test_serialize_day_refuses_rows_it_cannot_store_exactly(rows, message):
     """A row that would be stored inexactly or twice fails, naming the day and the value."""
     with pytest.raises(DayFilesError) as err:
-        serialize_day(DAY, rows)
+        serialize_day(DAY, rows, spec=ORDERS)
     assert message in str(err.value)
     assert DAY in str(err.value)
 
@@ -258,7 +261,7 @@ def test_bad_rows_never_touch_the_folder(paid_folder):
     ],
 )
 def test_write_arguments_are_checked(tmp_path, kwargs, message):
-    args = {"run_id": "r", "written_at": WRITTEN_AT, "watermark": None, **kwargs}
+    args = {"run_id": "r", "written_at": WRITTEN_AT, "watermark": None, "spec": ORDERS, **kwargs}
     with pytest.raises(DayFilesError) as err:
         write_day_files(tmp_path, {DAY: []}, **args)
     assert message in str(err.value)
@@ -267,8 +270,8 @@ def test_write_arguments_are_checked(tmp_path, kwargs, message):
 # --- committed days ----------------------------------------------------------------------
 
 NEW = [row(1, "30.00")]
-NEW_BYTES = serialize_day(DAY, NEW)
-OLD_BYTES = serialize_day(DAY, [row(1)])
+NEW_BYTES = serialize_day(DAY, NEW, spec=ORDERS)
+OLD_BYTES = serialize_day(DAY, [row(1)], spec=ORDERS)
 
 
 Crash = SimulatedCrash  # stands for the process dying at a named crash point
@@ -522,7 +525,10 @@ def test_describe_and_read_many_days(paid_folder):
 
 def test_a_polling_reader_never_sees_a_partial_file(tmp_path):
     """While a day is rewritten many times, every read parses to one whole version."""
-    versions = [serialize_day(DAY, [row(i, f"{i}.00") for i in range(1, n)]) for n in (1, 50, 2000)]
+    versions = [
+        serialize_day(DAY, [row(i, f"{i}.00") for i in range(1, n)], spec=ORDERS)
+        for n in (1, 50, 2000)
+    ]
     write(tmp_path, {DAY: []})
     path = day_file_path(tmp_path, DAY)
     stop, seen, bad = threading.Event(), set(), []
@@ -601,7 +607,7 @@ def _writer(folder: str, name: str, rounds: int) -> None:
             day: [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)]
             for day in WRITER_DAYS
         }
-        write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT)
+        write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT, spec=ORDERS)
 
 
 @pytest.mark.e2e
@@ -671,7 +677,9 @@ def test_a_reader_that_meets_a_dead_writer_reads_the_next_writers_version(paid_f
 
 VERSIONS = {
     name: {
-        day: serialize_day(day, [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)])
+        day: serialize_day(
+            day, [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)], spec=ORDERS
+        )
         for day in WRITER_DAYS
     }
     for name, amount in (("a", "1.00"), ("b", "2.00"))
@@ -688,7 +696,7 @@ def _check_reads(folder: str, stop_file: str, out: str) -> None:
             except UncommittedDayError:
                 seen.append("uncommitted")
                 continue
-            data = serialize_day(day, rows)
+            data = serialize_day(day, rows, spec=ORDERS)
             seen.append(next((name for name, v in VERSIONS.items() if v[day] == data), "WRONG"))
     Path(out).write_text(json.dumps(seen))
 
@@ -721,7 +729,11 @@ def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bu
         else:
             assert status.state == UNCOMMITTED
     write_day_files(
-        folder, {day: [] for day in WRITER_DAYS}, run_id="rebuild", written_at=WRITTEN_AT
+        folder,
+        {day: [] for day in WRITER_DAYS},
+        run_id="rebuild",
+        written_at=WRITTEN_AT,
+        spec=ORDERS,
     )
     assert {s.state for s in describe_days(folder)} == {COMMITTED}
 
@@ -731,9 +743,11 @@ def test_a_reader_that_listed_the_bucket_still_sees_what_another_writer_put_afte
     cache off, or a day written by another process after a listing would read as missing."""
     folder = f"{bucket}/paid_orders"
     store = df.open_store(folder)
-    write_day_files(store, {DAY: [row(1)]}, run_id="first", written_at=WRITTEN_AT)
+    write_day_files(store, {DAY: [row(1)]}, run_id="first", written_at=WRITTEN_AT, spec=ORDERS)
     assert df.known_days(store) == [DAY]  # a listing, by this store's filesystem
     other = UPath(folder, anon=False)  # another filesystem instance: another writer
-    write_day_files(other, {"2026-01-26": [row(2)]}, run_id="second", written_at=WRITTEN_AT)
+    write_day_files(
+        other, {"2026-01-26": [row(2)]}, run_id="second", written_at=WRITTEN_AT, spec=ORDERS
+    )
     assert day_status(store, "2026-01-26").committed
     assert df.known_days(store) == [DAY, "2026-01-26"]

@@ -25,11 +25,9 @@ from hypothesis import strategies as st
 from pipeline_assets.core.daily_files import DayFileHashes, DayFilesError, serialize_day
 from pipeline_assets.core.daily_files.serialize import sha256_hex
 from pipeline_assets.core.daily_files.views import day_rows, day_totals, json_reader, store_totals
-from pipeline_assets.core.daily_files.views import day_totals as orders_day_totals
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.table import working
+from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.table.declare import declare
-from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.core.table.spec import TableSpec
 from pipeline_assets.core.times import EPOCH, UTC, day_of, zone
 
@@ -388,7 +386,7 @@ def test_orders_bytes_are_the_same_through_the_declaration():
         b'{"amount":"22.00","order_id":7,"status":"paid",'
         b'"updated_at":"2026-01-25T03:00:00+00:00"}]\n'
     )
-    assert serialize_day(DAY, rows) == serialize_day(DAY, rows, ORDERS) == expected
+    assert serialize_day(DAY, rows, spec=ORDERS) == serialize_day(DAY, rows, ORDERS) == expected
 
 
 # --- the per-day view, from a real warehouse -------------------------------------------------
@@ -619,13 +617,15 @@ def test_totals_are_exact_per_column_type():
         "d": Decimal("123456789012345678901234567889.123456790"),
         "d2": Decimal("0.500"),
     }
-    # orders keeps its own pair: (paid orders, their exact revenue)
+    # orders' totals: (paid orders, their exact revenue)
     orders = [
         {"order_id": 1, "status": "paid", "amount": "1.10", "updated_at": DAY},
         {"order_id": 2, "status": "paid", "amount": "2.05", "updated_at": DAY},
     ]
-    assert orders_day_totals(orders) == day_totals(orders) == (2, Decimal("3.15"))
-    assert day_totals(orders, ORDERS.daily_files[0].totals) == (2, {"amount": Decimal("3.15")})
+    assert day_totals(orders, ORDERS.daily_files[0].totals, ORDERS) == (
+        2,
+        {"amount": Decimal("3.15")},
+    )
 
 
 def test_store_totals_replaces_each_days_row(warehouse):

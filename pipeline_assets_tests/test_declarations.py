@@ -23,8 +23,9 @@ from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches, declarations, watermark_state
 from pipeline_assets.core.errors import DeclarationChanged
 from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.declare import declare
-from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import UTC, canonical
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.core.warehouse.declaration import (
@@ -116,7 +117,7 @@ def test_the_first_batch_records_its_declaration_and_the_next_adds_none(engines)
     assert ledger(engines[1]) == {first.batch_id: fp, second.batch_id: fp}
     with engines[1].connect() as conn:
         assert conn.execute(sa.select(declarations.c.recorded_at)).scalar() == canonical(NOW)
-        of_second = declaration_of_batch(conn, second.batch_id)
+        of_second = declaration_of_batch(conn, second.batch_id, PAYMENTS)
     assert of_second.fingerprint == fp and of_second.first_batch_id == first.batch_id
     assert of_second.primary_key == PAYMENTS.primary_key
 
@@ -143,7 +144,7 @@ def test_a_nullable_column_added_records_a_new_declaration_and_loads(engines):
     ]
     assert ledger(engines[1])[second.batch_id] == fingerprint(added)
     with engines[1].connect() as conn:
-        assert latest(conn, "payments").fingerprint == fingerprint(added)
+        assert latest(conn, PAYMENTS).fingerprint == fingerprint(added)
         codes = conn.execute(sa.select(warehouse_table(added).c.legacy_code)).scalars().all()
     assert set(codes) == {"x"}
 
@@ -154,7 +155,7 @@ def everything(warehouse) -> dict[str, list]:
         return {
             t.name: sorted(map(tuple, conn.execute(sa.select(t))), key=repr)
             for t in (warehouse_table(PAYMENTS), batches, declarations, watermark_state)
-        } | {"history": wm.history(warehouse, table="payments")}
+        } | {"history": wm.history(warehouse, spec=PAYMENTS)}
 
 
 @pytest.mark.parametrize(
@@ -208,8 +209,10 @@ def test_orders_batches_from_before_the_record_count_as_orders_declaration(engin
         conn.execute(batches.update().values(declaration=None, table_name=None))
         conn.execute(declarations.delete())
     with warehouse.connect() as conn:
-        assert declaration_of_batch(conn, loaded.batch_id).fingerprint == fingerprint(ORDERS)
-        assert latest(conn, "orders").first_batch_id is None
+        assert declaration_of_batch(conn, loaded.batch_id, spec=ORDERS).fingerprint == fingerprint(
+            ORDERS
+        )
+        assert latest(conn, ORDERS).first_batch_id is None
 
     keyed = redeclared(ORDERS_ATTRIBUTES, primary_key=["order_id", "status"])
     with pytest.raises(DeclarationChanged, match=r"primary_key is \[order_id, status\]"):

@@ -16,8 +16,8 @@ import yaml
 from dagster import AssetKey, Definitions, JsonMetadataValue
 
 import pipeline_assets
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.declare import declare
-from pipeline_assets.core.table.orders import ORDERS
 from pipeline_assets.definitions import build_definitions, defs
 from pipeline_assets.location import DECLARATION
 from pipeline_assets.settings import from_env

@@ -20,16 +20,19 @@ import sqlalchemy as sa
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
+from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches
 from pipeline_assets.core.errors import DeleteRefused
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.load.deletions import DeletePolicy
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .test_load import snapshot
+
+orders = warehouse_table(ORDERS)  # orders' warehouse table
 
 JANUARY = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC))
 
@@ -87,7 +90,9 @@ def test_a_range_load_deletes_what_the_source_lost_and_nothing_else(engines):
     assert {"2026-01-03", "2026-01-15"} <= set(result.days_touched)  # the deleted days
     assert stored_ids(warehouse) == [102, 103, 105, 106]  # 102 waits for the next load
     assert ledger(warehouse)[-1] == ("range", 2, result.deleted_digest, False)
-    assert wm.current(warehouse) == mark  # a range load leaves the watermark alone
+    assert (
+        wm.current(warehouse, table=ORDERS.name) == mark
+    )  # a range load leaves the watermark alone
     again = load(engines, start=JANUARY[0], end=JANUARY[1])  # the repair, run twice
     assert (again.rows_deleted, again.skipped) == (0, True)
 

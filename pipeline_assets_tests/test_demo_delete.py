@@ -17,6 +17,7 @@ import pytest
 
 from pipeline_assets.core.commands import range_command, rebuild_command
 from pipeline_assets.core.daily_files import read_committed_day
+from pipeline_assets.core.table import ORDERS
 
 from .plain import source_rows, warehouse_rows
 from .support import user_environment
@@ -88,8 +89,8 @@ def test_a_deleted_order_is_named_by_verify_and_the_printed_range_load_removes_i
     repair = [line.strip() for line in printed]
     # the whole day is the deletion: more than MAX_DELETE_SHARE, so the load allows it
     assert repair == [
-        range_command("2026-01-08", "2026-01-08", allow_deletes=True),
-        rebuild_command("2026-01-08"),
+        range_command("2026-01-08", "2026-01-08", allow_deletes=True, spec=ORDERS),
+        rebuild_command("2026-01-08", spec=ORDERS),
     ]
     assert json.loads(cli("verify", "--json")[1])["repair"] == repair
 

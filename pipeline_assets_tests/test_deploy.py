@@ -38,6 +38,7 @@ from pipeline_assets.core.daily_files import (
 )
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.sensing import read_watermark
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import verify
 
@@ -148,7 +149,7 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
         # the sensors: the first load, then its days rebuilt in the bucket
         server.wait(
             "first automatic load (watermark 2026-01-21)",
-            lambda: read_watermark(warehouse) == to_instant("2026-01-21", UTC),
+            lambda: read_watermark(warehouse, spec=ORDERS) == to_instant("2026-01-21", UTC),
             600,
         )
         server.wait(
@@ -202,7 +203,7 @@ def test_postgres_instance_bucket_sensors_and_a_graphql_backfill(deployed: DevSe
             assert sorted((r[0], r[1], str(r[2])) for r in stored) == [
                 r[:3] for r in source_rows(server.urls["source"])
             ]
-        assert verify(source, warehouse, url, tz=UTC).ok
+        assert verify(source, warehouse, url, tz=UTC, spec=ORDERS).ok
 
         # the instance: every run is in PostgreSQL, each step ran in its own process
         all_runs = runs(server)

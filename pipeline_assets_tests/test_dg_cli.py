@@ -19,8 +19,8 @@ import pytest
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .support import RUNS_IN_PROCESS

@@ -31,8 +31,7 @@ from pipeline_assets.core.rows.digest import (
     kept_rows,
     row_hashes,
 )
-from pipeline_assets.core.table import working
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.table.spec import DailyFiles
 
 from . import plain
@@ -207,7 +206,7 @@ def test_day_checksums_are_the_sum_of_the_rule_whatever_the_batching(spec, data)
 @pytest.mark.parametrize("order_id", [0, 1, -1, 2**62 + 7, -(2**63)])
 def test_each_orders_row_hash_is_the_rule_of_the_docstring(order_id):
     rows = [(order_id, s, a, u) for s in TEXTS for a in ("40.00", "") for u in (STAMP, "x")]
-    assert row_hashes(orders(rows)).tolist() == [row_hash(ORDERS, row) for row in rows]
+    assert row_hashes(orders(rows), spec=ORDERS).tolist() == [row_hash(ORDERS, row) for row in rows]
     assert batch_digest(ORDERS, rows) == plain_digest(ORDERS, rows)
 
 
@@ -296,9 +295,9 @@ def test_null_in_a_column_not_declared_nullable_is_refused(spec, name):
 def test_a_row_hash_does_not_depend_on_its_neighbours():
     """Texts are gathered as blocks as wide as the longest in the batch, NULLs filled: a
     row alone and a row among longer ones and NULLs must hash the same."""
-    alone = row_hashes(orders([(7, "paid", "1.00", STAMP)])).tolist()
+    alone = row_hashes(orders([(7, "paid", "1.00", STAMP)]), spec=ORDERS).tolist()
     among = row_hashes(
-        orders([(7, "paid", "1.00", STAMP), (8, "z" * 90, "1" * 40, STAMP + "x")])
+        orders([(7, "paid", "1.00", STAMP), (8, "z" * 90, "1" * 40, STAMP + "x")]), spec=ORDERS
     ).tolist()
     assert among[0] == alone[0]
     alone = row_hashes(table(PAYMENTS, [_with(NOTE, "n")]), PAYMENTS).tolist()
@@ -317,7 +316,7 @@ def test_any_single_change_changes_the_hash():
         (101, "paid", "40.00", STAMP.replace("03", "04")),
         (101, "pai", "d40.00", STAMP),
     ]  # moving a byte across fields
-    hashes = row_hashes(orders([base, *variants])).tolist()
+    hashes = row_hashes(orders([base, *variants]), spec=ORDERS).tolist()
     assert len(set(hashes)) == len(hashes)
     variants = [
         _with(i, v)
@@ -352,15 +351,15 @@ def test_orders_fingerprints_are_those_the_code_before_declarations_made():
     """Computed by digest.py as it was before it took a declaration: batch ids and the
     checksums of orders must not change across versions."""
     arrow = orders(PINNED_ROWS)
-    assert [f"{h:016x}" for h in row_hashes(arrow).tolist()] == [
+    assert [f"{h:016x}" for h in row_hashes(arrow, spec=ORDERS).tolist()] == [
         "f13d1496b6919894",
         "78b44575a5152608",
         "fd3da7b843bc6e6f",
         "fc240f88e334f3de",
     ]
-    assert row_hashes(arrow, ORDERS).tolist() == row_hashes(arrow).tolist()
+    assert row_hashes(arrow, ORDERS).tolist() == row_hashes(arrow, spec=ORDERS).tolist()
     got: dict[int, DayDigest] = {}
-    add_days(got, arrow)
+    add_days(got, arrow, spec=ORDERS)
     assert got == {
         20453: DayDigest(1, 0x78B44575A5152608, 0),
         20478: DayDigest(2, 0xEE7ABC4EFA4E0703, 1),
@@ -376,7 +375,7 @@ def test_orders_fingerprints_are_those_the_code_before_declarations_made():
         == "e1550fd697cf26a718d4b6787b314b1d9183c04a45e72e0d68d2f8777d4f8c5f"
     )
     h = hashlib.sha256()
-    feed_batch_digest(h, orders(PINNED_ROWS))  # the spec left out: orders
+    feed_batch_digest(h, orders(PINNED_ROWS), spec=ORDERS)  # the spec left out: orders
     assert h.hexdigest().startswith("2e7bc16a")
     assert plain.digest_line(ORDERS, stored[0]) == f"1\x1fpaid\x1f40.00\x1f{STAMP}\n".encode()
 
@@ -401,7 +400,7 @@ def test_orders_day_checksums_do_not_depend_on_batching_or_order():
         rng.shuffle(shuffled)
         got: dict[int, DayDigest] = {}
         for i in range(0, len(shuffled), batch_size):
-            add_days(got, orders(shuffled[i : i + batch_size]))
+            add_days(got, orders(shuffled[i : i + batch_size]), spec=ORDERS)
         assert got == expected
 
 
@@ -409,7 +408,7 @@ def test_days_far_apart_each_get_their_own_digest():
     """A stray year among recent days must not make a slot per day in between."""
     rows = [(1, "paid", "1.00", STAMP, 20_000), (2, "paid", "2.00", STAMP, -700_000)]
     got: dict[int, DayDigest] = {}
-    add_days(got, orders(rows))
+    add_days(got, orders(rows), spec=ORDERS)
     assert sorted(got) == [-700_000, 20_000]
     assert got[20_000] == DayDigest(1, row_hash(ORDERS, rows[0][:4]), 1)
     assert got[20_000].matching == 1
@@ -482,7 +481,7 @@ def test_orders_count_paid_or_what_another_filter_keeps():
         (4, "paid", "1.00", STAMP, 2),
     ]
     got: dict[int, DayDigest] = {}
-    add_days(got, orders(rows))
+    add_days(got, orders(rows), spec=ORDERS)
     assert [(d, got[d].rows, got[d].paid) for d in sorted(got)] == [(1, 3, 1), (2, 1, 1)]
     gone = DailyFiles("gone", (("status", ("refunded", "cancelled")),), ORDERS.column_names)
     got = {}

@@ -20,6 +20,7 @@ import pytest
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, resolve_relative
 from pipeline_assets.core.verify import DayCounts
 from pipeline_assets.core.verify.horizon import (
@@ -303,8 +304,9 @@ def test_comparing_no_day_fails_with_a_reason(tmp_path, instance):
         datetime(2025, 6, 1, tzinfo=UTC),
         reason="test",
         at=datetime(2026, 1, 27, tzinfo=UTC),
+        table=ORDERS.name,
     )
-    h, days, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
+    h, days, verdict = reconcile_horizon(source, warehouse, UTC, reconcile_days=7, spec=ORDERS)
     warehouse.dispose()
     assert (h.first, h.last, days) == (d("2025-05-26"), d("2025-06-01"), {})
     assert not verdict.passed
@@ -320,7 +322,7 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     read (the same rows, counted by the same scan) and reads every other day again. A row
     the load's window never saw still fails it; a row written after the load's read, on a
     day inside its window, is the next load's to read, and does not."""
-    from pipeline_assets.core.load.batch import load_orders
+    from pipeline_assets_tests.orders import load_orders
 
     settings, source = setup(tmp_path)
     demo.init(source)
@@ -336,6 +338,7 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
         reconcile_days=7,
         days_touched=first.days_touched,
         read_whole=first.read_whole,
+        spec=ORDERS,
     )
     assert verdict.passed and verdict.days_compared == 6
 
@@ -348,11 +351,11 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
         source, 108, status="paid", amount="9.00", updated_at="2026-01-16", tz=UTC
     )  # before the window: no incremental load will ever read it
     _, days, verdict = reconcile_horizon(
-        source, warehouse, UTC, reconcile_days=7, read_whole=again.read_whole
+        source, warehouse, UTC, reconcile_days=7, read_whole=again.read_whole, spec=ORDERS
     )
     assert not verdict.passed and verdict.differing == ["2026-01-16"]
     assert "2026-01-20" not in days  # as the load read it: no row that day, on either side
-    _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
+    _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7, spec=ORDERS)
     assert fresh.differing == ["2026-01-16", "2026-01-20"]  # read again: both
     warehouse.dispose()
 

@@ -22,9 +22,10 @@ from pipeline_assets.core.daily_files import (
 )
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DatabaseError
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .support import unavailable
@@ -59,12 +60,12 @@ def tiny_disk(tmp_path):
 @pytest.mark.e2e
 def test_a_full_disk_while_writing_a_day_file_keeps_the_committed_version(tiny_disk):
     folder = tiny_disk / "paid_orders"
-    write_day_files(folder, {DAY: [ROW]}, run_id="first", written_at=NOW)
+    write_day_files(folder, {DAY: [ROW]}, run_id="first", written_at=NOW, spec=ORDERS)
     before = (folder / f"{DAY}.json").read_bytes()
     huge = [dict(ROW, order_id=n) for n in range(1, 5000)]  # far more than 64 KiB
 
     with pytest.raises(DayFilesError) as err:
-        write_day_files(folder, {DAY: huge}, run_id="second", written_at=NOW)
+        write_day_files(folder, {DAY: huge}, run_id="second", written_at=NOW, spec=ORDERS)
 
     assert f"could not write {DAY}.json" in str(err.value)
     assert "No space left on device" in str(err.value)
@@ -77,7 +78,7 @@ def test_a_full_disk_while_writing_a_day_file_keeps_the_committed_version(tiny_d
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "delete"])
 def test_a_corrupt_manifest_makes_its_days_uncommitted_with_a_clear_error(tmp_path, damage):
     folder = tmp_path / "paid_orders"
-    write_day_files(folder, {DAY: [ROW]}, run_id="run1", written_at=NOW)
+    write_day_files(folder, {DAY: [ROW]}, run_id="run1", written_at=NOW, spec=ORDERS)
     manifest = folder / "_manifest_run1.json"
     if damage == "truncate":
         manifest.write_bytes(manifest.read_bytes()[:20])
@@ -91,7 +92,7 @@ def test_a_corrupt_manifest_makes_its_days_uncommitted_with_a_clear_error(tmp_pa
     assert f"paid_orders day {DAY} is not committed" in str(err.value)
     assert f"--partition {DAY}" in str(err.value)
     # the rebuild repairs it
-    write_day_files(folder, {DAY: [ROW]}, run_id="run2", written_at=NOW)
+    write_day_files(folder, {DAY: [ROW]}, run_id="run2", written_at=NOW, spec=ORDERS)
     assert read_committed_day(folder, DAY) == [ROW]
 
 
@@ -119,6 +120,6 @@ def test_a_read_only_warehouse_is_named_and_nothing_changes(db_urls, engines):
             load_orders(source, read_only, tz=UTC, lookback_days=2, now=NOW)
         assert "warehouse database" in str(err.value) and "read-only" in str(err.value)
         assert "nothing was committed" in str(err.value)
-        assert wm.current(read_only) == to_instant("2026-01-21", UTC)
+        assert wm.current(read_only, table=ORDERS.name) == to_instant("2026-01-21", UTC)
     finally:
         read_only.dispose()

@@ -15,6 +15,7 @@ from dagster import (
 )
 
 from pipeline_assets.core.daily_files import DayFilesBatch, day_status
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.io_manager import DailyFilesIOManager
 
 from .stores import SECRET, all_files, temp_files
@@ -73,7 +74,9 @@ def sha(data: bytes) -> str:
 def paid_orders(context: AssetExecutionContext):
     """Test stand-in: the rows of each day in the run, and the watermark."""
     return DayFilesBatch(
-        days={day: ROWS[day] for day in context.partition_keys if day in ROWS}, watermark=WATERMARK
+        days={day: ROWS[day] for day in context.partition_keys if day in ROWS},
+        watermark=WATERMARK,
+        spec=ORDERS,
     )
 
 

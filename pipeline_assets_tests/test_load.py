@@ -16,9 +16,10 @@ from pipeline_assets.core import demo
 from pipeline_assets.core.crash import SimulatedCrash
 from pipeline_assets.core.db.state import batches, metadata, watermark_history
 from pipeline_assets.core.errors import InvalidRowError, LoadError
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant, zone
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .plain import warehouse_rows
@@ -94,7 +95,7 @@ def test_the_chapter_story(engines, db_urls):
         (106, "paid", "18.20", stamp("2026-01-21")),
         (186, "paid", "30.00", stamp("2026-01-24")),
     ]
-    kinds = [(c.kind, c.new_value[:10]) for c in wm.history(engines[1])]
+    kinds = [(c.kind, c.new_value[:10]) for c in wm.history(engines[1], spec=ORDERS)]
     assert kinds == [("load", "2026-01-21"), ("load", "2026-01-25")]
 
 
@@ -129,7 +130,7 @@ def test_a_retry_after_a_crash_stores_nothing_twice(engines, db_urls, monkeypatc
         assert retry.unchanged == retry.rows_read > 0
     else:  # rolled back: the retry does the work once
         assert (retry.inserted, retry.updated) == (1, 1)
-    assert wm.current(engines[1]) == to_instant("2026-01-25", UTC)
+    assert wm.current(engines[1], table=ORDERS.name) == to_instant("2026-01-25", UTC)
 
 
 def test_a_retried_range_batch_is_skipped(engines):
@@ -165,7 +166,7 @@ def test_bad_input_leaves_warehouse_and_watermark_exactly_as_they_were(engines, 
     with pytest.raises(InvalidRowError) as err:
         run(engines, chunk_size=1)  # the good row's chunk is upserted before 187 is seen
 
-    assert err.value.order_id == 187 and err.value.column == column
+    assert err.value.key == {"order_id": 187} and err.value.column == column
     assert "order 187" in str(err.value) and repr(
         bad[{"status": 0, "amount": 1, "updated_at": 2}[column]]
     ) in str(err.value)
@@ -175,7 +176,7 @@ def test_bad_input_leaves_warehouse_and_watermark_exactly_as_they_were(engines, 
 def test_a_row_equal_to_the_watermark_arriving_later_is_not_lost(engines, db_urls):
     demo.init(engines[0])
     run(engines, lookback=0)
-    assert wm.current(engines[1]) == to_instant("2026-01-21", UTC)
+    assert wm.current(engines[1], table=ORDERS.name) == to_instant("2026-01-21", UTC)
     app_set(engines, 190, "paid", "9.99", "2026-01-21")  # exactly the watermark, after the run
     result = run(engines, lookback=0)
     assert result.window_start == to_instant("2026-01-21", UTC)
@@ -191,7 +192,7 @@ def test_an_explicit_range_reads_exactly_it_and_leaves_the_watermark(engines, db
     result = run(engines, start=to_instant("2026-01-12", UTC), end=to_instant("2026-01-16", UTC))
     assert (result.kind, result.rows_read, result.updated) == ("range", 1, 1)
     assert result.watermark_after == result.watermark_before == to_instant("2026-01-21", UTC)
-    assert wm.current(engines[1]) == to_instant("2026-01-21", UTC)
+    assert wm.current(engines[1], table=ORDERS.name) == to_instant("2026-01-21", UTC)
     stored = warehouse_rows(db_urls["warehouse"])
     assert stored[2] == (103, "paid", "31.00", stamp("2026-01-12T23:59:59"))
     assert stored[3][3] == stamp("2026-01-15")  # 104 not re-read
@@ -259,12 +260,18 @@ def test_the_watermark_history_records_loads_and_rewinds(engines):
     demo.init(engines[0])
     run(engines)
     later = NOW + timedelta(hours=1)
-    old, new = wm.rewind(engines[1], to_instant("2026-01-10", UTC), reason="reload Jan", at=later)
+    old, new = wm.rewind(
+        engines[1], to_instant("2026-01-10", UTC), reason="reload Jan", at=later, table=ORDERS.name
+    )
     assert old == to_instant("2026-01-21", UTC) and new == to_instant("2026-01-10", UTC)
     with pytest.raises(wm.WatermarkError, match="moves the watermark back"):
-        wm.rewind(engines[1], to_instant("2026-01-30", UTC), reason="no", at=later)
+        wm.rewind(
+            engines[1], to_instant("2026-01-30", UTC), reason="no", at=later, table=ORDERS.name
+        )
     with pytest.raises(wm.WatermarkError, match="reason"):
-        wm.rewind(engines[1], to_instant("2026-01-01", UTC), reason=" ", at=later)
+        wm.rewind(
+            engines[1], to_instant("2026-01-01", UTC), reason=" ", at=later, table=ORDERS.name
+        )
     result = run(engines)  # after a rewind the load reads from the rewound point again
     assert result.window_start == to_instant("2026-01-08", UTC)
     assert result.watermark_after == to_instant("2026-01-21", UTC)
@@ -350,7 +357,7 @@ def test_the_scan_read_ahead_keeps_order_errors_and_stops_cleanly():
 
     def failing():
         yield from range(3)
-        raise InvalidRowError(4, "amount", "1e3", "not a plain decimal")
+        raise InvalidRowError("order 4", "amount", "1e3", "not a plain decimal")
 
     seen = []
     with pytest.raises(InvalidRowError, match="order 4"):

@@ -21,10 +21,11 @@ from pipeline_assets.core import demo
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches
 from pipeline_assets.core.errors import InvalidRowError
-from pipeline_assets.core.load.batch import load_orders, load_table
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 from .tables import PAYMENTS, delete_payment, make_payments, put_payments
@@ -78,7 +79,7 @@ def test_a_first_load_copies_every_payment_with_its_types_and_nulls(payments):
     assert captured["settle_on"] == "2026-01-21"
     assert captured["modified_at"] == "2026-01-20T10:00:00.000000+00:00"
     assert wm.current(payments[1], table="payments") == at("2026-01-22 23:59:59")
-    assert wm.current(payments[1]) is None  # orders' watermark: never loaded
+    assert wm.current(payments[1], table=ORDERS.name) is None  # orders' watermark: never loaded
 
 
 def test_late_rows_moved_days_and_retries_by_key(payments):
@@ -125,9 +126,16 @@ def test_each_table_keeps_its_own_watermark_history_and_ledger(payments):
     )
 
     assert wm.current(warehouse, table="payments") == at("2026-01-21 00:00:00")
-    assert wm.current(warehouse) == orders.watermark_after != at("2026-01-22 23:59:59")
-    assert [c.kind for c in wm.history(warehouse, table="payments")] == ["load", "rewind"]
-    assert [c.batch_id for c in wm.history(warehouse)] == [orders.batch_id]
+    assert (
+        wm.current(warehouse, table=ORDERS.name)
+        == orders.watermark_after
+        != at("2026-01-22 23:59:59")
+    )
+    assert [c.kind for c in wm.history(warehouse, spec=PAYMENTS)] == [
+        "load",
+        "rewind",
+    ]
+    assert [c.batch_id for c in wm.history(warehouse, spec=ORDERS)] == [orders.batch_id]
     with warehouse.connect() as conn:
         ledger = dict(conn.execute(sa.select(batches.c.batch_id, batches.c.table_name)).all())
     assert ledger == {orders.batch_id: "orders", paid.batch_id: "payments"}

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipeline_assets.core.errors import LocationError
-from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
+from pipeline_assets.core.table import ORDERS
+from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 from pipeline_assets.location import declared_tables
 
 from .support import dg_project

@@ -25,12 +25,12 @@ from pipeline_assets.cli import main
 from pipeline_assets.core import demo, sensing
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DatabaseError, InvalidRowError
-from pipeline_assets.core.load.batch import load_orders
-from pipeline_assets.core.rows.orders import validate
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import verify
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
+from pipeline_assets_tests.orders import load_orders, validate
 
 from . import plain
 from .conftest import NOW
@@ -162,7 +162,7 @@ def test_native_columns_read_by_the_contract_whatever_the_session_zone(
     assert warehouse_rows(warehouse_url) == [(7, "paid", "40.50", expected)]
     # the sensor's session reads the same zone: the window query finds the row
     start = datetime.fromisoformat(expected) - timedelta(hours=1)
-    assert sensing.observe(source, ny, start).rows == 1
+    assert sensing.observe(source, ny, start, spec=ORDERS).rows == 1
     with source.connect() as conn:
         assert conn.exec_driver_sql("SELECT @@session.time_zone").scalar() == "+00:00"
     source.dispose()
@@ -188,7 +188,7 @@ def test_text_columns_take_every_form_the_contract_allows(mysql, tmp_path):
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     stored = {r[0]: r[3] for r in warehouse_rows(warehouse_url)}
     for n, text in enumerate(forms):
-        assert stored[300 + n] == validate(300 + n, "paid", "1", text, UTC).stored[3], text
+        assert stored[300 + n] == stored(validate(300 + n, "paid", "1", text, UTC))[3], text
     source.dispose()
     warehouse.dispose()
 
@@ -250,10 +250,12 @@ def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(
     with pytest.raises(sa.exc.DBAPIError):  # it really cannot write
         with source.begin() as conn:
             conn.exec_driver_sql("UPDATE orders SET status = 'paid'")
-    tick = sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None)
+    tick = sensing.check_source(
+        source, warehouse, tz=UTC, lookback_days=2, cursor=None, spec=ORDERS
+    )
     assert tick.run
     assert load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW).inserted == 6
-    assert verify(source, warehouse, tmp_path / "paid_orders", tz=UTC).source_rows == 6
+    assert verify(source, warehouse, tmp_path / "paid_orders", tz=UTC, spec=ORDERS).source_rows == 6
     admin = mysql_admin.url.set(database=reader.database).render_as_string(hide_password=False)
     app(admin, "DELETE FROM orders WHERE order_id = 103")
     done = load_orders(
@@ -268,17 +270,17 @@ def test_the_sensor_notices_new_late_and_re_stamped_rows(mysql):
     source = make_engine(mysql.url("sensor"), role="app")
     demo.init(source)
     start = datetime(2026, 1, 19, tzinfo=UTC)
-    first = sensing.observe(source, UTC, start)
+    first = sensing.observe(source, UTC, start, spec=ORDERS)
     assert (first.rows, first.fingerprint is not None) == (2, True)
     demo.set_order(
         source, 186, status="paid", amount="30.00", updated_at="2026-01-20", tz=UTC
     )  # a late row, older than the newest
-    late = sensing.observe(source, UTC, start)
+    late = sensing.observe(source, UTC, start, spec=ORDERS)
     assert late.rows == 3 and late.newest == first.newest
     demo.set_order(
         source, 186, status="paid", amount="30.00", updated_at="2026-01-20T01:00", tz=UTC
     )  # re-stamped, still not the newest: only the fingerprint moves
-    moved = sensing.observe(source, UTC, start)
+    moved = sensing.observe(source, UTC, start, spec=ORDERS)
     assert (moved.rows, moved.id_sum, moved.newest) == (late.rows, late.id_sum, late.newest)
     assert moved.fingerprint != late.fingerprint
     source.dispose()

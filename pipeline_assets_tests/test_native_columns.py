@@ -11,9 +11,10 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.source.scan import inspect_source
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant, zone
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 
@@ -55,7 +56,7 @@ ROWS = [
 def test_postgres_native_columns(postgres, updated_type, kind):
     source = make_source(postgres.url("source"), updated_type, "NUMERIC(12, 2)", ROWS)
     warehouse = make_engine(postgres.url("warehouse"), role="warehouse")
-    assert inspect_source(source).updated_at_kind == kind
+    assert inspect_source(source, ORDERS).cursor_kind == kind
     try:
         first = load_orders(source, warehouse, tz=NY, lookback_days=1, now=NOW)
         assert first.rows_read == 3
@@ -82,7 +83,7 @@ def test_sqlite_real_amounts_and_declared_timestamp_columns(tmp_path):
         [(1, "paid", 40.5, "2026-01-20T10:00:00Z"), (2, "paid", 0.1, "2026-01-23")],
     )
     warehouse = make_engine(f"sqlite:///{tmp_path / 'wh.db'}", role="warehouse")
-    assert inspect_source(source).updated_at_kind == "text"
+    assert inspect_source(source, ORDERS).cursor_kind == "text"
     result = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
     assert result.rows_read == 2
     with warehouse.connect() as conn:

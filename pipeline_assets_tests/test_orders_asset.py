@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
@@ -84,7 +85,7 @@ def test_a_range_run_from_config_leaves_the_watermark(tmp_path, instance):
     assert meta["watermark_before"] == meta["watermark_after"]
     assert meta["days_touched"] == ["2026-01-03", "2026-01-04"]
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
-    assert wm.current(warehouse).date().isoformat() == "2026-01-21"
+    assert wm.current(warehouse, table=ORDERS.name).date().isoformat() == "2026-01-21"
 
 
 def test_bad_input_fails_once_without_retries_and_names_the_row(tmp_path, instance):
@@ -106,7 +107,7 @@ def test_bad_input_fails_once_without_retries_and_names_the_row(tmp_path, instan
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
     with warehouse.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM orders")).scalar() == 0
-    assert wm.current(warehouse) is None
+    assert wm.current(warehouse, table=ORDERS.name) is None
 
 
 def test_a_bad_range_in_config_is_a_clear_failure(tmp_path, instance):

@@ -22,10 +22,10 @@ from dagster import DagsterInstance, build_sensor_context
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.db.engines import make_engine, sqlite_file
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.times import UTC
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 

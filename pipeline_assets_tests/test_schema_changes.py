@@ -397,7 +397,8 @@ def test_a_column_removed_that_orders_table_requires(backend, tmp_path, request)
     orders without amount makes it nullable on PostgreSQL (new rows are written without
     it, the stored amounts stay), and is refused on SQLite, which cannot, writing nothing."""
     from pipeline_assets.core import demo
-    from pipeline_assets.core.table.orders import ORDERS, ORDERS_ATTRIBUTES
+    from pipeline_assets.core.table import ORDERS
+    from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 
     urls = database_urls(backend, tmp_path, request)
     source = make_engine(urls["source"], role="app")
@@ -426,8 +427,8 @@ def test_a_column_removed_that_orders_table_requires(backend, tmp_path, request)
 
 KILLED_LOAD = textwrap.dedent("""\
     import json, sys
-    from pipeline_assets.core.db import make_engine
-    from pipeline_assets.core.load import load_table
+    from pipeline_assets.core.db.engines import make_engine
+    from pipeline_assets.core.load.batch import load_table
     from pipeline_assets.core.table.declare import declare
     from pipeline_assets.core.times import UTC
     from pipeline_assets_tests.conftest import NOW

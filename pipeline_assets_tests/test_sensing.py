@@ -19,10 +19,11 @@ from pipeline_assets.core import demo, sensing
 from pipeline_assets.core.days import yesterday
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DatabaseError
-from pipeline_assets.core.load.batch import load_orders
 from pipeline_assets.core.sensing import DayBlock, Observation, RunView
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, canonical, to_instant
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders
 
 from .conftest import NOW
 
@@ -33,6 +34,7 @@ def at(text: str) -> datetime:
 
 JAN19, JAN23 = at("2026-01-19"), at("2026-01-23")
 T0 = 1_800_000_000.0  # the fixed clock of the sensor ticks (POSIX seconds)
+FILES = ORDERS.daily_files[0].name  # the file set a refresh rebuilds: paid_orders
 SEEN = Observation(canonical(JAN19), rows=2, id_sum=211, newest="2026-01-21", fingerprint=7)
 FIRST = Observation(None, newest="2026-01-21", max_id=106)
 
@@ -80,10 +82,10 @@ def test_which_window_a_tick_observes(cursor, current, expected):
     ],
 )
 def test_run_or_skip(cursor, seen, current, run, rebase):
-    decision = sensing.decide(cursor, seen, current)
+    decision = sensing.decide(cursor, seen, current, spec=ORDERS)
     assert (decision.run, decision.rebase) == (run, rebase)
     assert decision.cursor == seen
-    assert seen.describe() in decision.reason
+    assert seen.describe(ORDERS) in decision.reason
 
 
 def test_run_keys_are_deterministic_and_differ_with_any_field():
@@ -96,9 +98,9 @@ def test_run_keys_are_deterministic_and_differ_with_any_field():
         replace(SEEN, window_start=None),
         FIRST,
     ]
-    keys = [sensing.load_run_key(v, None) for v in variants]
+    keys = [sensing.load_run_key(v, None, spec=ORDERS) for v in variants]
     assert len(set(keys)) == len(keys)
-    assert sensing.load_run_key(Observation(**vars(SEEN)), None) == keys[0]
+    assert sensing.load_run_key(Observation(**vars(SEEN)), None, spec=ORDERS) == keys[0]
     assert all(k.startswith("new-orders-") for k in keys)
 
 
@@ -158,11 +160,16 @@ def test_refresh_run_keys_name_the_request_and_the_block():
     block = DayBlock("2026-01-24", "2026-01-25")
     assert block.days == 2
     assert (
-        sensing.refresh_run_key("0", 42, block) == "paid-orders-refresh-0.42-2026-01-24-2026-01-25"
+        sensing.refresh_run_key("0", 42, block, files=FILES)
+        == "paid-orders-refresh-0.42-2026-01-24-2026-01-25"
     )
-    assert sensing.refresh_run_key("0", 43, block) != sensing.refresh_run_key("0", 42, block)
+    assert sensing.refresh_run_key("0", 43, block, files=FILES) != sensing.refresh_run_key(
+        "0", 42, block, files=FILES
+    )
     # a reset cursor (started when the sensor had launched 12 runs) never reuses a key
-    assert sensing.refresh_run_key("12", 42, block) != sensing.refresh_run_key("0", 42, block)
+    assert sensing.refresh_run_key("12", 42, block, files=FILES) != sensing.refresh_run_key(
+        "0", 42, block, files=FILES
+    )
 
 
 def test_each_tables_run_keys_carry_its_name():
@@ -173,10 +180,12 @@ def test_each_tables_run_keys_carry_its_name():
     from .tables import PAYMENTS
 
     block = DayBlock("2026-01-24", "2026-01-24")
-    assert sensing.load_run_key(SEEN, None).startswith("new-orders-")
-    assert sensing.load_run_key(
-        SEEN, None, prefix=run_key_prefix(PAYMENTS)
-    ) == "new-payments-" + sensing.load_run_key(SEEN, None).removeprefix("new-orders-")
+    assert sensing.load_run_key(SEEN, None, spec=ORDERS).startswith("new-orders-")
+    assert run_key_prefix(ORDERS) == "new-orders-"
+    orders_key = sensing.load_run_key(SEEN, None, spec=ORDERS)
+    assert sensing.load_run_key(SEEN, None, spec=PAYMENTS) == "new-payments-" + (
+        orders_key.removeprefix("new-orders-")
+    )
     assert (
         sensing.refresh_run_key("0", 1, block, "captured_payments")
         == "captured-payments-refresh-0.1-2026-01-24-2026-01-24"
@@ -254,8 +263,8 @@ def test_what_became_of_a_request(runs, now, state):
 
 SEEN2 = replace(SEEN, rows=3, id_sum=397)
 PENDING = sensing.LoadCursor(SEEN, sensing.Request("new-orders-k1", T0, 1), "new-orders-k1")
-SAME = sensing.decide(SEEN, SEEN, JAN19)  # the source did not change
-CHANGED = sensing.decide(SEEN, SEEN2, JAN19)  # it did
+SAME = sensing.decide(SEEN, SEEN, JAN19, spec=ORDERS)  # the source did not change
+CHANGED = sensing.decide(SEEN, SEEN2, JAN19, spec=ORDERS)  # it did
 MOVED = sensing.Decision(
     False, replace(SEEN, window_start=canonical(JAN23)), "moved", rebase=True
 )  # the watermark moved on, nothing new
@@ -290,6 +299,7 @@ def test_run_or_wait_from_the_pending_request(result, decision, run, attempt, pe
         outcome(result),
         None if result in ("in flight", "awaiting Dagster's retry") else decision,
         T0 + 15,
+        spec=ORDERS,
     )
     assert tick.run == run
     assert (tick.cursor.pending is not None) == pending
@@ -325,7 +335,7 @@ def test_work_that_keeps_failing_is_requested_again_ever_more_slowly(failures, d
 def test_a_load_failing_again_and_again_backs_off(attempt, now, decision, run):
     cursor = replace(PENDING, pending=replace(PENDING.pending, attempt=attempt))
     failed = sensing.Outcome("failed", "run r1 failed", ended_at=T0 + 5)
-    tick = sensing.decide_load(cursor, failed, decision, now)
+    tick = sensing.decide_load(cursor, failed, decision, now, spec=ORDERS)
     assert tick.run == run
     if not run:
         assert "backing off" in tick.reason and tick.cursor == cursor
@@ -335,13 +345,17 @@ def test_a_rebuild_failing_again_and_again_backs_off():
     cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
     failed = {R1[0]: sensing.Outcome("failed", "run r1 failed", ended_at=T0 + 5)}
     cursor = replace(cursor, failures={"2026-01-24": (5, T0), "2026-01-25": (5, T0)})
-    tick = sensing.refresh_tick(cursor, [], failed, T0 + 10)
+    tick = sensing.refresh_tick(cursor, [], failed, T0 + 10, files=FILES)
     assert tick.requests == [] and tick.cursor.failures["2026-01-24"] == (6, T0 + 5)
     assert "backing off" in " ".join(tick.notes)
-    later = sensing.refresh_tick(tick.cursor, [], {}, T0 + 36)
+    later = sensing.refresh_tick(tick.cursor, [], {}, T0 + 36, files=FILES)
     assert [(r.first, r.last) for r in later.requests] == [("2026-01-24", "2026-01-25")]
     done = sensing.refresh_tick(
-        later.cursor, [], {later.requests[0].key: sensing.Outcome("succeeded", "ok")}, T0 + 80
+        later.cursor,
+        [],
+        {later.requests[0].key: sensing.Outcome("succeeded", "ok")},
+        T0 + 80,
+        files=FILES,
     )
     assert done.cursor.owed == {} and done.cursor.failures == {}
 
@@ -352,9 +366,9 @@ def test_a_request_nothing_is_known_of_is_asked_again_after_the_grace():
     with a note on the tick and its days requested again under a new key, so that one
     lost run never stops every later rebuild of the file set."""
     cursor = owing(7, {"2026-01-24": 5, "2026-01-25": 7}, R1)
-    waiting = sensing.refresh_tick(cursor, [], {}, T0 + sensing.GRACE_SECONDS - 1)
+    waiting = sensing.refresh_tick(cursor, [], {}, T0 + sensing.GRACE_SECONDS - 1, files=FILES)
     assert waiting.requests == [] and waiting.cursor.pending == cursor.pending
-    lost = sensing.refresh_tick(cursor, [], {}, T0 + sensing.GRACE_SECONDS + 1)
+    lost = sensing.refresh_tick(cursor, [], {}, T0 + sensing.GRACE_SECONDS + 1, files=FILES)
     [again] = lost.requests
     assert ((again.first, again.last), again.key != R1[0]) == (("2026-01-24", "2026-01-25"), True)
     assert lost.cursor.pending == (again,) and lost.cursor.owed == cursor.owed
@@ -364,13 +378,13 @@ def test_a_request_nothing_is_known_of_is_asked_again_after_the_grace():
 def test_load_run_keys_never_repeat_along_a_cursor():
     """The same observation requested again, or seen again later, gets a new key: Dagster
     launches a key once, so a repeated key would be a request that never runs."""
-    first = sensing.load_run_key(SEEN, None, seed="0")
-    second = sensing.load_run_key(SEEN, first)
-    third = sensing.load_run_key(SEEN, second)
+    first = sensing.load_run_key(SEEN, None, seed="0", spec=ORDERS)
+    second = sensing.load_run_key(SEEN, first, spec=ORDERS)
+    third = sensing.load_run_key(SEEN, second, spec=ORDERS)
     assert len({first, second, third}) == 3
-    assert sensing.load_run_key(SEEN, first) == second  # deterministic
+    assert sensing.load_run_key(SEEN, first, spec=ORDERS) == second  # deterministic
     # a reset cursor starts from the number of runs launched so far: other keys
-    assert sensing.load_run_key(SEEN, None, seed="7") != first
+    assert sensing.load_run_key(SEEN, None, seed="7", spec=ORDERS) != first
     assert all(k.startswith("new-orders-") for k in (first, second, third))
 
 
@@ -480,7 +494,7 @@ def test_the_refresh_owes_days_until_a_run_rebuilt_them(
     """The refresh's decision table: a day leaves the cursor only when a successful run
     requested after its last load has rebuilt it; a day is never in two runs at once."""
     outcomes = {r.key: outcome(result) for r in cursor.pending} if result else {}
-    tick = sensing.refresh_tick(cursor, events, outcomes, T0 + 10)
+    tick = sensing.refresh_tick(cursor, events, outcomes, T0 + 10, files=FILES)
     assert [(r.first, r.last) for r in tick.requests] == requested
     assert {d: mark[0] for d, mark in tick.cursor.owed.items()} == owed_after
     keys = [r.key for r in tick.requests]
@@ -521,7 +535,7 @@ def test_a_steady_stream_of_loads_is_rebuilt_in_rounds():
             if outcomes[r.key].landed:  # what this run rebuilt: the loads it came after
                 rebuilt |= {day: max(rebuilt.get(day, 0), r.covers) for day in r.days}
         in_flight = any(o.busy for o in outcomes.values())
-        result = sensing.refresh_tick(cursor, loads, outcomes, T0 + 10 * tick)
+        result = sensing.refresh_tick(cursor, loads, outcomes, T0 + 10 * tick, files=FILES)
         assert not (in_flight and result.requests)  # nothing asked while a run may work
         assert len({r.requested_at for r in result.cursor.pending}) <= 1  # one round
         for r in result.requests:
@@ -550,7 +564,7 @@ def test_what_the_observation_notices(engines):
     demo.init(source)
 
     def look():
-        return sensing.observe(source, UTC, JAN19)
+        return sensing.observe(source, UTC, JAN19, spec=ORDERS)
 
     def app(order_id, status, updated_at, amount="30.00"):
         demo.set_order(
@@ -579,13 +593,13 @@ def test_what_the_observation_notices(engines):
     assert look() == before
 
     # the window's own start is part of the answer
-    assert sensing.observe(source, UTC, JAN23) != before
+    assert sensing.observe(source, UTC, JAN23, spec=ORDERS) != before
 
 
 def test_the_first_look_reads_only_the_index_ends(engines):
     source, _ = engines
     demo.init(source)
-    first = sensing.observe(source, UTC, None)
+    first = sensing.observe(source, UTC, None, spec=ORDERS)
     assert first == Observation(None, newest="2026-01-21", max_id=106)
 
 
@@ -611,7 +625,14 @@ def test_a_tick_follows_the_watermark_without_a_second_run(engines):
 
     def tick(cursor, now=T0):
         return sensing.check_source(
-            source, warehouse, tz=UTC, lookback_days=2, cursor=cursor, runs_for=runs, now=now
+            source,
+            warehouse,
+            tz=UTC,
+            lookback_days=2,
+            cursor=cursor,
+            runs_for=runs,
+            now=now,
+            spec=ORDERS,
         )
 
     first = tick(None)
@@ -623,7 +644,11 @@ def test_a_tick_follows_the_watermark_without_a_second_run(engines):
     runs.add(first.run_key, "SUCCESS")
     followed = tick(first.cursor.to_cursor(), T0 + 30)
     assert (followed.run, followed.rebase) == (False, True)
-    assert followed.observation.start == wm.window_start(wm.current(warehouse), 2) == JAN19
+    assert (
+        followed.observation.start
+        == wm.window_start(wm.current(warehouse, table=ORDERS.name), 2)
+        == JAN19
+    )
     assert followed.cursor.pending is None and "succeeded" in followed.reason
     steady = tick(followed.cursor.to_cursor(), T0 + 45)
     assert (steady.run, steady.rebase) == (False, False)
@@ -656,10 +681,11 @@ def test_a_killed_load_is_requested_again_with_nothing_new_in_the_source(engines
             cursor=cursor.to_cursor(),
             runs_for=runs,
             now=now,
+            spec=ORDERS,
         )
 
     first = sensing.check_source(
-        source, warehouse, tz=UTC, lookback_days=2, cursor=None, runs_for=runs, now=T0
+        source, warehouse, tz=UTC, lookback_days=2, cursor=None, runs_for=runs, now=T0, spec=ORDERS
     )
     runs.add(first.run_key, "FAILURE", ended_at=T0 + 5)  # killed before it committed
     second = tick(first.cursor, T0 + 15)
@@ -689,7 +715,7 @@ def test_a_version_1_cursor_reads_as_settled(engines):
     state = sensing.LoadCursor.from_cursor(FIRST.to_cursor())
     assert state == sensing.LoadCursor(seen=FIRST)
     steady = sensing.check_source(
-        source, warehouse, tz=UTC, lookback_days=2, cursor=FIRST.to_cursor()
+        source, warehouse, tz=UTC, lookback_days=2, cursor=FIRST.to_cursor(), spec=ORDERS
     )
     assert not steady.run and steady.cursor.seen == FIRST
 
@@ -707,10 +733,12 @@ def test_a_missing_sqlite_database_is_reported_not_created(tmp_path):
     with source.begin() as conn:  # an empty database: the app's table is not there yet
         conn.exec_driver_sql("ALTER TABLE orders RENAME TO orders_later")
     with pytest.raises(DatabaseError, match="pipeline-assets demo init"):
-        sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None)
+        sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None, spec=ORDERS)
     with source.begin() as conn:
         conn.exec_driver_sql("ALTER TABLE orders_later RENAME TO orders")
-    assert sensing.check_source(source, warehouse, tz=UTC, lookback_days=2, cursor=None).run
+    assert sensing.check_source(
+        source, warehouse, tz=UTC, lookback_days=2, cursor=None, spec=ORDERS
+    ).run
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
     app.dispose()
 
@@ -731,19 +759,19 @@ def test_the_observation_on_native_postgres_columns(postgres, updated_type):
             "(2, 'paid', 12.50, '2026-01-21'), (3, 'paid', 5.00, '2026-01-22')"
         )
     try:
-        first = sensing.observe(source, UTC, JAN19)
+        first = sensing.observe(source, UTC, JAN19, spec=ORDERS)
         assert (first.rows, first.id_sum) == (2, 5)
         assert first.newest.startswith("2026-01-22") and first.fingerprint is not None
         with source.begin() as conn:  # re-set updated_at of a row already in the window
             conn.exec_driver_sql("UPDATE orders SET updated_at = '2026-01-20' WHERE order_id = 2")
-        second = sensing.observe(source, UTC, JAN19)
+        second = sensing.observe(source, UTC, JAN19, spec=ORDERS)
         assert (second.rows, second.id_sum, second.newest) == (
             first.rows,
             first.id_sum,
             first.newest,
         )
         assert second.fingerprint != first.fingerprint
-        assert sensing.observe(source, UTC, None) == Observation(
+        assert sensing.observe(source, UTC, None, spec=ORDERS) == Observation(
             None, newest=first.newest, max_id=3
         )
     finally:

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DatabaseError
 from pipeline_assets.core.source import scan as source
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.declare import declare
-from pipeline_assets.core.table.orders import ORDERS
 
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, make_payments
 
@@ -40,7 +40,7 @@ def _orders(key_type, updated_type, kind) -> source.SourceTable:
         sa.Column("amount", sa.Numeric(12, 2)),
         sa.Column("updated_at", updated_type),
     )
-    return source.SourceTable(table, kind)
+    return source.SourceTable(table, kind, spec=ORDERS)
 
 
 _SQLITE_COLUMNS = (
@@ -231,10 +231,9 @@ def test_orders_keys_sql_is_todays(dialect, key, sql):
     assert source.keys_sql(_orders(key, sa.Text(), "text"), dialect) == sql
 
 
-def test_updated_at_kind_is_the_cursor_kind():
+def test_the_source_table_knows_its_cursor_kind():
     src = _orders(sa.Integer(), sa.Date(), "date")
-    assert (src.updated_at_kind, src.cursor_kind, src.spec, src.undeclared) == (
-        "date",
+    assert (src.cursor_kind, src.spec, src.undeclared) == (
         "date",
         ORDERS,
         [],
@@ -610,6 +609,6 @@ def test_a_missing_table_is_named(backend, request, tmp_path):
             ):
                 source.inspect_source(engine, spec)
         with pytest.raises(DatabaseError, match="has no table 'orders': create the demo"):
-            source.inspect_source(engine)
+            source.inspect_source(engine, spec=ORDERS)
     finally:
         engine.dispose()

@@ -13,8 +13,8 @@ from decimal import Decimal
 import pytest
 
 from pipeline_assets.core.errors import DeclarationError
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.declare import check_apart, declare
-from pipeline_assets.core.table.orders import ORDERS
 
 PAYMENTS = {
     "table": "shop.payments",

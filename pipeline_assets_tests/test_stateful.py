@@ -64,22 +64,23 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.daily_files.views import day_rows
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches, of_table, watermark_history, watermark_state
 from pipeline_assets.core.errors import DeleteRefused, LoadError
-from pipeline_assets.core.load.batch import load_orders, load_table
+from pipeline_assets.core.load.batch import load_table
 from pipeline_assets.core.load.deletions import DeletePolicy
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.spec import TableSpec
 from pipeline_assets.core.warehouse import watermark as wm
+from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
 from .conftest import MysqlDatabases, PostgresDatabases
 from .model import Model, Payment, Version, canonical, day_file_bytes
 from .tables import PAYMENTS, delete_payment, make_payments
+
+orders = warehouse_table(ORDERS)  # orders' warehouse table
 
 try:  # the function run_state_machine_as_test wraps; public enough for HypoFuzz
     from hypothesis.stateful import get_state_machine_test
@@ -493,7 +494,7 @@ class LoadHistories(RuleBasedStateMachine):
                     b.watermark_before,
                     b.watermark_after,
                     b.rows_deleted,
-                ).where(of_table(b.table_name, self.spec.name))
+                ).where(of_table(b.table_name, self.spec))
             ).all()
         assert count == distinct
         # the table's own rows, and no other table's batch came or went
@@ -521,7 +522,7 @@ class LoadHistories(RuleBasedStateMachine):
     @invariant()
     def watermark_is_newest_incremental_row_and_never_moved_back(self):
         assert wm.current(self.warehouse, table=self.spec.name) == self.model.watermark
-        history = wm.history(self.warehouse, table=self.spec.name)
+        history = wm.history(self.warehouse, spec=self.spec)
         assert [(h.kind, h.old_value, h.new_value) for h in history] == [
             ("load", old and canonical(old), canonical(new))
             for old, new in self.model.watermark_changes
@@ -998,10 +999,10 @@ class PaymentHistories(LoadHistories):
                 conn.execute(sa.select(w.name, w.value).where(w.name == ORDERS.name)).all(),
                 conn.execute(
                     sa.select(h.kind, h.new_value, h.batch_id)
-                    .where(of_table(h.table_name, ORDERS.name))
+                    .where(of_table(h.table_name, ORDERS))
                     .order_by(h.id)
                 ).all(),
-                conn.execute(sa.select(b.batch_id).where(of_table(b.table_name, ORDERS.name)))
+                conn.execute(sa.select(b.batch_id).where(of_table(b.table_name, ORDERS)))
                 .scalars()
                 .all(),
             )
@@ -1262,7 +1263,9 @@ def test_step_retry_dying_twice_after_its_manifest_keeps_days_committed(tmp_path
     ]
     for _attempt in range(2):  # the run, then its step retry: both die after the manifest
         with crashing_at("files_after_manifest"), pytest.raises(SimulatedCrash):
-            write_day_files(folder, {"2026-03-02": rows}, run_id="run-1", written_at=NOW)
+            write_day_files(
+                folder, {"2026-03-02": rows}, run_id="run-1", written_at=NOW, spec=ORDERS
+            )
     assert day_status(folder, "2026-03-02").state == "committed"
     assert read_committed_day(folder, "2026-03-02") == rows
 

@@ -10,6 +10,7 @@ import pytest
 from dagster import AssetKey
 
 from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
@@ -56,7 +57,7 @@ def test_a_declared_table_loads_under_its_own_names_and_keys(payments, instance)
     }
     warehouse = make_engine(settings.warehouse_url, role="warehouse")
     assert wm.current(warehouse, table="payments") == datetime(2026, 1, 21, 11, tzinfo=timezone.utc)
-    assert wm.current(warehouse) is None  # orders' own watermark: untouched
+    assert wm.current(warehouse, table=ORDERS.name) is None  # orders' own watermark: untouched
     warehouse.dispose()
 
     # a range load removes the attempt the app deleted, named by its whole key

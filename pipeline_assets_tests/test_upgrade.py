@@ -18,13 +18,15 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
+from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches, watermark_history
-from pipeline_assets.core.load.batch import load_orders
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.core.warehouse.declaration import declaration_of_batch, fingerprint
+from pipeline_assets_tests.orders import load_orders
+
+orders = warehouse_table(ORDERS)  # orders' warehouse table
 
 HERE = Path(__file__).parent / "previous_release"
 NOW = datetime(2026, 1, 21, 12, tzinfo=UTC)  # a day after the old release's last run
@@ -93,8 +95,8 @@ def previous(request, tmp_path):
 def test_the_first_run_carries_everything_over_and_reloads_nothing(previous):
     source, warehouse = previous
     before = everything(warehouse)
-    old_watermark = wm.current(warehouse)
-    old_history = wm.history(warehouse)
+    old_watermark = wm.current(warehouse, table=ORDERS.name)
+    old_history = wm.history(warehouse, spec=ORDERS)
     last_batch = before["pipeline_batches"][-1][1]
     assert old_watermark is not None and len(old_history) == 3  # load, rewind, load
 
@@ -119,8 +121,8 @@ def test_the_first_run_carries_everything_over_and_reloads_nothing(previous):
     ]
     assert result.skipped and [result.batch_id] == same_window
     assert after["pipeline_batches"] == before["pipeline_batches"]
-    assert wm.history(warehouse) == old_history  # the old rows are orders' history
-    assert wm.current(warehouse) == old_watermark
+    assert wm.history(warehouse, spec=ORDERS) == old_history  # the old rows are orders' history
+    assert wm.current(warehouse, table=ORDERS.name) == old_watermark
 
 
 def test_a_batch_the_old_release_committed_is_recognized_by_its_id(previous):
@@ -139,7 +141,7 @@ def test_a_batch_the_old_release_committed_is_recognized_by_its_id(previous):
 
 def test_a_late_row_after_the_upgrade_is_loaded_as_before(previous):
     source, warehouse = previous
-    old_watermark = wm.current(warehouse)
+    old_watermark = wm.current(warehouse, table=ORDERS.name)
     with source.begin() as conn:  # late: an hour before the watermark
         conn.execute(
             sa.text("UPDATE orders SET status = 'refunded', updated_at = :u WHERE order_id = 101"),
@@ -160,4 +162,6 @@ def test_a_late_row_after_the_upgrade_is_loaded_as_before(previous):
     assert sum(name is None for name in tables.values()) == 4  # the old release's batches
     # the new batch recorded ORDERS' declaration; the old release's count as written under it
     with warehouse.connect() as conn:
-        assert {declaration_of_batch(conn, b).fingerprint for b in tables} == {fingerprint(ORDERS)}
+        assert {declaration_of_batch(conn, b, spec=ORDERS).fingerprint for b in tables} == {
+            fingerprint(ORDERS)
+        }

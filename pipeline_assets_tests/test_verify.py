@@ -21,6 +21,7 @@ import shlex
 import subprocess
 import sys
 from datetime import date, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from uuid import uuid4
 
@@ -30,31 +31,35 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline_assets.core import demo
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day
-from pipeline_assets.core.days import days_between
+from pipeline_assets.core.commands import rebuild_command, repair_commands
+from pipeline_assets.core.days import days_between, runs
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.db.schema import ORDERS_TABLE as orders
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.load.deletions import DeletePolicy
 from pipeline_assets.core.rows.arrow_days import days_of
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, canonical, to_instant, zone
 from pipeline_assets.core.verify import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,
     FILE_NOT_BUILT,
     FILE_UNCOMMITTED,
-    orders_range_command,
-    rebuild_command,
-    repair_commands,
-    runs,
 )
-from pipeline_assets.core.verify.compare import compare_days, compare_orders, differing_days
+from pipeline_assets.core.verify.compare import compare_days, differing_days
+from pipeline_assets_tests.orders import (
+    compare_orders,
+    load_orders,
+    orders_range_command,
+    paid_orders_by_day,
+)
 
 from . import plain
 from .conftest import NOW
 from .model import Model, Version, day_file_bytes, instant_of
 from .support import RUNS_IN_PROCESS
 from .worlds import Pipeline
+
+orders = warehouse_table(ORDERS)  # orders' warehouse table
 
 BIN = Path(sys.executable).parent
 DEFS = "dagster asset materialize -m pipeline_assets.definitions"
@@ -103,13 +108,13 @@ def test_consecutive_days_share_one_command(days, expected):
             """'{"ops": {"orders": {"config": {"start": "2026-01-30", "end": "2026-02-02"}}}}'""",
         ),
         (
-            rebuild_command,
+            partial(rebuild_command, spec=ORDERS),
             "2026-01-25",
             "2026-01-25",
             f"{DEFS} --select paid_orders,daily_revenue --partition 2026-01-25",
         ),
         (
-            rebuild_command,
+            partial(rebuild_command, spec=ORDERS),
             "2026-01-24",
             "2026-01-26",
             f"{DEFS} --select paid_orders,daily_revenue --partition-range 2026-01-24...2026-01-26",
@@ -122,10 +127,10 @@ def test_repair_commands_are_the_contract_commands(make, first, last, expected):
 
 
 def test_loads_come_before_the_rebuilds_that_read_them():
-    assert repair_commands(["2026-01-25"], ["2026-01-19", "2026-01-25"]) == [
+    assert repair_commands(["2026-01-25"], ["2026-01-19", "2026-01-25"], spec=ORDERS) == [
         orders_range_command("2026-01-25", "2026-01-25"),
-        rebuild_command("2026-01-19", "2026-01-19"),
-        rebuild_command("2026-01-25", "2026-01-25"),
+        rebuild_command("2026-01-19", "2026-01-19", spec=ORDERS),
+        rebuild_command("2026-01-25", "2026-01-25", spec=ORDERS),
     ]
 
 
@@ -207,7 +212,7 @@ def test_a_source_change_not_yet_loaded_lists_both_days_with_one_orders_run(buil
     ]
     load_0125 = orders_range_command("2026-01-25", "2026-01-25")
     # 105 was not paid on 01-19, so that file stays right: only 01-25 is rebuilt
-    rebuild_0125 = rebuild_command("2026-01-25", "2026-01-25")
+    rebuild_0125 = rebuild_command("2026-01-25", "2026-01-25", spec=ORDERS)
     assert result.problems[0].repair == result.problems[1].repair == (load_0125, rebuild_0125)
     assert result.repair == (load_0125, rebuild_0125)
     assert (
@@ -261,7 +266,7 @@ def test_a_file_edited_by_hand_is_uncommitted_with_the_partition_command(built, 
     assert f"     repair: {DEFS} --select paid_orders,daily_revenue --partition 2026-01-08" in out
     report = json.loads(cli("verify", "--json", environ=built.env())[1])
     assert report["failing_days"] == ["2026-01-08"]
-    assert report["repair"] == [rebuild_command("2026-01-08", "2026-01-08")]
+    assert report["repair"] == [rebuild_command("2026-01-08", "2026-01-08", spec=ORDERS)]
     [problem] = report["problems"]
     assert (problem["kind"], problem["fails"]) == (FILE_UNCOMMITTED, True)
 
@@ -290,7 +295,7 @@ def test_a_committed_file_older_than_the_warehouse_differs(built):
         " 0 missing from the file, 1 no longer paid on this day, "
         "0 with other values"
     )
-    assert problem.repair == (rebuild_command("2026-01-08", "2026-01-08"),)
+    assert problem.repair == (rebuild_command("2026-01-08", "2026-01-08", spec=ORDERS),)
 
 
 def test_paid_orders_without_a_file_are_not_built_and_fail_only_with_require_all(pipeline, cli):
@@ -312,7 +317,7 @@ def test_paid_orders_without_a_file_are_not_built_and_fail_only_with_require_all
     report = json.loads(cli("verify", "--require-all", "--json", environ=pipeline.env())[1])
     assert report["failing_days"] == ["2026-01-08", "2026-01-15", "2026-01-21"]
     assert report["repair"] == [
-        rebuild_command(d, d) for d in ("2026-01-08", "2026-01-15", "2026-01-21")
+        rebuild_command(d, d, spec=ORDERS) for d in ("2026-01-08", "2026-01-15", "2026-01-21")
     ]
 
 
@@ -355,7 +360,7 @@ def test_orders_deleted_from_the_source_are_named_and_one_range_load_repairs_the
     assert result.repair == (
         load_0112,
         orders_range_command("2026-01-15", "2026-01-15", allow_deletes=True),
-        rebuild_command("2026-01-15", "2026-01-15"),
+        rebuild_command("2026-01-15", "2026-01-15", spec=ORDERS),
     )
 
     # the repair, played through core with the printed config: the range loads, then the
@@ -401,8 +406,8 @@ def test_the_day_range_reports_only_its_days_but_repairs_a_moved_row_where_it_we
     assert [f.day for f in result.files] == days_between(date(2026, 1, 10), date(2026, 1, 20))
     assert result.repair == (
         orders_range_command("2026-01-23", "2026-01-23"),
-        rebuild_command("2026-01-15", "2026-01-15"),
-        rebuild_command("2026-01-23", "2026-01-23"),
+        rebuild_command("2026-01-15", "2026-01-15", spec=ORDERS),
+        rebuild_command("2026-01-23", "2026-01-23", spec=ORDERS),
     )
 
 
@@ -556,7 +561,7 @@ def test_files_that_break_the_rules_differ_from_the_warehouse(new_york):
     assert details[2].endswith(
         "0 missing from the file, 1 no longer paid on this day, 0 with other values"
     )
-    assert result.repair == (rebuild_command("2026-01-08", "2026-01-10"),)
+    assert result.repair == (rebuild_command("2026-01-08", "2026-01-10", spec=ORDERS),)
 
 
 # --- bad input and read-only behaviour -----------------------------------------------------
@@ -604,7 +609,10 @@ def test_verify_never_creates_a_warehouse(pipeline, cli):
             "2026-01-19",
             "2026-01-21",
         )
-    ] + [rebuild_command(d, d) for d in ("2026-01-03", "2026-01-08", "2026-01-15", "2026-01-21")]
+    ] + [
+        rebuild_command(d, d, spec=ORDERS)
+        for d in ("2026-01-03", "2026-01-08", "2026-01-15", "2026-01-21")
+    ]
     assert not (pipeline.data / "warehouse.db").exists()
     assert not pipeline.folder.exists()
 
@@ -645,8 +653,8 @@ def test_postgresql_source_and_warehouse(tmp_path, postgres, cli):
         ]
         assert report["repair"] == [
             orders_range_command("2026-01-21", "2026-01-21"),
-            rebuild_command("2026-01-03", "2026-01-03"),
-            rebuild_command("2026-01-21", "2026-01-21"),
+            rebuild_command("2026-01-03", "2026-01-03", spec=ORDERS),
+            rebuild_command("2026-01-21", "2026-01-21", spec=ORDERS),
         ]
     finally:
         p.close()
@@ -706,8 +714,8 @@ def test_the_check_and_verify_count_and_checksum_every_day_alike(tmp_path, db_ur
             p.source, 1500, status="paid", amount="1.23", updated_at="2026-01-30", tz=UTC
         )
         days = [date(2026, 1, 1) + timedelta(days=n) for n in range(-30, 40)]
-        totals = compare_days(p.source, p.warehouse, UTC, days)
-        reused = compare_days(p.source, p.warehouse, UTC, days, known=first.read_whole)
+        totals = compare_days(p.source, p.warehouse, UTC, days, spec=ORDERS)
+        reused = compare_days(p.source, p.warehouse, UTC, days, known=first.read_whole, spec=ORDERS)
         matched, n_source, n_warehouse = compare_orders(p.source, p.warehouse, UTC, batch_rows=500)
         assert n_source == n_warehouse == 3_006
         figures = {
@@ -776,9 +784,9 @@ def test_running_the_printed_repair_commands_makes_verify_agree(pipeline, cli, t
     ]
     assert report["repair"] == [
         orders_range_command("2026-01-24", "2026-01-25"),
-        rebuild_command("2026-01-03", "2026-01-03"),
-        rebuild_command("2026-01-21", "2026-01-21"),
-        rebuild_command("2026-01-24", "2026-01-25"),
+        rebuild_command("2026-01-03", "2026-01-03", spec=ORDERS),
+        rebuild_command("2026-01-21", "2026-01-21", spec=ORDERS),
+        rebuild_command("2026-01-24", "2026-01-25", spec=ORDERS),
     ]
 
     (tmp_path / "home").mkdir()
@@ -871,16 +879,16 @@ def test_a_large_sqlite_read_goes_through_the_reader_process_with_the_same_rows(
         p.load()
         days = [date(2026, 1, 1) + timedelta(days=n) for n in range(-30, 20)]
         small = compare_orders(p.source, p.warehouse, UTC, batch_rows=300)
-        small_days = compare_days(p.source, p.warehouse, UTC, days)
+        small_days = compare_days(p.source, p.warehouse, UTC, days, spec=ORDERS)
         monkeypatch.setattr(sides, "SMALL_WINDOW", 10)
         monkeypatch.setattr(sides, "READER_ROWS", 10)
         assert compare_orders(p.source, p.warehouse, UTC, batch_rows=300) == small
-        assert compare_days(p.source, p.warehouse, UTC, days) == small_days
+        assert compare_days(p.source, p.warehouse, UTC, days, spec=ORDERS) == small_days
         demo.set_order(
             p.source, 1500, status="paid", amount="2.00", updated_at="2026-01-22", tz=UTC
         )
         p.load()  # the engine's own connections after the reader: nothing lost or locked
-        assert not differing_days(compare_days(p.source, p.warehouse, UTC, days))
+        assert not differing_days(compare_days(p.source, p.warehouse, UTC, days, spec=ORDERS))
     finally:
         p.close()
 
@@ -926,7 +934,7 @@ def test_file_hashes_are_those_of_the_bytes_serialize_day_writes(tmp_path, data)
     )
     warehouse = make_engine(f"sqlite:///{tmp_path / f'wh-{uuid4().hex}.db'}", role="warehouse")
     try:
-        prepare_warehouse(warehouse)
+        prepare_warehouse(warehouse, spec=ORDERS)
         with warehouse.begin() as conn:
             for order_id, (status, amount, moment) in enumerate(rows, start=1):
                 conn.execute(
@@ -944,9 +952,9 @@ def test_file_hashes_are_those_of_the_bytes_serialize_day_writes(tmp_path, data)
         for day, day_rows in paid_orders_by_day(warehouse, days, tz).items():
             if any(r["amount"] == "1e3" for r in day_rows):
                 continue  # serialize_day refuses it: no hash, the slow path words it
-            data_bytes = serialize_day(day, day_rows)
+            data_bytes = serialize_day(day, day_rows, spec=ORDERS)
             expected[day] = (len(day_rows), sha256_hex(data_bytes))
-        assert file_hashes(warehouse, tz, days) == expected
+        assert file_hashes(warehouse, tz, days, spec=ORDERS) == expected
     finally:
         warehouse.dispose()
 
@@ -1005,7 +1013,9 @@ def test_the_check_tells_an_order_deleted_from_the_source_from_one_that_moved(
         deleted = {104: "2026-01-15"} | {
             k: to_instant(v, UTC).date().isoformat() for k, v in stamps.items()
         }
-        h, days, verdict = reconcile_horizon(p.source, p.warehouse, UTC, reconcile_days=7)
+        h, days, verdict = reconcile_horizon(
+            p.source, p.warehouse, UTC, reconcile_days=7, spec=ORDERS
+        )
         expected = {
             d: (len(ks), sorted(ks))
             for d in set(deleted.values())
@@ -1044,7 +1054,11 @@ def _old_rule(source, keys: list[int]) -> list[int]:
     """The keys no row of the source holds, by the scan of every key (the rule of old)."""
     from pipeline_assets.core.source.scan import inspect_source, scan_keys
 
-    held = {k for array in scan_keys(source, inspect_source(source)) for k in array.to_pylist()}
+    held = {
+        k
+        for found in scan_keys(source, inspect_source(source, ORDERS))
+        for k in found.column(0).to_pylist()
+    }
     return [k for k in keys if k not in held]
 
 
@@ -1086,7 +1100,7 @@ def test_orders_whose_key_is_text_in_any_form_are_told_moved_from_deleted(
         if backend == "sqlite":
             path = Path(sa.make_url(db_urls["source"]).database)
             before = hashlib.sha256(path.read_bytes()).hexdigest()
-        _, days, _ = reconcile_horizon(source, warehouse, UTC, reconcile_days=7)
+        _, days, _ = reconcile_horizon(source, warehouse, UTC, reconcile_days=7, spec=ORDERS)
         assert _only_in_warehouse(days) == {"2026-01-20": (1, [105])}
         with warehouse.connect() as conn:
             stored = [
@@ -1095,7 +1109,7 @@ def test_orders_whose_key_is_text_in_any_form_are_told_moved_from_deleted(
         assert 103 in stored and 0 in stored
         span = [(datetime(2026, 1, 20, tzinfo=UTC), datetime(2026, 1, 21, tzinfo=UTC))]
         found = lost.lost_keys(
-            source, inspect_source(source), UTC, pa.array(stored, pa.int64()), span
+            source, inspect_source(source, spec=ORDERS), UTC, pa.array(stored, pa.int64()), span
         ).to_pylist()
         assert found == _old_rule(source, stored) == [105]
         if backend == "sqlite":

@@ -24,12 +24,12 @@ import sqlalchemy as sa
 
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import write_day_files
-from pipeline_assets.core.daily_files.paid import paid_orders_by_day
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.load.batch import load_orders
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import verify
 from pipeline_assets.settings import from_env
+from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
 from .conftest import NOW
 from .devserver import BIN
@@ -212,7 +212,12 @@ class Pipeline:
         self.runs += 1
         by_day = paid_orders_by_day(self.warehouse, days, self.tz)
         write_day_files(
-            self.folder, by_day, run_id=f"run-{self.runs}", written_at=NOW, watermark=NOW
+            self.folder,
+            by_day,
+            run_id=f"run-{self.runs}",
+            written_at=NOW,
+            watermark=NOW,
+            spec=ORDERS,
         )
 
     def verify(self, **options):
@@ -223,7 +228,7 @@ class Pipeline:
             tz=self.tz,
             today=NOW.astimezone(self.tz).date(),
             partitions_start=date(2026, 1, 1),
-            **options,
+            **{"spec": ORDERS, **options},
         )
 
     # --- as Dagster runs it ---

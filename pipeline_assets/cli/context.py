@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from pipeline_assets.core.db.engines import make_engine, sqlite_file
 from pipeline_assets.core.errors import DatabaseError
 from pipeline_assets.core.secrets import redact
-from pipeline_assets.core.table.orders import ORDERS
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.table.spec import TableSpec
 
 from .. import settings as settings_module

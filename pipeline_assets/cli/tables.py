@@ -148,7 +148,7 @@ def _watermark_history(args, ctx: Context) -> int:
         raise CommandError(f"--newest {args.newest}: give a number of changes, 1 or more")
     wanted = None if args.all else (args.newest or HISTORY_SHOWN)
     # one more than shown: whether there are earlier ones, without counting them all
-    found = wm.history(engine, table=spec.name, newest=None if wanted is None else wanted + 1)
+    found = wm.history(engine, spec=spec, newest=None if wanted is None else wanted + 1)
     earlier = wanted is not None and len(found) > wanted
     changes = [
         {

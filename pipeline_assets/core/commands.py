@@ -21,11 +21,9 @@ from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 
 from .days import days_between, runs
-from .table.orders import ORDERS
 from .table.spec import TableSpec
 
 DEFINITIONS_MODULE = "pipeline_assets.definitions"
-DAILY_FILES = ("paid_orders", "daily_revenue")  # ORDERS' daily assets, as rebuilt together
 DEMO_INIT = "pipeline-assets demo init"
 
 
@@ -65,7 +63,7 @@ def range_command(
     last: str,
     *,
     allow_deletes: bool = False,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     module: str = DEFINITIONS_MODULE,
 ) -> str:
     """The explicit-range run of ``spec``'s asset that reloads days ``first``…``last``
@@ -79,10 +77,7 @@ def range_command(
     return materialize([asset], config={"ops": {asset: {"config": config}}}, module=module)
 
 
-orders_range_command = range_command  # the name its first callers know
-
-
-def daily_assets(spec: TableSpec = ORDERS, files: str | None = None) -> list[str]:
+def daily_assets(spec: TableSpec, files: str | None = None) -> list[str]:
     """The assets a rebuild of ``spec``'s day runs: each daily file and its totals (only
     the file named ``files``, when given)."""
     chosen = [f for f in spec.daily_files if files is None or f.name == files]
@@ -98,7 +93,7 @@ def rebuild_command(
     first: str,
     last: str | None = None,
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     module: str = DEFINITIONS_MODULE,
     files: str | None = None,
 ) -> str:
@@ -113,7 +108,7 @@ def repair_commands(
     rebuild_days: Iterable[str],
     allow_deletes: Iterable[str] = (),
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     module: str = DEFINITIONS_MODULE,
 ) -> list[str]:
     """Loads first (they change the warehouse), then the rebuilds that read it; one

@@ -54,54 +54,20 @@ class AmountError(PipelineError):
 
 
 class InvalidRowError(PipelineError):
-    """A source row that fails validation; names the table, the row's key, the column and
-    the value.
+    """A source row that fails validation; names the row, the column and the value.
 
-    ``order_id`` (also ``key``) is the row's key. Without ``table`` it is an order's id and
-    the message names ``order 105``, as ``orders`` always has. With ``table`` (a declared
-    table's name) it is a mapping of key column to value (``{"payment_id": 7, "attempt":
-    2}`` → ``payments (payment_id=7, attempt=2)``; a None value is a missing key), a tuple
-    of values, or one value.
+    ``row`` is how the message names the row, as its table's spec says
+    (:meth:`~pipeline_assets.core.table.spec.TableSpec.row_name`: ``order 105``,
+    ``payments (payment_id=7, attempt=2)``); ``key`` is the row's key (a mapping of key
+    column to value; None where it has none).
     """
 
-    def __init__(
-        self, order_id: object, column: str, value: object, reason: str, *, table: str | None = None
-    ):
-        self.order_id, self.column, self.value, self.reason = order_id, column, value, reason
-        self.table = table
+    def __init__(self, row: str, column: str, value: object, reason: str, *, key: object = None):
+        self.row, self.column, self.value, self.reason, self.key = row, column, value, reason, key
         super().__init__(
-            f"{_row_name(order_id, table)}: column {column} = {value!r}: {reason}. Nothing "
-            "was written and the watermark is unchanged; fix the row in the source and run "
-            "again."
+            f"{row}: column {column} = {value!r}: {reason}. Nothing was written and the "
+            "watermark is unchanged; fix the row in the source and run again."
         )
-
-    @property
-    def key(self) -> object:
-        return self.order_id
-
-
-def _row_name(key: object, table: str | None) -> str:
-    if table is None:
-        return "a row with no order_id" if key is None else f"order {key}"
-    if key is None:
-        return f"a {table} row with no key"
-    if isinstance(key, Mapping):
-        missing = [name for name, value in key.items() if value is None]
-        known = ", ".join(
-            f"{name}={_key_text(value)}" for name, value in key.items() if value is not None
-        )
-        if missing:
-            return f"a {table} row with no {' or '.join(missing)}" + (
-                f" ({known})" if known else ""
-            )
-        return f"{table} ({known})"
-    values = key if isinstance(key, tuple) else (key,)
-    return f"{table} ({', '.join(_key_text(value) for value in values)})"
-
-
-def _key_text(value: object) -> str:
-    """A key value as a message shows it: an integer as it is, anything else quoted."""
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
 class TypeValueError(PipelineError):
@@ -140,10 +106,18 @@ class DeclarationChanged(PipelineError):
 
     Terminal: the stored rows are keyed and stamped by the old ones, and running again
     unchanged meets them again. ``changes`` is a list of ``(attribute, stored, declared)``;
-    ``attribute``, ``stored`` and ``declared`` are its first.
+    ``attribute``, ``stored`` and ``declared`` are its first. ``totals_before``: the
+    totals table of a table whose state began before declarations (``orders``), whose
+    rows with no ``table_name`` are its too.
     """
 
-    def __init__(self, table: str, changes: list[tuple[str, object, object]]):
+    def __init__(
+        self,
+        table: str,
+        changes: list[tuple[str, object, object]],
+        *,
+        totals_before: str | None = None,
+    ):
         self.table, self.changes = table, list(changes)
         self.attribute, self.stored, self.declared = self.changes[0]
         what = "; ".join(
@@ -152,8 +126,8 @@ class DeclarationChanged(PipelineError):
             for attribute, stored, declared in self.changes
         )
         legacy = (
-            " (for orders also the rows whose table_name is NULL, and the table daily_revenue)"
-            if table == "orders"
+            f" (for {table} also the rows whose table_name is NULL, and the table {totals_before})"
+            if totals_before
             else ""
         )
         super().__init__(
@@ -217,22 +191,31 @@ class LoadError(PipelineError):
 class DeleteRefused(PipelineError):
     """A range load that would delete more of its range than the policy lets it.
 
-    Terminal: the source will not find its rows by being asked again.
+    Terminal: the source will not find its rows by being asked again. ``rows`` and
+    ``those`` are how the table's messages count and name its rows (``row(s)``, ``rows``).
     """
 
     def __init__(
-        self, would_delete: int, in_range: int, start: datetime, end: datetime, max_share: float
+        self,
+        would_delete: int,
+        in_range: int,
+        start: datetime,
+        end: datetime,
+        max_share: float,
+        *,
+        rows: str = "row(s)",
+        those: str = "rows",
     ):
         self.would_delete, self.in_range = would_delete, in_range
         self.start, self.end, self.max_share = start, end, max_share
         super().__init__(
             f"the range load of [{start.isoformat()}, {end.isoformat()}) would delete "
-            f"{would_delete} of the {in_range} order(s) the warehouse holds stamped in it "
+            f"{would_delete} of the {in_range} {rows} the warehouse holds stamped in it "
             f"({would_delete / in_range:.0%}, more than MAX_DELETE_SHARE={max_share:g}), "
             "because the source no longer holds them; nothing was written. A source that "
             "answers with missing rows (a wrong SOURCE_DATABASE_URL, a replica being "
             "rebuilt, a half-restored backup) looks exactly like this: check it first. If "
-            "those orders really are gone, run the load again with run config "
+            f"those {those} really are gone, run the load again with run config "
             "allow_deletes: true."
         )
 

@@ -104,6 +104,16 @@ def day_start(day: date, tz: tzinfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=tz)
 
 
+def day_end(day: date, tz: tzinfo) -> datetime:
+    """The end of ``day`` in ``tz``: the midnight that starts the next day, its later
+    occurrence when the clocks repeat it. Where the clocks go back across midnight (St.
+    John's before 2011: at 00:01 to 23:01) the day's last hour comes after the next day's
+    first minute, so ``[day_start(first), day_end(last))`` holds every instant of the days
+    ``first``…``last`` (and that minute: a reader keeps the rows by their day)."""
+    midnight = datetime.combine(day + timedelta(days=1), time(0), tzinfo=tz)
+    return max(midnight, midnight.replace(fold=1), key=lambda m: m.astimezone(timezone.utc))
+
+
 def whole_days(
     start: datetime | None, end: datetime | None, tz: tzinfo
 ) -> tuple[date | None, date | None]:

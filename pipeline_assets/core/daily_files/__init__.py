@@ -76,7 +76,7 @@ from .layout import (
     manifest_name,
     pointer_name,
 )
-from .serialize import ROW_FIELDS, serialize_day, sha256_hex
+from .serialize import serialize_day, sha256_hex
 from .state import (
     DayStatus,
     Shape,
@@ -117,7 +117,6 @@ __all__ = [
     "MANIFEST_RE",
     "NOT_BUILT",
     "POINTER_DIR",
-    "ROW_FIELDS",
     "TEMP_SUFFIX",
     "UNCOMMITTED",
     "DayFileHashes",

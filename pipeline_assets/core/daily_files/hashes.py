@@ -18,7 +18,6 @@ import re
 from datetime import date, datetime
 
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from ..table.types import DECIMAL_TEXT, ColumnType
 from ..times import UTC
@@ -57,7 +56,7 @@ class DayFileHashes:
     words the error.
     """
 
-    def __init__(self, days, tz, spec: TableSpec = ORDERS, files: DailyFiles | None = None):
+    def __init__(self, days, tz, spec: TableSpec, files: DailyFiles | None = None):
         import pyarrow as pa
 
         self.tz = tz

@@ -10,8 +10,8 @@ A day file's bytes have one builder per path, both generic over a declared table
   files with).
 
 They agree byte for byte for every row either accepts; a property test holds them to it
-(``pipeline_assets_tests/test_day_views.py``). ``orders`` is the default everywhere, and
-its bytes and error messages are the ones it always had.
+(``pipeline_assets_tests/test_day_views.py``). ``orders``' bytes and error messages are
+the ones it always had: its spec's ``legacy`` says how they name its rows.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from ..errors import DayFilesError, TypeValueError
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from ..table.types import DECIMAL_TEXT, ColumnType
 from .layout import check_day
-
-ROW_FIELDS = ORDERS.daily_files[0].columns  # orders' file: order_id, status, amount, updated_at
 
 _AMOUNT_RE = re.compile(f"^{DECIMAL_TEXT}$")
 _INT64 = (-(2**63), 2**63 - 1)
@@ -45,14 +42,9 @@ def file_of(spec: TableSpec, files: DailyFiles | None) -> DailyFiles:
     return spec.daily_files[0]
 
 
-def _legacy(spec: TableSpec) -> bool:
-    """``orders`` keeps the words its messages always had (``order 3``, non-empty status)."""
-    return spec.name == "orders" and spec.primary_key == ("order_id",)
-
-
 def _row_label(spec: TableSpec, key: tuple) -> str:
-    if _legacy(spec):
-        return f"order {key[0]}"
+    if spec.legacy is not None:  # order 3
+        return spec.row_name(key)
     return "row " + ", ".join(f"{c}={v!r}" for c, v in zip(spec.primary_key, key, strict=True))
 
 
@@ -143,7 +135,7 @@ def _key_order(who: str, name: str, kind: ColumnType, value) -> object:
 
 
 def _row_for_file(
-    day: str, row: Mapping, spec: TableSpec = ORDERS, files: DailyFiles | None = None
+    day: str, row: Mapping, spec: TableSpec, files: DailyFiles | None = None
 ) -> tuple[tuple, dict]:
     """(sort key, the row as the file writes it), or a :class:`DayFilesError`."""
     files = file_of(spec, files)
@@ -165,19 +157,19 @@ def _row_for_file(
         out[name] = _json_value(who, name, column.type, column.nullable, row[name])
         order.append(_key_order(who, name, column.type, out[name]))
     who = f"day {day}, {_row_label(spec, tuple(out[k] for k in spec.primary_key))}"
-    legacy = _legacy(spec)
+    nonblank = spec.legacy.nonblank if spec.legacy else ()
     for name in files.columns:
         if name in out:
             continue
         column = spec.column(name)
         out[name] = _json_value(
-            who, name, column.type, column.nullable, row[name], nonempty=legacy and name == "status"
+            who, name, column.type, column.nullable, row[name], nonempty=name in nonblank
         )
     return tuple(order), {name: out[name] for name in files.columns}
 
 
 def serialize_day(
-    day: str, rows: Iterable[Mapping], spec: TableSpec = ORDERS, files: DailyFiles | None = None
+    day: str, rows: Iterable[Mapping], spec: TableSpec, files: DailyFiles | None = None
 ) -> bytes:
     """The bytes of a day file of ``files`` (default: the declaration's first daily file)
     of ``spec`` (default: ``orders``): rows sorted by the primary key; same rows → same
@@ -194,13 +186,11 @@ def serialize_day(
     check_day(day)
     files = file_of(spec, files)
     clean = sorted((_row_for_file(day, row, spec, files) for row in rows), key=lambda pair: pair[0])
-    legacy = _legacy(spec)
     for (before, _), (after, row) in zip(clean, clean[1:], strict=False):
         if before == after:
             label = _row_label(spec, tuple(row[k] for k in spec.primary_key))
             raise DayFilesError(
-                f"day {day}: {label} appears twice; a day holds each "
-                f"{'order' if legacy else 'row'} once"
+                f"day {day}: {label} appears twice; a day holds each {spec.say('one_row')} once"
             )
     return dumps([row for _, row in clean])
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..commands import rebuild_command
 from ..errors import StaleDayError, UncommittedDayError
+from ..table import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from ..warehouse.declaration import describe_files, files_fingerprint, implied_files_fingerprint
 from .layout import (
@@ -64,7 +65,9 @@ class DayStatus:
 
     @property
     def repair_command(self) -> str:
-        return rebuild_command(self.day)
+        """The rebuild of this day of the code location's own ``orders`` (the reader's
+        default file set, :func:`read_committed_days`)."""
+        return _default_rebuild(self.day)
 
 
 # --- the small JSON files -----------------------------------------------------------------
@@ -323,6 +326,10 @@ def stale_days(folder: str | os.PathLike | Store, shape: Shape) -> list[DayStatu
     return [s for s in describe_days(folder) if shape.stale(s)]
 
 
+def _default_rebuild(day: str) -> str:
+    return rebuild_command(day, spec=ORDERS)
+
+
 def _parse_day_bytes(day: str, data: bytes, name: str, rebuild: Callable[[str], str]) -> list:
     try:
         rows = json.loads(data)
@@ -342,19 +349,21 @@ def read_committed_days(
     days: Iterable[str],
     *,
     wait_for_writer: bool | float = True,
-    name: str = "paid_orders",
+    name: str | None = None,
     rebuild: Callable[[str], str] | None = None,
     shape: Shape | None = None,
 ) -> dict[str, list[dict]]:
     """Rows of each of ``days``, committed ones only; else one error naming every bad day
-    of the file set ``name`` and the command that rebuilds it (``rebuild(day)``; default:
-    ``paid_orders``' own). With ``shape``, a committed day written with another shape is
+    of the file set ``name`` and the command that rebuilds it (``rebuild(day)``; both by
+    default those of the code location's own ``orders``, whose files a reader that names
+    none reads). With ``shape``, a committed day written with another shape is
     an error too (:class:`StaleDayError`): a reader never mixes two shapes unknowingly.
 
     With ``wait_for_writer`` a run that is writing right now is waited for instead of
     being reported as uncommitted (see :func:`settled_statuses`).
     """
-    rebuild = rebuild or rebuild_command  # paid_orders' own
+    name = name or ORDERS.daily_files[0].name
+    rebuild = rebuild or _default_rebuild
     statuses = settled_statuses(folder, days, wait_for_writer=wait_for_writer)
     bad = {s.day: s.reason for s in statuses if not s.committed}
     if bad:

@@ -24,20 +24,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import timedelta, tzinfo
+from datetime import tzinfo
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Decimal, localcontext
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..db.engines import guard, has_table, writing
-from ..db.schema import missing_columns, warehouse_table
+from ..db.schema import missing_columns, totals_columns, totals_table, warehouse_table
 from ..errors import TypeValueError
-from ..table.money import parse_amount
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec, Totals
 from ..table.types import ColumnType, format_decimal
-from ..times import UTC, canonical, day_start, from_canonical, parse_day
+from ..times import UTC, canonical, day_end, day_start, from_canonical, parse_day
 from .serialize import file_of
 
 _ENV = "WAREHOUSE_DATABASE_URL"
@@ -47,7 +45,7 @@ def day_rows(
     warehouse: Engine,
     days: Iterable[str],
     tz: tzinfo,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     files: DailyFiles | None = None,
 ) -> dict[str, list[dict]]:
     """``{day: [row, …]}`` for every day asked (an empty list for a day with no row):
@@ -70,7 +68,7 @@ def day_rows(
     # column otherwise, and a column's name may be any text (a space breaks an IN list)
     if cursor.type.kind == "timestamp":
         low = canonical(day_start(wanted[0], tz))
-        high = canonical(day_start(wanted[-1] + timedelta(days=1), tz))
+        high = canonical(day_end(wanted[-1], tz))
         conditions = [
             c[spec.cursor] >= sa.bindparam("low", low),
             c[spec.cursor] < sa.bindparam("high", high),
@@ -186,17 +184,12 @@ def json_reader(kind: ColumnType, tz: tzinfo) -> Callable[[object], object]:
 # --- totals ------------------------------------------------------------------------------
 
 
-def day_totals(rows: Sequence[Mapping], totals: Totals | None = None, spec: TableSpec = ORDERS):
-    """The totals of one day's rows.
-
-    Given ``totals``: ``(rows, {column: exact sum})`` over the columns it sums (NULLs
-    left out): a ``Decimal`` for a decimal column (exact, whatever its digits), an
-    ``int`` for an integer, a ``float`` for a float (``math.fsum``: the correctly rounded
-    sum, whatever the order). Without: ``orders``' own pair, ``(paid orders, their exact
-    total amount)``.
+def day_totals(rows: Sequence[Mapping], totals: Totals, spec: TableSpec):
+    """The totals of one day's rows: ``(rows, {column: exact sum})`` over the columns
+    ``totals`` sums (NULLs left out): a ``Decimal`` for a decimal column (exact, whatever
+    its digits), an ``int`` for an integer, a ``float`` for a float (``math.fsum``: the
+    correctly rounded sum, whatever the order).
     """
-    if totals is None:
-        return len(rows), sum((parse_amount(r["amount"]) for r in rows), Decimal(0))
     sums = {}
     for name in totals.sum:
         kind = spec.column(name).type
@@ -211,18 +204,6 @@ def day_totals(rows: Sequence[Mapping], totals: Totals | None = None, spec: Tabl
             with localcontext(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN):
                 sums[name] = sum(values, zero)
     return len(rows), sums
-
-
-def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
-    """The warehouse table of ``totals``: ``day`` (``YYYY-MM-DD`` in the pipeline's zone,
-    the key), ``rows`` and one exact text column per summed column."""
-    return sa.Table(
-        totals.name,
-        sa.MetaData(),
-        sa.Column("day", sa.String(10), primary_key=True),
-        sa.Column("rows", sa.BigInteger, nullable=False),
-        *(sa.Column(name, sa.Text, nullable=False) for name in totals.sum),
-    )
 
 
 def total_text(value) -> str:
@@ -244,12 +225,13 @@ def store_totals(
     if not per_day:
         return
     table = totals_table(spec, totals)
+    count, columns = totals_columns(spec, totals)
     summed = {f"sum{i}": name for i, name in enumerate(totals.sum)}  # bound names of our own
     insert = table.insert().values(
         {
             table.c.day: sa.bindparam("day_"),
-            table.c.rows: sa.bindparam("rows_"),
-            **{table.c[name]: sa.bindparam(bound) for bound, name in summed.items()},
+            table.c[count]: sa.bindparam("rows_"),
+            **{table.c[columns[name]]: sa.bindparam(bound) for bound, name in summed.items()},
         }
     )
     with guard(warehouse, _ENV), writing(warehouse).begin() as conn:

@@ -9,7 +9,6 @@ from datetime import datetime
 
 from ..crash import crash_point
 from ..errors import DayFilesError
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from ..warehouse.declaration import describe_files, files_fingerprint
 from .layout import (
@@ -34,9 +33,9 @@ class DayFilesBatch:
     bytes of each file are theirs)."""
 
     days: Mapping[str, Sequence[Mapping]]
+    spec: TableSpec
     watermark: str | None = None
     written_at: str | None = None  # from the caller's clock; the manifest records it
-    spec: TableSpec = ORDERS
     files: DailyFiles | None = None  # default: the spec's first daily files
 
 
@@ -169,7 +168,7 @@ def write_day_files(
     run_id: str,
     written_at: str | datetime,
     watermark: str | datetime | None = None,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     files: DailyFiles | None = None,
 ) -> WrittenRun:
     """Write one run: each day file whole, then the manifest, then the pointers, the head.

@@ -66,11 +66,13 @@ def sqlite_name(url: str | URL) -> str | None:
 
 
 def require_distinct(source: Engine, warehouse: Engine) -> None:
-    """Refuse one database as both source and warehouse: both have a table named orders."""
+    """Refuse one database as both source and warehouse: the source is only read, and
+    the warehouse's tables (a declared table's copy may have the source table's name) are
+    written."""
     if source.url == warehouse.url:
         raise DatabaseError(
             f"the source and the warehouse are the same database ({redact(source.url)}); "
-            "both have a table named orders, so they must differ"
+            "the source is only read and the warehouse is written, so they must be two databases"
         )
 
 

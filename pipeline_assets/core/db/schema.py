@@ -8,7 +8,8 @@ floats, booleans (0/1 on SQLite). Key columns are NOT NULL; every other column i
 nullable in the warehouse, "required" being checked when the source is read, so a column
 added to a declaration later can be added to a table that already holds rows.
 
-``orders`` keeps the table it has always had (:data:`.engines.orders`), byte for byte.
+``orders`` keeps the table it has always had: its columns NOT NULL, as its spec's
+``legacy`` says.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from functools import lru_cache
 
 import sqlalchemy as sa
 
-from ..table.orders import ORDERS
-from ..table.spec import TableSpec
+from ..table.spec import TableSpec, Totals
 from ..table.types import ColumnType
 
 
@@ -38,37 +38,19 @@ def column_sql_type(kind: ColumnType, *, rowid: bool = False) -> sa.types.TypeEn
     return sa.Text()
 
 
-# ``orders``' warehouse table, as the release before declarations made it: kept byte for byte
-ORDERS_TABLE = sa.Table(
-    "orders",
-    sa.MetaData(),
-    # On SQLite, INTEGER (64-bit there too) makes the key the table's rowid: one B-tree
-    # instead of the table plus a key index, about half the cost of each insert and
-    # lookup. A warehouse created with BIGINT before keeps working as it is.
-    sa.Column(
-        "order_id",
-        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=False,
-    ),
-    sa.Column("status", sa.Text, nullable=False),
-    sa.Column("amount", sa.Text, nullable=False),  # exact decimal text, e.g. "40.00"
-    sa.Column("updated_at", sa.String(32), nullable=False),  # canonical UTC, sorts as it compares
-    sa.Index("orders_updated_at_idx", "updated_at"),
-)
-
-
 @lru_cache(maxsize=64)
 def warehouse_table(spec: TableSpec) -> sa.Table:
     """The warehouse table of ``spec`` (its own MetaData: created with the first load)."""
-    if spec == ORDERS:
-        return ORDERS_TABLE
+    # On SQLite, a single INTEGER key (64-bit there too) is the table's rowid: one B-tree
+    # instead of the table plus a key index, about half the cost of each insert and
+    # lookup. A warehouse created with BIGINT before keeps working as it is.
     rowid = len(spec.primary_key) == 1 and spec.column(spec.primary_key[0]).type.kind == "integer"
     columns = [
         sa.Column(
             c.name,
             column_sql_type(c.type, rowid=rowid),
-            nullable=c.name not in spec.primary_key,
+            # orders' columns are NOT NULL, as the release before declarations made them
+            nullable=c.name not in spec.primary_key and not spec.legacy,
             autoincrement=False,
             quote=True,
         )
@@ -80,6 +62,31 @@ def warehouse_table(spec: TableSpec) -> sa.Table:
     )
     sa.Index(index_name(spec), table.c[spec.cursor])
     return table
+
+
+def totals_columns(spec: TableSpec, totals: Totals) -> tuple[str, dict[str, str]]:
+    """The columns of ``totals``' warehouse table: its count column (``rows``) and, by
+    summed column, the column of its sum (the same name); ``orders``' totals keep the
+    names they always had (``daily_revenue``: ``orders``, ``revenue``)."""
+    legacy = spec.legacy
+    if legacy is not None and spec.daily_files and totals == spec.daily_files[0].totals:
+        count, column = legacy.totals_columns
+        return count, {totals.sum[0]: column}
+    return "rows", {name: name for name in totals.sum}
+
+
+def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
+    """The warehouse table of ``totals``: ``day`` (``YYYY-MM-DD`` in the pipeline's zone,
+    the key), the row count and one exact text column per summed column
+    (:func:`totals_columns`)."""
+    count, columns = totals_columns(spec, totals)
+    return sa.Table(
+        totals.name,
+        sa.MetaData(),
+        sa.Column("day", sa.String(10), primary_key=True),
+        sa.Column(count, sa.BigInteger, nullable=False),
+        *(sa.Column(name, sa.Text, nullable=False) for name in columns.values()),
+    )
 
 
 def index_name(spec: TableSpec) -> str:

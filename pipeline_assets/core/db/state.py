@@ -1,7 +1,7 @@
 """The pipeline's own tables in the warehouse, shared by every declared table: each
 table's watermark and its history, the batch ledger, the declarations batches were
-written with, the columns still to fill, and ``orders``' daily totals (``daily_revenue``);
-:func:`ensure_schema` makes what is missing, a warehouse of an earlier release included.
+written with, the columns still to fill; :func:`ensure_schema` makes what is missing, a
+warehouse of an earlier release included.
 """
 
 from __future__ import annotations
@@ -11,10 +11,15 @@ from sqlalchemy.engine import Engine
 
 from ..errors import DatabaseError
 from ..failures import BUSY
-from ..table.orders import ORDERS
+from ..table import ORDERS
 from ..table.spec import TableSpec
 from .engines import guard, sqlite_file, writing
-from .schema import ensure_table
+from .schema import ensure_table, totals_table
+
+# The release before declarations wrote one table, the chapter's orders, and its rows of
+# the state tables name none: they belong to the declared table of that name, whatever it
+# declares now (a changed declaration of it is then refused against what it was).
+UNNAMED_ROWS_TABLE = ORDERS.name
 
 metadata = sa.MetaData()
 
@@ -106,26 +111,17 @@ ADDED_COLUMNS = {
 # shared by every table; a warehouse made before a table existed gains it (create_all)
 STATE_TABLES = (watermark_state, watermark_history, batches, declarations, column_fills)
 
-daily_revenue = sa.Table(
-    "daily_revenue",
-    metadata,
-    sa.Column("day", sa.String(10), primary_key=True),  # YYYY-MM-DD in PIPELINE_TIMEZONE
-    sa.Column("orders", sa.BigInteger, nullable=False),
-    sa.Column("revenue", sa.Text, nullable=False),  # exact decimal text
-)
 
-PIPELINE = "orders"  # the row of pipeline_watermark the chapter's table owns
-
-
-def of_table(column: sa.Column, name: str) -> sa.ColumnElement[bool]:
-    """Rows of the state tables that belong to the declared table ``name``: a row written
-    before declarations existed has no ``table_name`` and belongs to ``orders``."""
-    if name == PIPELINE:
-        return sa.or_(column == name, column.is_(None))
-    return column == name
+def of_table(column: sa.Column, spec: TableSpec) -> sa.ColumnElement[bool]:
+    """Rows of the state tables that belong to the declared table ``spec``: a row written
+    before declarations existed has no ``table_name`` and belongs to
+    :data:`UNNAMED_ROWS_TABLE`."""
+    if spec.name == UNNAMED_ROWS_TABLE:
+        return sa.or_(column == spec.name, column.is_(None))
+    return column == spec.name
 
 
-def ensure_schema(conn: sa.Connection, spec: TableSpec | None = ORDERS) -> None:
+def ensure_schema(conn: sa.Connection, spec: TableSpec | None) -> None:
     """Create the pipeline's state tables, ``spec``'s warehouse table and its watermark
     row if missing (None: the state tables only), in ``conn``'s transaction; a warehouse
     of an earlier release gains the columns added since."""
@@ -134,8 +130,10 @@ def ensure_schema(conn: sa.Connection, spec: TableSpec | None = ORDERS) -> None:
     if spec is None:
         return
     ensure_table(conn, spec)
-    if spec == ORDERS:  # the chapter's totals, as the release before declarations made it
-        daily_revenue.create(conn, checkfirst=True)
+    if spec.legacy is not None:  # orders' totals exist from its first load, as they did
+        for files in spec.daily_files[:1]:
+            if files.totals is not None:
+                totals_table(spec, files.totals).create(conn, checkfirst=True)
     exists = conn.execute(
         sa.select(watermark_state.c.name).where(watermark_state.c.name == spec.name)
     ).first()
@@ -155,7 +153,7 @@ def _add_missing_columns(conn: sa.Connection) -> None:
                 conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} {kind}")
 
 
-def prepare_warehouse(engine: Engine, spec: TableSpec | None = ORDERS) -> None:
+def prepare_warehouse(engine: Engine, spec: TableSpec | None) -> None:
     """:func:`ensure_schema` in its own transaction, tolerating a concurrent creator.
 
     A SQLite warehouse file's folder is created here, when a run first needs it.

@@ -23,35 +23,24 @@ from ..crash import crash_point
 from ..db.engines import guard, require_distinct, writing
 from ..db.schema import warehouse_table
 from ..db.state import batches, ensure_schema, of_table, prepare_warehouse
-from ..errors import DeleteRefused, LoadError
+from ..errors import LoadError
 from ..rows.arrow_days import day_text
 from ..source.scan import SCAN_BATCH, ahead, inspect_source, scan_table
 from ..source.sql import SourceTable
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import EPOCH, canonical, whole_days
 from ..warehouse import declaration, evolve
 from ..warehouse import watermark as wm
 from ..warehouse.staging import Changes, Stage
 from .deletions import GUARDED, DeletePolicy, Deletions, delete_lost
-from .result import LoadResult, Tally, WholeDays
+from .result import LoadResult, Tally
 
 FUTURE_TOLERANCE = timedelta(hours=1)
-__all__ = [
-    "DeletePolicy",
-    "DeleteRefused",
-    "LoadError",
-    "LoadResult",
-    "WholeDays",
-    "batch_id_for",
-    "load_orders",
-    "load_table",
-]
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
 
 
 def batch_id_for(
-    kind: str, start: datetime | None, end: datetime | None, digest: str, table: str = ORDERS.name
+    kind: str, start: datetime | None, end: datetime | None, digest: str, table: str
 ) -> str:
     """Same table, same window and same rows → same id, so a retry of a committed batch
     is recognized (``<table>-`` and 24 hex digits).
@@ -66,7 +55,7 @@ def load_table(
     source: Engine,
     warehouse: Engine,
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     tz: tzinfo,
     lookback_days: int,
     now: datetime,
@@ -147,11 +136,6 @@ def load_table(
     return _result(window, tally, changes, gone, committed, dry_run, src.undeclared)
 
 
-def load_orders(source: Engine, warehouse: Engine, **kwargs) -> LoadResult:
-    """:func:`load_table` of the chapter's ``orders``."""
-    return load_table(source, warehouse, spec=ORDERS, **kwargs)
-
-
 @dataclass(frozen=True)
 class _Window:
     """What a batch reads: ``[start, end)`` (None: open), and the watermark it found."""
@@ -200,7 +184,7 @@ def _window(
     else:
         wm.lock(conn, kind, table=spec.name)
     # under the lock: the latest declaration is the one the last committed batch used
-    stored = declaration.latest(conn, spec.name)
+    stored = declaration.latest(conn, spec)
     declaration.check_unchanged(conn, spec, stored)
     evolution = evolve.evolve(conn, spec, stored, tz)
     before = wm.read(conn, table=spec.name)
@@ -389,9 +373,7 @@ def _days_committed_after(
     """Days touched by ``spec``'s batches committed after ``announced`` (all, if None),
     not ``current``."""
     b = batches.c
-    query = sa.select(b.days_touched).where(
-        b.batch_id != current, of_table(b.table_name, spec.name)
-    )
+    query = sa.select(b.days_touched).where(b.batch_id != current, of_table(b.table_name, spec))
     if announced is not None:
         mark = conn.execute(sa.select(b.id).where(b.batch_id == announced)).scalar()
         if mark is None:  # unknown to this warehouse (reset, or another one): nothing owed

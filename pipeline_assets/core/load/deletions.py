@@ -89,7 +89,15 @@ def delete_lost(
         gone = unmatched.filter(pc.invert(_held(source, src, unmatched)))
     mass = gone.num_rows > policy.max_share * in_range
     if mass and not policy.allow:
-        raise DeleteRefused(gone.num_rows, in_range, start, end, policy.max_share)
+        raise DeleteRefused(
+            gone.num_rows,
+            in_range,
+            start,
+            end,
+            policy.max_share,
+            rows=spec.say("rows_counted"),
+            those=spec.say("those_rows"),
+        )
     if len(spec.primary_key) == 1:
         keys = tuple(gone[spec.primary_key[0]].to_pylist())
     else:
@@ -114,8 +122,8 @@ def _held(source: Engine, src: SourceTable, unmatched: pa.Table) -> pa.Array:
     if len(keys) == 1:  # by value (an integer), else as text, as the key of several is
         integer = src.spec.column(keys[0]).type.kind == "integer"
         mine = unmatched[keys[0]] if integer else _as_text(unmatched[keys[0]])
-        for found in scan_keys(source, src):  # orders: an array; any other table: a table
-            values = found.column(0) if isinstance(found, pa.Table) else found
+        for found in scan_keys(source, src):
+            values = found.column(0)
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
             held = pc.or_(held, pc.is_in(mine, value_set=values if integer else _as_text(values)))

@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 from ..rows.arrow_days import INSTANT, day_text
 from ..rows.digest import DayDigest, add_days, feed_batch_digest
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import EPOCH
 
@@ -105,7 +104,7 @@ class Tally:
 
     tz: tzinfo
     whole: tuple[int | None, int | None]  # the days read whole, as day numbers
-    spec: TableSpec = ORDERS
+    spec: TableSpec
     late_before: datetime | None = None  # changed rows older than this arrived late
     future_limit: datetime | None = None  # rows newer than this do not move the watermark
     rows_read: int = 0

@@ -8,8 +8,9 @@ day files read rows in.
 - :mod:`.arrow_days`: day arithmetic on Arrow arrays in any zone.
 - :mod:`.digest`: the fingerprints of stored rows: the batch digest, row hashes, per-day
   sums.
-- :mod:`.keys`: a primary key of one column or several: membership, order, how a
-  message names a row.
-- :mod:`.orders`, :mod:`.orders_rules`: ``orders``' own row rules, kept from before tables
-  were declared.
+- :mod:`.keys`: a primary key of one column or several: membership, what is left, the
+  keys of a source read in their stored form.
+
+``orders`` runs through exactly this path: what it kept from before declarations (a
+blank status is missing, its messages) is data on its spec (``spec.legacy``).
 """

@@ -16,16 +16,12 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidRowError, TypeValueError
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import EPOCH, UTC, day_of, day_start
-from .orders_rules import orders_rules, orders_tie, parse_orders
 
 
 def parse_rows(raw, tz: tzinfo, spec: TableSpec, schema: pa.Schema) -> pa.Table:
-    """The exact parser, row by row: the same rules and messages as the row path had."""
-    if orders_rules(spec):
-        return parse_orders(raw, tz, schema)
+    """The exact parser, row by row, into ``schema`` (``spec``'s NORMAL table)."""
     names = spec.column_names
     out = {name: [] for name in schema.names}
     cursor = spec.column(spec.cursor).type
@@ -64,23 +60,25 @@ def parse_row(values: dict, tz: tzinfo, spec: TableSpec) -> dict:
         key[name] = spec.column(name).type.stored(out[name])
     if failures:
         name, reason = failures[0]
-        raise InvalidRowError(key, name, values[name], reason, table=spec.name)
+        raise spec.row_error(key, name, values[name], reason)
     for name in spec.column_names:
         if name not in out:
             try:
                 out[name] = _parse(spec, name, values[name], tz)
             except TypeValueError as exc:
-                raise InvalidRowError(
-                    key, name, values[name], exc.reason, table=spec.name
-                ) from None
+                raise spec.row_error(key, name, values[name], exc.reason) from None
     return out
 
 
 def _parse(spec: TableSpec, name: str, value, tz: tzinfo):
-    column = spec.column(name)
+    column, legacy = spec.column(name), spec.legacy
+    if legacy and name in legacy.nonblank and isinstance(value, str) and not value.strip():
+        value = None  # orders' blank status is a missing one
     if value is None:
         if column.nullable:
             return None
+        if legacy and name in legacy.missing:
+            raise TypeValueError(legacy.missing[name])
         raise TypeValueError(
             "every row needs its key"
             if name in spec.primary_key
@@ -89,11 +87,15 @@ def _parse(spec: TableSpec, name: str, value, tz: tzinfo):
     try:
         return column.type.parse(value, tz)
     except TypeValueError as exc:
+        if legacy and name in spec.primary_key:
+            raise TypeValueError(legacy.not_a_key) from None
+        if legacy and legacy.reason_names_value:
+            raise
         # the type names the value first; the row's message names it once, before
         raise TypeValueError(exc.reason.removeprefix(f"{value!r} ")) from None
 
 
-def newest_per_key(table: pa.Table, spec: TableSpec = ORDERS) -> tuple[pa.Table, int]:
+def newest_per_key(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, int]:
     """One row per primary key: the newest ``instant`` wins; returns (rows, copies dropped).
 
     Two copies with the same instant and different values cannot be ordered: the batch
@@ -140,24 +142,23 @@ def newest_per_key(table: pa.Table, spec: TableSpec = ORDERS) -> tuple[pa.Table,
     return kept, n - kept.num_rows
 
 
-def newest_per_order(table: pa.Table) -> tuple[pa.Table, int]:
-    """:func:`newest_per_key` of ``orders``: one row per ``order_id``."""
-    return newest_per_key(table, ORDERS)
-
-
 def _tie(spec: TableSpec, first: dict, second: dict, compared) -> InvalidRowError:
-    if orders_rules(spec):
-        return orders_tie(first, second)
+    key = {name: first[name] for name in spec.primary_key}
+    if spec.legacy is not None:  # orders' words: (paid 1.00 and refunded 1.00)
+        why = spec.legacy.tie.format(
+            first=" ".join(str(first[c.name]) for c in compared),
+            second=" ".join(str(second[c.name]) for c in compared),
+        )
+        return spec.row_error(key, spec.cursor, first[spec.cursor], why)
     apart = ", ".join(
         f"{c.name} {first[c.name]!r} and {second[c.name]!r}"
         for c in compared
         if first[c.name] != second[c.name]
     )
-    return InvalidRowError(
-        {name: first[name] for name in spec.primary_key},
+    return spec.row_error(
+        key,
         spec.cursor,
         first[spec.cursor],
         f"the source holds two rows with this key and this {spec.cursor} and different "
         f"values ({apart}), so neither can win; keep one",
-        table=spec.name,
     )

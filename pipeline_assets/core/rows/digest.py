@@ -79,7 +79,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import Column, DailyFiles, TableSpec
 from ..table.types import ColumnType
 
@@ -87,7 +86,6 @@ SEED = 0x243F6A8885A308D3  # hex digits of pi's fraction: nothing up the sleeve
 TEXT_SEED = 0x13198A2E03707344  # the next sixteen of them
 M = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, odd
 _MASK = (1 << 64) - 1
-TEXT_FIELDS = ("status", "amount", "updated_at")  # orders' text columns, as ever
 GATHER_BYTES = 64  # texts up to this long are hashed as a block; longer ones one by one
 NULL_TEXT = "\x1e"  # a NULL in a batch-digest line
 TEXT_KINDS = ("text", "decimal", "date", "timestamp")  # hashed as their stored text
@@ -113,7 +111,7 @@ class DayDigest:
         self.paid += paid
 
 
-def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec = ORDERS) -> None:
+def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec) -> None:
     """Feed the stored rows of ``table`` to a batch's digest: a line per row (see the
     module docstring; ``id␟status␟amount␟updated_at\\n`` for orders)."""
     if table.num_rows == 0:
@@ -244,7 +242,7 @@ def value_words(values, kind: str) -> np.ndarray:
 _ZEROS = {"integer": 0, "float": 0.0, "boolean": False}  # what a NULL is filled with
 
 
-def row_hashes(table: pa.Table, spec: TableSpec = ORDERS) -> np.ndarray:
+def row_hashes(table: pa.Table, spec: TableSpec) -> np.ndarray:
     """The 64-bit hash of every stored row of ``table`` (see the module docstring)."""
     state = np.full(table.num_rows, SEED, np.uint64)
     for column in spec.columns:
@@ -262,9 +260,7 @@ def row_hashes(table: pa.Table, spec: TableSpec = ORDERS) -> np.ndarray:
     return _finish(state)
 
 
-def kept_rows(
-    table: pa.Table, spec: TableSpec = ORDERS, files: DailyFiles | None = None
-) -> np.ndarray:
+def kept_rows(table: pa.Table, spec: TableSpec, files: DailyFiles | None = None) -> np.ndarray:
     """Which rows of ``table`` the filter of ``files`` keeps, as a NumPy bool array:
     every ``where`` column holds one of its allowed (parsed) values, compared as the
     declaration's :class:`~pipeline_assets.core.table.spec.DailyFiles.matches` compares them
@@ -308,7 +304,7 @@ def _allowed(values: pa.Array, column_type: ColumnType, allowed: Sequence) -> pa
 def add_days(
     into: dict[int, DayDigest],
     table: pa.Table,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     files: DailyFiles | None = None,
 ) -> None:
     """Add the rows of ``table`` (the spec's stored columns and ``day``, days since

@@ -4,13 +4,13 @@ Keys travel as Arrow tables of the key columns in their stored forms (an integer
 int64, a text key as its text, a date as ``YYYY-MM-DD``, a timestamp as canonical UTC
 text), so that one rule serves ``orders`` (one integer column) and a composite key alike:
 membership (:func:`member`), what is left (:func:`not_in`), the rows up to a key in a
-table sorted by key (:func:`upto`), and how a message names a row (:func:`row_name`,
-``order 105`` for ``orders``, ``payments (payment_id=7, attempt=2)`` otherwise).
+table sorted by key (:func:`upto`). How a message names a row is the spec's
+(:meth:`~pipeline_assets.core.table.spec.TableSpec.row_name`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import tzinfo
 
 import numpy as np
@@ -19,49 +19,9 @@ import pyarrow.compute as pc
 
 from ..errors import TypeValueError
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from .fast import keys_of
 from .normalize import ARROW_TYPES
-from .orders_rules import orders_rules
-
-
-def is_orders(spec: TableSpec) -> bool:
-    """``orders`` keeps the words its messages always had (``order 105``)."""
-    return spec is ORDERS or orders_rules(spec)
-
-
-def key_text(spec: TableSpec, key: object) -> str:
-    """``payment_id=7, attempt=2``: a key as a message shows it (text quoted)."""
-    values = key if isinstance(key, tuple) else (key,)
-    if isinstance(key, Mapping):
-        values = tuple(key.values())
-    return ", ".join(
-        f"{name}={_value_text(value)}" for name, value in zip(spec.primary_key, values, strict=True)
-    )
-
-
-def _value_text(value: object) -> str:
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
-
-
-def row_name(spec: TableSpec, key: object) -> str:
-    """``order 105`` (``orders``), ``payments (payment_id=7, attempt=2)`` (any other table);
-    a key missing from the row: ``a row with no order_id`` / ``a payments row with no key``."""
-    if is_orders(spec):
-        return "a row with no order_id" if key is None else f"order {key}"
-    if key is None or (isinstance(key, Mapping) and None in key.values()):
-        return f"a {spec.name} row with no key"
-    return f"{spec.name} ({key_text(spec, key)})"
-
-
-def rows_named(spec: TableSpec, keys: Sequence, total: int) -> str:
-    """``orders 101, 102 …`` / ``payments (payment_id=7, attempt=2), (…) …``: the first
-    keys of ``total`` rows."""
-    more = " …" if total > len(keys) else ""
-    if is_orders(spec):
-        return "order" + ("s " if total > 1 else " ") + ", ".join(map(str, keys)) + more
-    return f"{spec.name} " + ", ".join(f"({key_text(spec, k)})" for k in keys) + more
 
 
 def key_values(table: pa.Table, spec: TableSpec) -> list:

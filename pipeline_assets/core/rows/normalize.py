@@ -4,71 +4,35 @@ A scanned batch (a :class:`~pipeline_assets.core.table.spec.TableSpec`'s declare
 source holds them) becomes that table's NORMAL table (:func:`normal_schema`): each declared column
 as the warehouse stores it (:meth:`~pipeline_assets.core.table.types.ColumnType.stored`: exact
 decimal text, canonical UTC timestamps, ``YYYY-MM-DD`` dates), plus the row's ``instant`` (its
-cursor as an instant) and ``day`` (the cursor's day in the pipeline's zone). :data:`NORMAL` is
-``orders``' schema.
+cursor as an instant) and ``day`` (the cursor's day in the pipeline's zone).
 
 Each column takes a vectorized fast path for its common forms (:mod:`.fast`).
 Every row the fast path does not vouch for (a ``+`` sign, ``1e3``, a comma, a DST-gap
 wall clock, a NULL in a required column ...) goes through the exact parser, one row at a
 time (:mod:`.checks`): :meth:`~pipeline_assets.core.table.types.ColumnType.parse` for each column,
-or, for ``orders``, :func:`.orders.validate` as ever (:mod:`.orders_rules`). Same result, same
-error naming the table, the column, the row's key and the value. The fast path only ever
+with the row rules of the table's :class:`~pipeline_assets.core.table.spec.Legacy` where it
+has one (``orders``). Same result, same error naming the table, the column, the row's key and
+the value. The fast path only ever
 accepts what the exact parser accepts and produces the same stored value, day and
 instant; the tests compare both on every form, for ``orders`` and for a table of every
 type.
 
-This module is the one most callers import: it also gives the day arithmetic of Arrow
-arrays (:mod:`.arrow_days`), ``orders``' keys (:func:`.fast.keys_of`) and one row
-per key (:func:`.checks.newest_per_key`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
+from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import UTC
-from .arrow_days import (
-    INSTANT,
-    canonical_text,
-    day_numbers,
-    day_text,
-    days_of,
-    local_text,
-    localize,
-    zone_day_numbers,
-    zone_name,
-)
-from .checks import newest_per_key, newest_per_order, parse_row, parse_rows
-from .fast import fast_column, in_range, keys_of
-from .orders_rules import STORED, fast_status, orders_rules
-
-# Every public name this module had before it was split: callers import them from here.
-__all__ = [
-    "ARROW_TYPES",
-    "INSTANT",
-    "NORMAL",
-    "STORED",
-    "canonical_text",
-    "day_numbers",
-    "day_text",
-    "days_of",
-    "keys_of",
-    "local_text",
-    "newest_per_key",
-    "newest_per_order",
-    "normal_schema",
-    "normalize",
-    "orders_rules",
-    "parse_row",
-    "within",
-    "zone_name",
-]
+from .arrow_days import INSTANT, localize, zone_day_numbers, zone_name
+from .checks import parse_rows
+from .fast import fast_column, in_range, text_column
 
 # The Arrow type of each column type's stored form (ColumnType.stored).
 ARROW_TYPES = {
@@ -82,7 +46,8 @@ ARROW_TYPES = {
 }
 
 
-def normal_schema(spec: TableSpec = ORDERS) -> pa.Schema:
+@lru_cache(maxsize=64)
+def normal_schema(spec: TableSpec) -> pa.Schema:
     """The NORMAL table of ``spec``: its declared columns in their stored form, in declared
     order, then ``instant`` (the cursor as an instant; a ``date`` cursor is midnight of
     its day in the pipeline's zone) and ``day`` (the cursor's day in that zone, as days
@@ -93,17 +58,14 @@ def normal_schema(spec: TableSpec = ORDERS) -> pa.Schema:
     )
 
 
-NORMAL = normal_schema(ORDERS)  # order_id, status, amount, updated_at, instant, day
-
-
-def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo, spec: TableSpec = ORDERS) -> pa.Table:
+def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo, spec: TableSpec) -> pa.Table:
     """Validate and normalize every row of ``raw`` (``spec``'s declared columns, as the
     source scan returns them) into :func:`normal_schema`; raises :class:`InvalidRowError`
     naming the first invalid row.
 
     Rows keep their order within each of the two paths; callers sort afterwards.
     """
-    schema = NORMAL if spec is ORDERS else normal_schema(spec)
+    schema = normal_schema(spec)
     n = raw.num_rows
     zone = zone_name(tz)
     if n == 0:
@@ -125,14 +87,14 @@ def normalize(raw: pa.RecordBatch | pa.Table, tz: tzinfo, spec: TableSpec = ORDE
 def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table, pa.Array]:
     """(the NORMAL table, ok): ``ok`` marks the rows the fast path vouches for; the
     values of the other rows are meaningless (the exact parser reads those rows)."""
-    legacy = orders_rules(spec)
+    nonblank = spec.legacy.nonblank if spec.legacy else ()
     out, ok, cursor = {}, None, None
     for column in spec.columns:
         values = raw.column(column.name)
         if pa.types.is_null(values.type):  # a reader's type for a batch of NULLs only
             values = pc.cast(values, pa.string())
-        if legacy and column.name == "status" and column.type.kind == "text":
-            stored, good = fast_status(values)  # orders' own rule: a blank status is missing
+        if column.name in nonblank and column.type.kind == "text":
+            stored, good = _nonblank(values, column.name)
             extra = None
         else:
             stored, good, extra = fast_column(values, column.type, zone)
@@ -154,6 +116,13 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
         out[working.INSTANT] = instant
         out[working.DAY] = pc.cast(cursor, pa.int32())
     return pa.table(out, schema=schema), ok
+
+
+def _nonblank(values, name: str) -> tuple[pa.Array, pa.Array]:
+    """(stored, ok) of a text column where blank text is missing (``orders``' status):
+    a blank value is left to the exact parser, which refuses it."""
+    stored = text_column(values, name)
+    return stored, pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(stored), ""), False)
 
 
 def within(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.Table:

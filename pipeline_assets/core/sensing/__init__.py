@@ -40,7 +40,6 @@ sensor's request and its tick), :mod:`.refresh_cursor` (the refresh sensor's day
 
 from .load_cursor import (
     LOAD_CURSOR_VERSION,
-    RUN_KEY_PREFIX,
     LoadCursor,
     LoadTick,
     Request,
@@ -78,7 +77,6 @@ __all__ = [
     "IN_FLIGHT",
     "LOAD_CURSOR_VERSION",
     "REFRESH_CURSOR_VERSION",
-    "RUN_KEY_PREFIX",
     "DayBlock",
     "Decision",
     "LoadCursor",

@@ -20,16 +20,13 @@ from ..db.engines import sqlite_file
 from ..errors import DatabaseError
 from ..secrets import redact
 from ..source.scan import inspect_source
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..warehouse import watermark as wm
 from .observation import CURSOR_VERSION, Decision, Observation, check, observe
 from .outcomes import Outcome, RunView, request_outcome, retry_delay
 
-RUN_KEY_PREFIX = "new-orders-"  # orders'; any table's: run_key_prefix(spec)
 
-
-def run_key_prefix(spec: TableSpec = ORDERS) -> str:
+def run_key_prefix(spec: TableSpec) -> str:
     """``new-<name>-`` (``_`` as ``-``): the run keys of ``new_<name>_sensor``."""
     return f"new-{spec.name.replace('_', '-')}-"
 
@@ -94,9 +91,10 @@ class LoadCursor:
 
 
 def load_run_key(
-    seen: Observation, previous_key: str | None, seed: str = "", prefix: str = RUN_KEY_PREFIX
+    seen: Observation, previous_key: str | None, seed: str = "", *, spec: TableSpec
 ) -> str:
-    """The run key of a new request: never one an earlier request used.
+    """The run key of a new request of ``spec``'s sensor (:func:`run_key_prefix`): never
+    one an earlier request used.
 
     Each key chains the observation to the previous key, so the same observation requested
     again (its run failed) or seen again (after other loads) gets a fresh key — Dagster
@@ -107,7 +105,7 @@ def load_run_key(
     """
     previous = previous_key if previous_key is not None else f"start-{seed}"
     chained = f"{seen.to_cursor()}|{previous}".encode()
-    return prefix + hashlib.sha256(chained).hexdigest()[:20]
+    return run_key_prefix(spec) + hashlib.sha256(chained).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -135,7 +133,7 @@ def decide_load(
     now: float,
     seed: str = "",
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> LoadTick:
     """Run or skip from what became of the pending request and what the source says. Pure.
 
@@ -171,7 +169,7 @@ def decide_load(
                 ),
             )
     if decision.run or again:
-        key = load_run_key(decision.cursor, cursor.last_key, seed, run_key_prefix(spec))
+        key = load_run_key(decision.cursor, cursor.last_key, seed, spec=spec)
         attempt = cursor.pending.attempt + 1 if again and cursor.pending else 1
         reason = decision.reason
         if again:
@@ -186,12 +184,12 @@ def decide_load(
     )
 
 
-def read_watermark(warehouse: Engine, *, table: str = ORDERS.name) -> datetime | None:
-    """The watermark of ``table`` (a declared table's name), without creating a missing
-    SQLite warehouse file (a sensor only reads)."""
+def read_watermark(warehouse: Engine, *, spec: TableSpec) -> datetime | None:
+    """The watermark of the declared table ``spec``, without creating a missing SQLite
+    warehouse file (a sensor only reads)."""
     if _missing_sqlite_file(warehouse):
         return None
-    return wm.current(warehouse, table=table)
+    return wm.current(warehouse, table=spec.name)
 
 
 def _missing_sqlite_file(engine: Engine) -> bool:
@@ -209,7 +207,7 @@ def check_source(
     runs_for: Callable[[str], Iterable[RunView]] | None = None,
     now: float = 0.0,
     seed: str = "",
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> LoadTick:
     """One tick of ``spec``'s new-rows sensor: the pending request's runs (``runs_for`` a
     run key), then watermark → window → observation → decision. ``now`` is POSIX seconds;
@@ -226,15 +224,13 @@ def check_source(
             runs_for(state.pending.key), requested_at=state.pending.requested_at, now=now
         )
         if outcome.busy:
-            return decide_load(state, outcome, None, now)
+            return decide_load(state, outcome, None, now, spec=spec)
     if _missing_sqlite_file(source):
-        todo = (
-            f"create the demo with `{DEMO_INIT}` or set SOURCE_DATABASE_URL"
-            if spec.name == ORDERS.name
-            else f"point the source URL of {spec.name} at the app's database"
-        )
+        todo = spec.say("no_source", init=DEMO_INIT)
         raise DatabaseError(f"there is no source database at {redact(source.url)} yet: {todo}")
-    current = wm.window_start(read_watermark(warehouse, table=spec.name), lookback_days)
+    current = wm.window_start(read_watermark(warehouse, spec=spec), lookback_days)
     src = inspect_source(source, spec)
-    decision = check(state.seen, current, lambda start: observe(source, tz, start, src), spec=spec)
+    decision = check(
+        state.seen, current, lambda start: observe(source, tz, start, src, spec=spec), spec=spec
+    )
     return decide_load(state, outcome, decision, now, seed, spec=spec)

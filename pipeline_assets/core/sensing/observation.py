@@ -24,7 +24,6 @@ from ..db.engines import MYSQL, dialect_of, guard
 from ..db.quoting import quote, through_sqlalchemy
 from ..source.scan import inspect_source
 from ..source.sql import SourceTable, table_sql, window_filter
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import canonical, from_canonical
 
@@ -71,7 +70,7 @@ class Observation:
         except (ValueError, TypeError):
             return None
 
-    def describe(self, spec: TableSpec = ORDERS) -> str:
+    def describe(self, spec: TableSpec) -> str:
         key, cursor = spec.primary_key[0], spec.cursor
         if self.window_start is None:
             return (
@@ -120,7 +119,7 @@ def decide(
     seen: Observation,
     current: datetime | None,
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> Decision:
     """Run or skip, and the new cursor, from the cursor and this tick's observation.
 
@@ -148,7 +147,7 @@ def decide(
 _P = 2147483647  # SQLite's mix: a prime below 2**31, so products stay within 64 bits
 
 
-def _fingerprint(dialect: str, spec: TableSpec = ORDERS) -> str | None:
+def _fingerprint(dialect: str, spec: TableSpec) -> str | None:
     """SQL for the sum over the window of a per-row hash of the key and the cursor
     (``(order_id, updated_at)``), or None.
 
@@ -196,7 +195,7 @@ def observe(
     start: datetime | None,
     src: SourceTable | None = None,
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> Observation:
     """One aggregate query over ``cursor >= start`` (the index's range), or, without a
     start, the two index ends. Its cost follows the rows of the window, not the table.
@@ -255,7 +254,7 @@ def check(
     current: datetime | None,
     observe_at: Callable[[datetime | None], Observation],
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> Decision:
     """Observe what :func:`observation_start` says, decide, and follow the watermark.
 

@@ -62,7 +62,7 @@ def day_blocks(days: Iterable[str]) -> list[DayBlock]:
     return [DayBlock(first, last) for first, last in runs(days)]
 
 
-def refresh_run_key(epoch: str, number: int, block: DayBlock, files: str = "paid_orders") -> str:
+def refresh_run_key(epoch: str, number: int, block: DayBlock, files: str) -> str:
     """The key of the ``number``-th request of a cursor started at ``epoch`` (the number of
     runs the sensor had launched then): a tick repeated from the same cursor asks for the
     same keys; a block requested again (its run failed, or a later load touched it again)
@@ -175,7 +175,7 @@ def refresh_tick(
     now: float,
     seed: str = "0",
     *,
-    files: str = "paid_orders",
+    files: str,
     declaration: str | None = None,
     stale: Iterable[str] = (),
 ) -> RefreshTick:

@@ -6,8 +6,8 @@ window rule (:func:`~.sql.window_filter`) and, for rows, one scan
 (:func:`scan_window`; :func:`scan_table` validates it, with one rule for a key the source
 holds more than once: its newest copy). The SQL itself is written in :mod:`.sql`.
 
-The table read is a declaration's (:class:`~pipeline_assets.core.table.spec.TableSpec`), ``orders``
-(:data:`~pipeline_assets.core.table.orders.ORDERS`) unless another is given.
+The table read is always the declaration given (a
+:class:`~pipeline_assets.core.table.spec.TableSpec`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,9 @@ from ..db.engines import (
 )
 from ..errors import DatabaseError
 from ..secrets import redact
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from .sql import (
     SourceTable,
-    _is_orders,
     _kind,
     _nullable,
     keys_sql,
@@ -61,7 +59,7 @@ SMALL_WINDOW = 50_000
 PG_BATCH_BYTES = 2 * 1024 * 1024  # PostgreSQL's Arrow batches: about 16,000 demo rows
 
 
-def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
+def inspect_source(engine: Engine, spec: TableSpec) -> SourceTable:
     """Reflect the columns of the declaration's table (only them: keys, indexes and
     constraints are not needed, and reflecting them costs more than an incremental load's
     scan) and tell how its cursor must be compared.
@@ -80,10 +78,9 @@ def inspect_source(engine: Engine, spec: TableSpec = ORDERS) -> SourceTable:
             if dialect_of(engine) == MYSQL:
                 columns = _exact_mysql_names(conn, schema, name, columns)
     except sa.exc.NoSuchTableError:
-        if spec.table == ORDERS.table:
+        if spec.legacy is not None:  # orders' words, which name the demo that makes it
             raise DatabaseError(
-                f"the source database {redact(engine.url)} has no table 'orders': create "
-                f"the demo with `{DEMO_INIT}` or point SOURCE_DATABASE_URL at the app"
+                spec.legacy.missing_table.format(url=redact(engine.url), init=DEMO_INIT)
             ) from None
         raise DatabaseError(
             f"the source database {redact(engine.url)} has no table '{spec.table}' "
@@ -239,22 +236,18 @@ def scan_keys(
     """Every key the source holds, whatever its cursor, streamed: what a range load asks
     before it deletes a row it no longer finds in its range.
 
-    For ``orders``: int64 arrays of ``order_id`` (null for a value that is no integer
-    key). For another declaration: Arrow tables of the key columns, named as declared, an
-    integer key column as int64 (null where a value is no integer), every other key column
-    as :func:`scan_window` reads it (text on SQLite and MySQL; on PostgreSQL text, or a
-    native date or timestamp).
+    Arrow tables of the key columns, named as declared: an integer key column as int64
+    (null where a value is no integer), every other key column as :func:`scan_window`
+    reads it (text on SQLite and MySQL; on PostgreSQL text, or a native date or
+    timestamp).
     """
     import pyarrow as pa
 
     from ..rows.fast import keys_of
 
-    orders = _is_orders(src.spec)
     integer = [src.spec.column(k).type.kind == "integer" for k in src.spec.primary_key]
 
     def keys(batch):
-        if orders:
-            return keys_of(batch.column(0))
         columns = [
             keys_of(c) if is_int else c for c, is_int in zip(batch.columns, integer, strict=True)
         ]
@@ -328,18 +321,6 @@ def scan_table(
             yield newest_per_key(ready, spec)
     if held is not None and held.num_rows:
         yield newest_per_key(held, spec)
-
-
-def scan_orders(
-    source: Engine,
-    src: SourceTable,
-    tz: tzinfo,
-    start: datetime | None,
-    end: datetime | None,
-    batch_rows: int = SCAN_BATCH,
-) -> Iterator[tuple[pa.Table, int]]:
-    """:func:`scan_table` of ``orders``: one row per ``order_id``."""
-    return scan_table(source, src, tz, start, end, batch_rows)
 
 
 def ahead(items: Iterator, depth: int = 2) -> Iterator:

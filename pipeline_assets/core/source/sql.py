@@ -23,7 +23,6 @@ import sqlalchemy as sa
 from ..db.engines import MYSQL
 from ..db.quoting import preparer, quote
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import Column, TableSpec
 from ..times import UTC
 
@@ -33,20 +32,15 @@ class SourceTable:
     """A source table as reflected for a declaration.
 
     ``table``: its columns and their database types; ``cursor_kind``: how the cursor
-    compares in SQL ("text" | "date" | "timestamp" | "timestamptz"; ``updated_at_kind``
-    is the same, the name it had when ``orders`` was the only table); ``spec``: the
+    compares in SQL ("text" | "date" | "timestamp" | "timestamptz"; ``spec``: the
     declaration; ``undeclared``: the names of the columns the source has and the
     declaration does not (sorted; never read, the load reports them).
     """
 
     table: sa.Table
     cursor_kind: str
-    spec: TableSpec = ORDERS
+    spec: TableSpec
     undeclared: list[str] = field(default_factory=list, hash=False)
-
-    @property
-    def updated_at_kind(self) -> str:
-        return self.cursor_kind
 
 
 def _kind(dialect: str, col_type) -> str:
@@ -291,7 +285,3 @@ def keys_sql(src: SourceTable, dialect: str) -> str:
     column read as :func:`scan_sql` reads it."""
     keys = [_read_as(src, src.spec.column(k), dialect) for k in src.spec.primary_key]
     return f"SELECT {', '.join(keys)} FROM {table_sql(src.spec, dialect)}"
-
-
-def _is_orders(spec: TableSpec) -> bool:
-    return spec.table == ORDERS.table and spec.primary_key == ORDERS.primary_key

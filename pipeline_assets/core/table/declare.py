@@ -17,11 +17,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import tzinfo
+from functools import cache
 
 from ..errors import DeclarationError, TypeValueError, UnknownTypeError
 from ..times import UTC
 from . import working
+from .orders import LEGACY, ORDERS_ATTRIBUTES
 from .spec import Column, DailyFiles, TableSpec, Totals
 from .types import ColumnType
 
@@ -41,9 +44,29 @@ def declare(attributes: Mapping, *, tz: tzinfo = UTC, where: str | None = None) 
     first :class:`DeclarationError` found, naming the attribute's path and value (and
     ``where``, the file it is declared in, which the spec keeps: ``declared_in``)."""
     try:
-        return _declare(attributes, tz, where)
+        spec = _declare(attributes, tz, where)
     except DeclarationError as exc:
         raise exc.located(where) if where else exc from None
+    return replace(spec, legacy=LEGACY) if _shape(spec) == _orders_shape() else spec
+
+
+def _shape(spec: TableSpec) -> tuple:
+    """What makes a declaration the chapter's ``orders``, whose :data:`.orders.LEGACY` it
+    then carries: its names, key, change stamp, columns and daily files (their folders,
+    source URL and day settings aside)."""
+    return (
+        spec.name,
+        spec.table,
+        spec.primary_key,
+        spec.cursor,
+        spec.columns,
+        tuple((f.name, f.where, f.columns, f.totals) for f in spec.daily_files),
+    )
+
+
+@cache
+def _orders_shape() -> tuple:
+    return _shape(_declare(ORDERS_ATTRIBUTES, UTC, None))
 
 
 def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:

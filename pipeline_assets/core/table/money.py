@@ -12,8 +12,6 @@ from decimal import Decimal
 from ..errors import AmountError, TypeValueError
 from .types import format_decimal, parse_decimal
 
-__all__ = ["AmountError", "format_amount", "parse_amount"]
-
 
 def parse_amount(value: object) -> Decimal:
     """``"40.00"`` → ``Decimal("40.00")``; the scale is kept so it writes back as the same text.

@@ -4,8 +4,8 @@ per day, and every day file vs its manifest and vs the warehouse.
 How the parts fit, in the order a run of ``verify`` uses them:
 
 Every part takes the declared table (``spec``, a
-:class:`~pipeline_assets.core.table.spec.TableSpec`; ``orders`` unless told, with the words and
-commands it always had).
+:class:`~pipeline_assets.core.table.spec.TableSpec`), whose words name its rows in the
+report (``orders`` keeps the ones it always had: ``spec.legacy``).
 
 - :mod:`.sides` reads the source (through the load's own scan) and the warehouse table
   as Arrow batches; :mod:`.compare` matches them by the primary key
@@ -26,10 +26,8 @@ Plain Python, no Dagster: the caller passes the engines, the folder, the time zo
 ``today`` (from its clock), and prints the :class:`VerifyResult`.
 """
 
-from ..commands import orders_range_command, rebuild_command, repair_commands
-from ..days import runs
 from ..errors import VerifyError
-from .compare import compare_days, compare_orders, compare_rows, differing_days
+from .compare import compare_days, compare_rows, differing_days
 from .counts import DayCounts
 from .files import FileCheck, check_files
 from .reconcile import verify
@@ -60,12 +58,7 @@ __all__ = [
     "VerifyResult",
     "check_files",
     "compare_days",
-    "compare_orders",
     "compare_rows",
     "differing_days",
-    "orders_range_command",
-    "rebuild_command",
-    "repair_commands",
-    "runs",
     "verify",
 ]

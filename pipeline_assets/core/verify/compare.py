@@ -4,7 +4,7 @@
   count, paid count (rows of the first daily file) and checksum
   (:mod:`pipeline_assets.core.rows.digest`) of each side. Days a load has just read whole may
   come from that load instead of a second read of the source (``known``).
-- :func:`compare_rows` (``compare_orders``), behind ``pipeline-assets verify``: every row
+- :func:`compare_rows`, behind ``pipeline-assets verify``: every row
   of both sides, matched by the primary key, so that each differing day also says what
   differs — *not loaded* (only in the source), *changed* (the stored values differ) or
   *only in the warehouse* (deleted from the source, which a load never propagates) — and
@@ -19,7 +19,7 @@ unless told); keys are handled by :mod:`~pipeline_assets.core.rows.keys`; per-da
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import date, timedelta, tzinfo
+from datetime import date, tzinfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,13 +29,12 @@ from ..days import runs
 from ..errors import InvalidRowError, VerifyError
 from ..rows.arrow_days import day_text
 from ..rows.digest import DayDigest, add_days, kept_rows
-from ..rows.keys import is_orders, key_values, last_key, member, row_name, upto
+from ..rows.keys import key_values, last_key, member, upto
 from ..rows.normalize import ARROW_TYPES
 from ..source.scan import SCAN_BATCH, ahead
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
-from ..times import EPOCH, day_start, parse_day
+from ..times import EPOCH, day_end, day_start, parse_day
 from .counts import DayCounts
 from .lost import lost_keys
 from .sides import day_digests, source_rows, warehouse_keys, warehouse_rows, warehouse_rows_by_key
@@ -61,7 +60,7 @@ def compare_days(
     days: Iterable[date],
     *,
     known=None,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> dict[str, DayCounts]:
     """Per-day count and checksum of both sides, for ``days`` (those with a row on either
     side). ``known`` (a load's :class:`~pipeline_assets.core.load.batch.WholeDays`) gives the
@@ -93,7 +92,7 @@ def compare_days(
 def _spans(days: list[date], tz: tzinfo) -> list[tuple]:
     """Runs of consecutive days as ``[midnight, next midnight)`` ranges in ``tz``."""
     return [
-        (day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(days=1), tz))
+        (day_start(parse_day(first), tz), day_end(parse_day(last), tz))
         for first, last in runs(d.isoformat() for d in days)
     ]
 
@@ -116,7 +115,7 @@ def add_deleted(
     tz: tzinfo,
     days: dict[str, DayCounts],
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> None:
     """Fill in, for each of ``days``, the warehouse rows the source holds nowhere any
     more (``only_in_warehouse``, the first keys, their checksum): the warehouse keys of
@@ -159,7 +158,7 @@ def _show(shown: dict[int, list], gone: pa.Table, spec: TableSpec) -> None:
 
 
 def deletes_to_allow(
-    days: Iterable[DayCounts], max_share: float, *, spec: TableSpec = ORDERS
+    days: Iterable[DayCounts], max_share: float, *, spec: TableSpec
 ) -> tuple[set[str], str]:
     """The days whose range load must allow deletes to delete the rows named on them
     (more than ``max_share`` of the day's warehouse rows), and, when those commands must
@@ -175,11 +174,7 @@ def deletes_to_allow(
     lost = sum(c.only_in_warehouse for c in days)
     held = sum(c.warehouse_rows for c in days)
     if allow and lost > max_share * held:
-        what, where = (
-            ("order(s)", "SOURCE_DATABASE_URL")
-            if is_orders(spec)
-            else (f"{spec.name} row(s)", f"the source of {spec.name}")
-        )
+        what, where = spec.say("table_rows_counted"), spec.say("the_source")
         return set(), (
             f"the source no longer has {lost} of the {held} {what} compared, "
             f"more than MAX_DELETE_SHARE={max_share:g}: check {where} "
@@ -198,7 +193,7 @@ def compare_rows(
     tz: tzinfo,
     *,
     batch_rows: int = SCAN_BATCH,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     lacking: Iterable[str] = (),
 ) -> tuple[dict[str, DayCounts], int, int]:
     """Match the source and the warehouse by key: per-day counts, checksums, diffs.
@@ -223,13 +218,10 @@ def compare_rows(
                 merge.add(part_s, part_w)
     except InvalidRowError as exc:
         raise VerifyError(
-            f"cannot verify: the source's {row_name(spec, exc.key)} has column {exc.column} "
+            f"cannot verify: the source's {exc.row} has column {exc.column} "
             f"= {exc.value!r}: {exc.reason}. Fix the row in the source and run verify again."
         ) from None
     return merge.days(), merge.source_rows, merge.warehouse_rows
-
-
-compare_orders = compare_rows  # the name it had when orders was the only table
 
 
 class _stream:

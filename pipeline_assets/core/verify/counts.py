@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rows.keys import is_orders
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 
 
@@ -52,7 +50,7 @@ class DayCounts:
             return self.warehouse_paid
         return self.warehouse_kept.get(spec.daily_files[index].name, 0)
 
-    def to_json(self, spec: TableSpec = ORDERS) -> dict:
+    def to_json(self, spec: TableSpec) -> dict:
         out = {
             "day": self.day,
             "agrees": self.agrees,
@@ -65,11 +63,11 @@ class DayCounts:
             "only_in_warehouse": self.only_in_warehouse,
             **({"lacking": dict(sorted(self.lacking.items()))} if self.lacking else {}),
         }
-        if is_orders(spec):
+        if spec.legacy is not None:  # orders' JSON, as it always was: ids, one file set
             return {
                 **out,
-                "deleted_order_ids": self.deleted_ids,
-                "warehouse_paid": self.warehouse_paid,
+                spec.key_name("deleted_keys"): self.deleted_ids,
+                spec.key_name("warehouse_files"): self.warehouse_paid,
             }
         keys = [k if isinstance(k, tuple) else (k,) for k in self.deleted_ids]
         return {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta, tzinfo
+from datetime import tzinfo
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -35,10 +35,8 @@ from ..daily_files import (
 )
 from ..daily_files.views import day_rows
 from ..days import runs
-from ..rows.keys import is_orders
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec
-from ..times import EPOCH, day_start, parse_day
+from ..times import EPOCH, day_end, day_start, parse_day
 from .sides import warehouse_rows
 
 # object stores: how long a day is re-checked while the head says a run is writing (a
@@ -56,7 +54,7 @@ class FileCheck:
     file_rows: int | None
     warehouse_paid: int  # the warehouse rows of the file's view on the day
     detail: str = ""
-    file: str = "paid_orders"  # which daily file
+    file: str | None = None  # which daily file (None: orders' own, which its JSON never named)
     stale: bool = False  # committed, but written with another shape than declared now
 
     def to_json(self) -> dict:
@@ -67,7 +65,7 @@ class FileCheck:
             "file_rows": self.file_rows,
             "warehouse_paid": self.warehouse_paid,
             "detail": self.detail,
-            **({} if self.file == "paid_orders" else {"file": self.file}),
+            **({} if self.file is None else {"file": self.file}),
             **({"stale": True} if self.stale else {}),
         }
 
@@ -79,13 +77,14 @@ def check_files(
     days: Sequence[str],
     warehouse_paid: dict[str, int],
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     files: DailyFiles | None = None,
 ) -> list[FileCheck]:
     """Status of each day file of ``files`` (default: ``spec``'s first daily file) in
     ``days``, and for committed ones: rows == warehouse rows? ``warehouse_paid``: the
     warehouse rows of the file's view per day."""
     files = files or spec.daily_files[0]
+    named = None if spec.legacy and files == spec.daily_files[0] else files.name
     shape = shape_of(spec, files)
     statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
     committed = [s.day for s in statuses if s.state == COMMITTED and not shape.stale(s)]
@@ -98,9 +97,7 @@ def check_files(
     for status in statuses:
         paid = warehouse_paid.get(status.day, 0)
         if status.state != COMMITTED:
-            out.append(
-                FileCheck(status.day, status.state, None, None, paid, status.reason, files.name)
-            )
+            out.append(FileCheck(status.day, status.state, None, None, paid, status.reason, named))
             continue
         if shape.stale(status):  # a rebuild writes the declared shape: nothing to compare
             out.append(
@@ -111,21 +108,21 @@ def check_files(
                     status.rows,
                     paid,
                     shape.why(status),
-                    files.name,
+                    named,
                     stale=True,
                 )
             )
             continue
         rows, sha = hashes.get(status.day, (None, None))
         if sha == status.sha256:
-            out.append(FileCheck(status.day, status.state, True, rows, paid, file=files.name))
+            out.append(FileCheck(status.day, status.state, True, rows, paid, file=named))
             continue
         expected = (
             []
             if warehouse is None
             else day_rows(warehouse, [status.day], tz, spec, files)[status.day]
         )
-        out.append(_compare_file(status, expected, paid, spec, files))
+        out.append(_compare_file(status, expected, paid, spec, files, named))
     return out
 
 
@@ -134,7 +131,7 @@ def file_hashes(
     tz: tzinfo,
     days: Sequence[str],
     *,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     files: DailyFiles | None = None,
 ) -> dict[str, tuple[int, str]]:
     """``{day: (rows, sha256 of its file's bytes)}`` from the warehouse, for ``days`` (a
@@ -142,7 +139,7 @@ def file_hashes(
     numbers = {(parse_day(day) - EPOCH).days: day for day in days}
     hashes = DayFileHashes(numbers, tz, spec, files)
     spans = [
-        (day_start(parse_day(first), tz), day_start(parse_day(last) + timedelta(1), tz))
+        (day_start(parse_day(first), tz), day_end(parse_day(last), tz))
         for first, last in runs(days)
     ]
     for table in warehouse_rows(warehouse, tz, spans, ordered=True, spec=spec):
@@ -151,29 +148,30 @@ def file_hashes(
 
 
 def _compare_file(
-    status: DayStatus, rows: list[dict], paid: int, spec: TableSpec, files: DailyFiles
+    status: DayStatus,
+    rows: list[dict],
+    paid: int,
+    spec: TableSpec,
+    files: DailyFiles,
+    named: str | None,
 ) -> FileCheck:
     def check(matches: bool, file_rows: int | None, detail: str = "") -> FileCheck:
-        return FileCheck(status.day, status.state, matches, file_rows, paid, detail, files.name)
+        return FileCheck(status.day, status.state, matches, file_rows, paid, detail, named)
 
     want = serialize_day(status.day, rows, spec, files)
     if sha256_hex(want) == status.sha256:
         return check(True, len(rows))
     have = _rows_by_key(status.data, spec)
     if have is None:
-        key = "an order_id" if is_orders(spec) else f"a key ({', '.join(spec.primary_key)})"
-        return check(False, None, f"the committed file does not hold rows with {key}")
+        return check(False, None, f"the committed file does not hold rows with {spec.say('a_key')}")
     want_rows = _rows_by_key(want, spec)
     missing = sum(1 for k in want_rows if k not in have)
     extra = sum(1 for k in have if k not in want_rows)
     different = sum(1 for k in want_rows if k in have and have[k] != want_rows[k])
     if not (missing or extra or different):  # same rows, older byte layout
         return check(True, len(have))
-    held, gone = (
-        ("paid order(s)", "no longer paid")
-        if is_orders(spec)
-        else (f"row(s) of {files.name}", f"no longer in {files.name}")
-    )
+    held = spec.say("file_rows_counted", file=files.name)
+    gone = spec.say("not_in_file", file=files.name)
     return check(
         False,
         len(have),
@@ -186,12 +184,12 @@ def _compare_file(
 
 
 def _rows_by_key(data: bytes, spec: TableSpec) -> dict | None:
-    """A file's rows by key (an ``order_id`` read as an integer, as ever), or None when
-    it does not hold rows with the key."""
+    """A file's rows by key (a key of one integer column read as an integer, as
+    ``orders``' files always were), or None when it does not hold rows with the key."""
     try:
         rows = json.loads(data)
-        if is_orders(spec):
-            return {int(r["order_id"]): r for r in rows}
+        if spec.legacy is not None:
+            return {int(r[spec.primary_key[0]]): r for r in rows}
         return {tuple(r[k] for k in spec.primary_key): r for r in rows}
     except (ValueError, TypeError, KeyError):
         return None

@@ -26,8 +26,6 @@ from ..commands import verify_command
 from ..days import days_between, runs
 from ..db.engines import dialect_of, guard, has_table
 from ..db.quoting import quote, through_sqlalchemy
-from ..rows.keys import is_orders
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import UTC, day_start, from_canonical, parse_day
 from ..warehouse import watermark as wm
@@ -126,7 +124,7 @@ def judge(
     *,
     warehouse_holds_rows: bool,
     max_delete_share: float = 0.5,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     repairs: Repairs | None = None,
     to_fill: Sequence[Gap] = (),
 ) -> Verdict:
@@ -180,7 +178,7 @@ def _judge(
         return _differing(days, bad, max_delete_share, repairs)
     if days:
         return Verdict(True, len(days), [], [], None)
-    rows = "orders" if is_orders(spec) else f"{spec.name} rows"
+    rows = spec.say("table_rows")
     if not warehouse_holds_rows:
         return Verdict(True, 0, [], [], f"the warehouse holds no {rows} yet: nothing to compare")
     if h.reconcile_days == 0:
@@ -215,7 +213,7 @@ def _differing(
     late = [d for d in bad if not days[d].only_deletions]
     why = ""
     if deleted:
-        rows = "Orders" if is_orders(spec) else f"Rows of {spec.name}"
+        rows = spec.say("Table_rows")
         why += (
             f" {rows} the source no longer has: "
             + "; ".join(
@@ -246,7 +244,7 @@ def _differing(
     )
 
 
-def newest_row(warehouse: Engine, spec: TableSpec = ORDERS, *, tz: tzinfo = UTC) -> datetime | None:
+def newest_row(warehouse: Engine, spec: TableSpec, *, tz: tzinfo = UTC) -> datetime | None:
     """The newest cursor value in ``spec``'s warehouse table (``updated_at`` of ``orders``;
     a date cursor: midnight of its newest date in ``tz``); None: no table, or empty."""
     if not has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL"):
@@ -271,7 +269,7 @@ def reconcile_horizon(
     days_touched: Iterable[str | date] = (),
     read_whole=None,
     max_delete_share: float = 0.5,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     repairs: Repairs | None = None,
 ) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
     """Compare source and warehouse of ``spec`` over the :func:`horizon`; one range read

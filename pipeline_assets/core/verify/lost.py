@@ -136,8 +136,7 @@ def _not_scanned(source: Engine, src: SourceTable, tz: tzinfo, keys: pa.Table) -
     """``keys`` without those the scan of every source key finds (the range load's)."""
     with closing(scan_keys(source, src)) as scanned:
         for found in scanned:
-            columns = [found] if isinstance(found, (pa.Array, pa.ChunkedArray)) else found.columns
-            keys = not_in(keys, [stored_keys(columns, src.spec, tz)], src.spec)
+            keys = not_in(keys, [stored_keys(found.columns, src.spec, tz)], src.spec)
             if not keys.num_rows:
                 break
     return keys

@@ -13,9 +13,7 @@ from sqlalchemy.engine import Engine
 from ..daily_files import COMMITTED, UNCOMMITTED, Store, known_days, open_store
 from ..db.engines import has_table, require_distinct
 from ..errors import VerifyError
-from ..rows.keys import is_orders
 from ..source.scan import SCAN_BATCH
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from ..warehouse.evolve import Gap, days_to_fill, open_gaps
 from .compare import compare_rows, deletes_to_allow
@@ -52,7 +50,7 @@ def verify(
     require_all: bool = False,
     chunk_size: int = SCAN_BATCH,
     max_delete_share: float = 0.5,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
     module: str | None = None,
 ) -> VerifyResult:
     """Reconcile source, warehouse and day files of ``spec``; see the package docstring.
@@ -219,7 +217,7 @@ def _differs_from_source(
                 f"; that is more than MAX_DELETE_SHARE={max_delete_share:g} of the "
                 "day, so its command allows the deletes"
             )
-        subject = None if is_orders(repairs.spec) else repairs.spec.name
+        subject = None if repairs.spec.legacy else repairs.spec.name
         problems.append(
             Problem(
                 counts.day,
@@ -269,7 +267,7 @@ def _to_fill(
                 named,
                 True,
                 tuple(repairs.commands({day}, rebuild)),
-                None if is_orders(spec) else spec.name,
+                None if spec.legacy else spec.name,
             )
         )
     return problems, loads, rebuilds
@@ -330,7 +328,7 @@ def _not_built(
     (failing only with ``require_all``), and the days to rebuild then."""
     problems: list[Problem] = []
     rebuilds: set[str] = set()
-    held = "paid order(s)" if is_orders(repairs.spec) else f"row(s) of {view.name}"
+    held = repairs.spec.say("file_rows_counted", file=view.name)
     for day, rows in sorted(in_view.items()):
         if rows and day not in on_disk and scope.covers(day):
             can = scope.buildable(day)

@@ -13,8 +13,6 @@ from datetime import date
 
 from ..commands import rebuild_command, repair_commands
 from ..daily_files import COMMITTED
-from ..rows.keys import is_orders, rows_named
-from ..table.orders import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from .counts import DayCounts
 from .files import FileCheck
@@ -33,7 +31,7 @@ class Repairs:
     """The commands that repair ``spec``'s problems: range loads of its asset, rebuilds of
     its daily files, for the code location ``module`` (None: the commands' default)."""
 
-    spec: TableSpec = ORDERS
+    spec: TableSpec
     module: str | None = None
 
     def _named(self) -> dict:
@@ -101,7 +99,7 @@ class VerifyResult:
     files: tuple[FileCheck, ...]  # in the range asked, with a file or a pointer
     problems: tuple[Problem, ...]  # sorted by day, then kind
     repair: tuple[str, ...]  # every command, grouped by ranges, in the order to run them
-    spec: TableSpec = field(default=ORDERS, compare=False, repr=False)
+    spec: TableSpec = field(compare=False, repr=False)
     to_fill: tuple = ()  # the open gaps of columns added since rows were stored (evolve.Gap)
 
     @property
@@ -117,7 +115,7 @@ class VerifyResult:
         return 0 if self.ok else 1
 
     def to_json(self) -> dict:
-        table = {} if is_orders(self.spec) else {"table": self.spec.name}
+        table = {} if self.spec.legacy else {"table": self.spec.name}  # orders' never did
         return {
             **table,
             "ok": self.ok,
@@ -146,7 +144,7 @@ class VerifyResult:
         differing = sum(1 for d in self.days if not d.agrees)
         committed = sum(1 for f in self.files if f.state == COMMITTED)
         equal = sum(1 for f in self.files if f.matches_warehouse)
-        table = "" if is_orders(self.spec) else f"{self.spec.name}: "
+        table = self.spec.say("report_prefix")
         out = [
             f"{table}source vs warehouse: {len(self.days)} days, {self.source_rows} source rows, "
             f"{self.warehouse_rows} warehouse rows, {differing} day(s) differ "
@@ -169,7 +167,7 @@ class VerifyResult:
         return out
 
 
-def source_detail(c: DayCounts, spec: TableSpec = ORDERS) -> str:
+def source_detail(c: DayCounts, spec: TableSpec) -> str:
     """What differs between source and warehouse on one day, in words."""
     parts = []
     if c.not_loaded:
@@ -188,10 +186,10 @@ def source_detail(c: DayCounts, spec: TableSpec = ORDERS) -> str:
     )
 
 
-def deleted_ids(c: DayCounts, spec: TableSpec = ORDERS) -> str:
+def deleted_ids(c: DayCounts, spec: TableSpec) -> str:
     """``orders 101, 102 …`` / ``payments (payment_id=7, attempt=2) …``: the first keys of
     a day's rows the source no longer has."""
-    return rows_named(spec, c.deleted_ids, c.only_in_warehouse)
+    return spec.rows_named(c.deleted_ids, c.only_in_warehouse)
 
 
 def file_problem(
@@ -201,15 +199,15 @@ def file_problem(
     can_build: bool,
     *,
     fails: bool,
-    repairs: Repairs = Repairs(),
+    repairs: Repairs,
     files: DailyFiles | None = None,
 ) -> Problem:
-    """A problem with a day file (of ``files``; ``orders``' ``paid_orders`` unless told);
+    """A problem with a day file (of ``files``: the table's first file set unless told);
     its repair is a rebuild when the partition exists."""
     repair = (repairs.rebuild(day, day, files),) if can_build else ()
     if kind == FILE_NOT_BUILT and not fails and can_build:
         detail += " (fails only with --require-all)"
-    subject = None if is_orders(repairs.spec) or files is None else files.name
+    subject = None if repairs.spec.legacy or files is None else files.name
     return Problem(day, kind, detail, fails, repair, subject)
 
 

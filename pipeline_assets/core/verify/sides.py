@@ -42,18 +42,15 @@ from ..errors import DatabaseError, VerifyError
 from ..failures import UNREACHABLE
 from ..rows.arrow_days import INSTANT, day_numbers
 from ..rows.digest import DayDigest, add_days
-from ..rows.keys import row_name
 from ..rows.normalize import ARROW_TYPES
 from ..secrets import redact
 from ..source.scan import SCAN_BATCH, SMALL_WINDOW, inspect_source, scan_table
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import EPOCH, canonical, from_canonical
 
 Span = tuple[datetime | None, datetime | None]  # [start, end); None: open on that side
 EVERYTHING: tuple[Span, ...] = ((None, None),)
-STORED = ORDERS.column_names  # orders' stored row: order_id, status, amount, updated_at
 NATIVE = ("integer", "float", "boolean")  # read as they are; every other kind as its text
 _ENV = "WAREHOUSE_DATABASE_URL"
 
@@ -64,7 +61,7 @@ def source_rows(
     spans: Sequence[Span] = EVERYTHING,
     *,
     batch_rows: int = SCAN_BATCH,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> Iterator[pa.Table]:
     """The source's rows of ``spec`` stamped in ``spans`` as the load stores them, with
     ``day``; in key order within each span. An invalid row raises
@@ -83,7 +80,7 @@ def warehouse_rows(
     ordered: bool = False,
     batch_rows: int = SCAN_BATCH,
     keys: tuple[int, int] | None = None,
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> Iterator[pa.Table]:
     """The warehouse's rows of ``spec`` stamped in ``spans``, with ``day`` (in key order
     within each span when ``ordered``; only ``keys[0] <= key < keys[1]`` when given, for
@@ -219,7 +216,7 @@ class _Stored:
         spec = self.spec
         key = tuple(table[k][i].as_py() for k in spec.primary_key)
         return VerifyError(
-            f"the warehouse row of {row_name(spec, key[0] if len(key) == 1 else key)} has "
+            f"the warehouse row of {spec.row_name(key[0] if len(key) == 1 else key)} has "
             f"{spec.cursor} {text!r}, which is not {what}; reload it with an "
             f"explicit-range {spec.name} run"
         )
@@ -301,9 +298,7 @@ def _at_least(
     return cur.fetchone()[0] >= rows
 
 
-def digest_by_day(
-    tables: Iterable[pa.Table], spec: TableSpec = ORDERS
-) -> tuple[dict[int, DayDigest], int]:
+def digest_by_day(tables: Iterable[pa.Table], spec: TableSpec) -> tuple[dict[int, DayDigest], int]:
     """Per-day digests of the rows in ``tables``, and how many rows there were."""
     days: dict[int, DayDigest] = {}
     rows = 0
@@ -320,7 +315,7 @@ def day_digests(
     *,
     source_spans: Sequence[Span],
     warehouse_spans: Sequence[Span],
-    spec: TableSpec = ORDERS,
+    spec: TableSpec,
 ) -> tuple[dict[int, DayDigest], dict[int, DayDigest]]:
     """Per-day digests of the source over ``source_spans`` and of the warehouse over
     ``warehouse_spans``, both read at once (the warehouse in a thread of its own). With
@@ -376,7 +371,7 @@ KEYS_PER_LIST = 1_000  # keys per IN list of warehouse_rows_by_key
 
 
 def warehouse_keys(
-    warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec = ORDERS
+    warehouse: Engine, spans: Sequence[Span], *, spec: TableSpec
 ) -> Iterator[pa.Table]:
     """The keys of the warehouse's rows stamped in ``spans`` (a table of the key columns):
     only the key is read, through the cursor's index (on SQLite an integer key is the
@@ -412,7 +407,7 @@ def warehouse_keys(
 
 
 def warehouse_rows_by_key(
-    warehouse: Engine, tz: tzinfo, keys: Sequence, *, spec: TableSpec = ORDERS
+    warehouse: Engine, tz: tzinfo, keys: Sequence, *, spec: TableSpec
 ) -> Iterator[pa.Table]:
     """The warehouse's rows whose key is one of ``keys`` (sorted; values for a one-column
     key, tuples otherwise), with ``day``, in key order: :data:`KEYS_PER_LIST` keys per

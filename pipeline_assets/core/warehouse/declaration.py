@@ -16,10 +16,9 @@ declaration of a table (``table_name``, ``fingerprint``, the JSON, the first bat
 written under it, when): both in the batch's own transaction (:func:`record`).
 
 A warehouse made before declarations were recorded has batches with no ``declaration``;
-those of ``orders`` (``table_name`` NULL or ``orders``) count as written under
-:data:`~pipeline_assets.core.table.orders.ORDERS`, the only declaration that release knew
-(:func:`declaration_of_batch`,
-:func:`latest`).
+those of ``orders`` (whose spec carries a ``legacy``: ``table_name`` NULL or its name)
+count as written under its declaration, the only one that release knew
+(:func:`declaration_of_batch`, :func:`latest`).
 
 :func:`check_unchanged` refuses a load whose ``primary_key`` or ``cursor`` differ from
 the latest recorded declaration's (:class:`~pipeline_assets.core.errors.DeclarationChanged`); every
@@ -40,25 +39,11 @@ from functools import lru_cache
 
 import sqlalchemy as sa
 
-from ..db.state import PIPELINE, batches, declarations, of_table
+from ..db.state import UNNAMED_ROWS_TABLE, batches, declarations, of_table
 from ..errors import DeclarationChanged
-from ..table.orders import ORDERS
+from ..table import ORDERS
 from ..table.spec import DailyFiles, TableSpec
 from ..times import canonical
-
-__all__ = [
-    "Recorded",
-    "check_unchanged",
-    "declaration_of_batch",
-    "describe",
-    "describe_files",
-    "files_fingerprint",
-    "fingerprint",
-    "implied_files_fingerprint",
-    "latest",
-    "record",
-    "stable_json",
-]
 
 
 def describe(spec: TableSpec) -> dict:
@@ -105,8 +90,8 @@ def implied_files_fingerprint(spec: TableSpec, files: DailyFiles) -> str | None:
     """What a manifest that records no fingerprint (written before manifests did) was
     written with: ``paid_orders`` as the release before declarations wrote it (ORDERS');
     None, unknown, for any other file set, whose days then count as stale."""
-    if (spec.name, files.name) == (ORDERS.name, ORDERS.daily_files[0].name):
-        return files_fingerprint(ORDERS, ORDERS.daily_files[0])
+    if spec.legacy and files.name == spec.daily_files[0].name:
+        return files_fingerprint(spec, spec.daily_files[0])
     return None
 
 
@@ -136,7 +121,7 @@ class Recorded:
 
     fingerprint: str
     declaration: dict  # the stable JSON, read back
-    first_batch_id: str | None  # None: ORDERS, for batches written before the record
+    first_batch_id: str | None  # None: orders', for batches written before the record
     recorded_at: str | None
 
     @property
@@ -148,8 +133,9 @@ class Recorded:
         return self.declaration["cursor"]
 
 
-def _orders_before() -> Recorded:
-    """ORDERS, as the declaration of ``orders``' batches written before the record."""
+def _before() -> Recorded:
+    """The declaration of the batches written before the record: the chapter's orders,
+    the one table that release wrote."""
     text = stable_json(ORDERS)
     return Recorded(_hash(text), json.loads(text), None, None)
 
@@ -168,32 +154,42 @@ def _recorded(conn: sa.Connection, table: str, fp: str) -> Recorded | None:
     )
 
 
-def _of(conn: sa.Connection, table_name: str | None, fp: str | None) -> Recorded | None:
-    table = table_name or PIPELINE
-    if fp is None:  # written before declarations were recorded
-        return _orders_before() if table == PIPELINE else None
-    return _recorded(conn, table, fp)
+def _of(conn: sa.Connection, spec: TableSpec, fp: str | None) -> Recorded | None:
+    if fp is None:  # written before declarations were recorded: orders' only
+        return _before() if spec.name == UNNAMED_ROWS_TABLE else None
+    return _recorded(conn, spec.name, fp)
 
 
-def declaration_of_batch(conn: sa.Connection, batch_id: str) -> Recorded | None:
-    """The declaration the batch ``batch_id`` was written with; None for an unknown
-    batch, or a batch of another table than ``orders`` written before the record."""
-    b = batches.c
-    row = conn.execute(sa.select(b.table_name, b.declaration).where(b.batch_id == batch_id)).first()
-    return None if row is None else _of(conn, row.table_name, row.declaration)
+def _totals_before(spec: TableSpec) -> str | None:
+    """``orders``' totals table, whose state began before declarations."""
+    if (
+        spec.name != UNNAMED_ROWS_TABLE
+        or not spec.daily_files
+        or spec.daily_files[0].totals is None
+    ):
+        return None
+    return spec.daily_files[0].totals.name
 
 
-def latest(conn: sa.Connection, table: str) -> Recorded | None:
-    """The declaration ``table``'s latest batch was written with (``orders``' batches of
-    before the record: ORDERS); None when it has no batch, or none known."""
+def declaration_of_batch(conn: sa.Connection, batch_id: str, spec: TableSpec) -> Recorded | None:
+    """The declaration ``spec``'s batch ``batch_id`` was written with; None for a batch
+    it has not written, or one of another table than ``orders`` written before the
+    record."""
     b = batches.c
     row = conn.execute(
-        sa.select(b.table_name, b.declaration)
-        .where(of_table(b.table_name, table))
-        .order_by(b.id.desc())
-        .limit(1)
+        sa.select(b.declaration).where(b.batch_id == batch_id, of_table(b.table_name, spec))
     ).first()
-    return None if row is None else _of(conn, row.table_name, row.declaration)
+    return None if row is None else _of(conn, spec, row.declaration)
+
+
+def latest(conn: sa.Connection, spec: TableSpec) -> Recorded | None:
+    """The declaration ``spec``'s latest batch was written with (``orders``' batches of
+    before the record: its own); None when it has no batch, or none known."""
+    b = batches.c
+    row = conn.execute(
+        sa.select(b.declaration).where(of_table(b.table_name, spec)).order_by(b.id.desc()).limit(1)
+    ).first()
+    return None if row is None else _of(conn, spec, row.declaration)
 
 
 _NOT_READ = object()
@@ -207,7 +203,7 @@ def check_unchanged(
     :class:`DeclarationChanged`); a table with no batch, or with other changes (columns,
     files: core/warehouse/evolve.py), passes."""
     if stored is _NOT_READ:
-        stored = latest(conn, spec.name)
+        stored = latest(conn, spec)
     if stored is None:
         return
     changes = []
@@ -216,7 +212,7 @@ def check_unchanged(
     if stored.cursor != spec.cursor:
         changes.append(("cursor", stored.cursor, spec.cursor))
     if changes:
-        raise DeclarationChanged(spec.name, changes)
+        raise DeclarationChanged(spec.name, changes, totals_before=_totals_before(spec))
 
 
 def record(conn: sa.Connection, spec: TableSpec, batch_id: str, at: datetime) -> str:

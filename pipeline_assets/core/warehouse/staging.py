@@ -43,7 +43,6 @@ from ..db.schema import index_name, warehouse_table
 from ..errors import DatabaseError
 from ..rows.arrow_days import day_text, days_of
 from ..table import working
-from ..table.orders import ORDERS
 from ..table.spec import TableSpec
 from ..times import canonical, day_of, day_start, from_canonical
 
@@ -75,7 +74,7 @@ class Stage:
     do not see each other's file locks, and the attached file read back corrupt.)
     """
 
-    def __init__(self, conn: sa.Connection, spec: TableSpec = ORDERS):
+    def __init__(self, conn: sa.Connection, spec: TableSpec):
         self.conn = conn
         self.spec = spec
         self.dialect = conn.dialect.name

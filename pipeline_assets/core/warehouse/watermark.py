@@ -20,8 +20,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..db.engines import guard, writing
-from ..db.state import PIPELINE, of_table, prepare_warehouse, watermark_history, watermark_state
+from ..db.state import of_table, prepare_warehouse, watermark_history, watermark_state
 from ..errors import WatermarkError
+from ..table.spec import TableSpec
 from ..times import canonical, from_canonical
 
 # --- pure rules -------------------------------------------------------------------------
@@ -58,7 +59,7 @@ class WatermarkChange:
     batch_id: str | None
 
 
-def lock(conn: sa.Connection, holder: str, *, table: str = PIPELINE) -> None:
+def lock(conn: sa.Connection, holder: str, *, table: str) -> None:
     """Serialize loads: take the write lock on the watermark row for this transaction.
 
     On PostgreSQL this is a row lock held until commit; on SQLite the first write takes
@@ -70,7 +71,7 @@ def lock(conn: sa.Connection, holder: str, *, table: str = PIPELINE) -> None:
     )
 
 
-def read(conn: sa.Connection, *, table: str = PIPELINE) -> datetime | None:
+def read(conn: sa.Connection, *, table: str) -> datetime | None:
     value = conn.execute(
         sa.select(watermark_state.c.value).where(watermark_state.c.name == table)
     ).scalar()
@@ -86,7 +87,7 @@ def write(
     at: datetime,
     reason: str | None = None,
     batch_id: str | None = None,
-    table: str = PIPELINE,
+    table: str,
 ) -> None:
     """Store ``new`` and record the change; a no-op when nothing changes."""
     if old == new:
@@ -111,7 +112,7 @@ def write(
     )
 
 
-def current(engine: Engine, *, table: str = PIPELINE) -> datetime | None:
+def current(engine: Engine, *, table: str) -> datetime | None:
     """The stored watermark of ``table`` (None before its first load); reads only."""
     with guard(engine, "WAREHOUSE_DATABASE_URL"):
         with engine.connect() as conn:
@@ -120,9 +121,7 @@ def current(engine: Engine, *, table: str = PIPELINE) -> datetime | None:
             return read(conn, table=table)
 
 
-def rewind(
-    engine: Engine, value: datetime, *, reason: str, at: datetime, table: str = PIPELINE
-) -> tuple:
+def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime, table: str) -> tuple:
     """Move the watermark of ``table`` back to ``value`` on purpose; returns ``(old, new)``."""
     if not reason or not reason.strip():
         raise WatermarkError("a rewind needs a --reason, recorded in the watermark history")
@@ -143,10 +142,8 @@ def rewind(
     return old, value
 
 
-def history(
-    engine: Engine, *, table: str = PIPELINE, newest: int | None = None
-) -> list[WatermarkChange]:
-    """Every change of ``table``'s watermark, oldest first (``newest``: only the newest
+def history(engine: Engine, *, spec: TableSpec, newest: int | None = None) -> list[WatermarkChange]:
+    """Every change of ``spec``'s watermark, oldest first (``newest``: only the newest
     that many, read backwards through the key: as cheap after a year as on day one);
     reads only."""
     h = watermark_history.c
@@ -157,7 +154,7 @@ def history(
             if "table_name" not in {
                 c["name"] for c in sa.inspect(conn).get_columns(watermark_history.name)
             }:
-                if table != PIPELINE:  # made before declarations: orders' history only
+                if spec.legacy is None:  # made before declarations: orders' history only
                     return []
                 query = sa.select(
                     h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
@@ -165,7 +162,7 @@ def history(
             else:
                 query = sa.select(
                     h.changed_at, h.kind, h.old_value, h.new_value, h.reason, h.batch_id
-                ).where(of_table(h.table_name, table))
+                ).where(of_table(h.table_name, spec))
             if newest is None:
                 rows = conn.execute(query.order_by(h.id)).all()
             else:
