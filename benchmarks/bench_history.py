@@ -251,7 +251,7 @@ def write_instance_history(install: Installation, days: list[str]) -> int:
         MetadataValue,
     )
 
-    from pipeline_assets.automation import RUN_KEY_TAG, SENSOR_TAG
+    from pipeline_assets.sensor_runs import RUN_KEY_TAG, SENSOR_TAG
 
     count = 0
     with DagsterInstance.from_config(str(install.home)) as instance:

@@ -83,13 +83,13 @@ from pipeline_assets.core.times import UTC  # noqa: E402
 from pipeline_assets.core.verify import check_files, verify
 from pipeline_assets.core.verify import horizon as horizon_module
 from pipeline_assets.core.verify.compare import (  # noqa: E402
-    DELETED_IDS_SHOWN,
     _spans,
     add_deleted,
     compare_days,
     differing_days,
 )
 from pipeline_assets.core.verify.horizon import reconcile_horizon
+from pipeline_assets.core.verify.merge import DELETED_IDS_SHOWN
 from pipeline_assets.core.verify.sides import source_rows, warehouse_rows  # noqa: E402
 from pipeline_assets_tests.orders import compare_orders, load_orders, paid_orders_by_day
 

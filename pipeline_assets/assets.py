@@ -2,23 +2,21 @@
 and metadata.
 
 For a table ``N`` (a :class:`~.core.spec.TableSpec`): the asset ``N`` (the incremental
-load, with its two checks), and what every asset of the table shares (its settings, its
-resource keys, the run failure of a core error). The assets of its daily file sets (per
-set ``F`` the daily-partitioned ``F`` and, when it has totals, ``T``) are built in
-:mod:`.files_assets`. Names come from ``spec.names``; ``orders`` keeps every name and
-metadata key it had before declarations existed.
+load, with its two checks, :mod:`.table_checks`), and what every asset of the table
+shares (its settings, its resource keys, the run failure of a core error). The assets of
+its daily file sets (per set ``F`` the daily-partitioned ``F`` and, when it has totals,
+``T``) are built in :mod:`.files_assets`. Names come from ``spec.names``; ``orders``
+keeps every name and metadata key it had before declarations existed.
 
 No `from __future__ import annotations` here: Dagster reads the annotations at runtime.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Optional
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
@@ -38,6 +36,7 @@ from .core.times import to_instant, utc_now
 from .location import declaration_metadata
 from .settings import Settings
 from .step_failure import failing_step, step_failure
+from .table_checks import key_value, lateness_check, reconcile_check
 
 if TYPE_CHECKING:
     from pipeline_assets.core.load.result import LoadResult
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
 # The load (pyarrow, the ADBC drivers) and the reconciliation are imported where they
 # run, in the step's process: the process that only plans a run does not pay for them.
 
-LATENESS_CHECK = "lateness_within_lookback"
 OWNER = "team:data-engineering"  # shown in the UI; change to your team
 
 Clock = Callable[[], datetime]  # the Dagster layer's one clock; tests pass a fixed one
@@ -105,17 +103,8 @@ class OrdersLoadConfig(Config):
 TableLoadConfig = OrdersLoadConfig  # the same run config for every table
 
 
-def _key_value(value):
-    """A key as metadata shows it: a list for a key of several columns, text for a date."""
-    if isinstance(value, tuple):
-        return [_key_value(v) for v in value]
-    if isinstance(value, (date, datetime)):
-        return value.isoformat()
-    return value
-
-
 def _keys(values) -> MetadataValue:
-    return MetadataValue.json([_key_value(v) for v in values])
+    return MetadataValue.json([key_value(v) for v in values])
 
 
 def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> dict:
@@ -180,31 +169,6 @@ def _schema_change(result: "LoadResult") -> dict:
     return out
 
 
-def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult:
-    """Warn when rows arrive late by half the lookback window or more: widen it in time."""
-    window = timedelta(days=lookback_days)
-    worst = result.max_lateness
-    passed = worst is None or worst < window / 2
-    hours = worst.total_seconds() / 3600 if worst else 0.0
-    return AssetCheckResult(
-        check_name=LATENESS_CHECK,
-        passed=passed,
-        severity=AssetCheckSeverity.WARN,
-        description=None
-        if passed
-        else (
-            f"{result.late_rows} row(s) arrived up to {hours:.1f} h behind the watermark, "
-            f"at least half the lookback window of {lookback_days} day(s): rows later than "
-            "the window are missed by incremental loads. Widen LOOKBACK_DAYS."
-        ),
-        metadata={
-            "max_lateness_hours": round(hours, 3),
-            "late_rows": result.late_rows,
-            "lookback_days": lookback_days,
-        },
-    )
-
-
 def last_announced_batch(
     context: AssetExecutionContext,
     name: str,
@@ -227,9 +191,9 @@ def build_table_asset(
 ):
     """The asset ``N``: the incremental (or explicit-range) load of the declared table,
     with its lateness and match-source checks run in the load's own step."""
-    settings, spec = table.settings, table.spec
+    spec = table.spec
     names = spec.names
-    tz = settings.tz
+    tz = table.settings.tz
     horizon_days = table.reconcile_days
     what = spec.say("Source_rows")
 
@@ -269,128 +233,107 @@ def build_table_asset(
         source = getattr(context.resources, keys.source)
         watermark = getattr(context.resources, keys.watermark)
         with failing_step(spec):
-            return _load(context, config, source, watermark)
-
-    def _load(context, config, source, watermark) -> MaterializeResult:
-        from pipeline_assets.core.errors import DeleteRefused
-        from pipeline_assets.core.load.batch import FUTURE_TOLERANCE, load_table
-        from pipeline_assets.core.load.deletions import DeletePolicy
-
-        try:
-            start = to_instant(config.start, tz) if config.start else None
-            end = to_instant(config.end, tz) if config.end else None
-            result = load_table(
-                source.engine(),
-                watermark.warehouse.engine(),
-                spec=spec,
-                tz=tz,
-                lookback_days=watermark.lookback_days,
-                now=clock(),
-                start=start,
-                end=end,
-                announced_batch=last_announced_batch(context, names.asset),
-                deletes=DeletePolicy(table.max_delete_share, config.allow_deletes),
-            )
-        except DeleteRefused as exc:  # the run's failure shows what it would have deleted
-            context.log.error(spec.about(str(exc)))
-            raise step_failure(exc, spec, metadata=exc.metadata) from None
-        row = spec.say("rows_counted")
-        if result.mass_delete_allowed:
-            context.log.warning(
-                f"allow_deletes: deleted {result.rows_deleted} {row} the source no longer "
-                f"holds, more than MAX_DELETE_SHARE={table.max_delete_share:g} of the "
-                f"range's; their keys' digest {result.deleted_digest} is in the ledger"
-            )
-        deleted = "" if result.rows_deleted is None else f", deleted {result.rows_deleted}"
-        context.log.info(
-            f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
-            f"updated {result.updated}, unchanged {result.unchanged}{deleted}"
-            f"{' (already committed: skipped)' if result.skipped else ''}; watermark "
-            f"{result.watermark_before} -> {result.watermark_after}; warehouse "
-            f"{redact(watermark.warehouse.url)}"
-        )
-        if result.future_rows:
-            context.log.warning(
-                f"{result.future_rows} row(s) are stamped after the run's time plus "
-                f"{FUTURE_TOLERANCE}: loaded, but the watermark did not follow them "
-                f"({spec.say('future_keys')} "
-                f"{[_key_value(k) for k in result.future_order_ids]}); check the app's "
-                "clock."
-            )
-        return MaterializeResult(
-            metadata=load_metadata(result, watermark.lookback_days, spec),
-            check_results=[
-                lateness_check(result, watermark.lookback_days),
-                reconcile_check(
-                    source,
-                    watermark.warehouse,
-                    tz,
-                    horizon_days,
-                    list(result.days_touched),
-                    result.read_whole,
-                    table.max_delete_share,
-                    spec=spec,
-                    module=table.module,
-                ),
-            ],
-        )
+            return _load(context, config, source, watermark, table, tz=tz, clock=clock)
 
     return table_asset
 
 
-def reconcile_check(
+def _load(
+    context: AssetExecutionContext,
+    config: OrdersLoadConfig,
     source,
-    warehouse,
-    tz,
-    horizon_days: int,
-    days_touched: list[str],
-    read_whole=None,
-    max_delete_share: float = 0.5,
+    watermark,
+    table: TableSettings,
     *,
-    spec: TableSpec,
-    module: str = DEFINITIONS_MODULE,
-) -> AssetCheckResult:
-    """Source and warehouse agree day by day over the days ending at the watermark (no
-    clock: the window is anchored on the data, core/verify/horizon.py), plus ``days_touched``;
-    the days the load just read whole are compared with what it read (``read_whole``)."""
-    from pipeline_assets.core.verify.horizon import reconcile_horizon
-
-    from .core.verify import Repairs, VerifyError
-
-    check = spec.names.match_check
-    try:
-        h, days, verdict = reconcile_horizon(
-            source.engine(),
-            warehouse.engine(),
-            tz,
-            reconcile_days=horizon_days,
-            days_touched=days_touched,
-            read_whole=read_whole,
-            max_delete_share=max_delete_share,
-            spec=spec,
-            repairs=Repairs(spec, module),
-        )
-    except VerifyError as exc:
-        return AssetCheckResult(check_name=check, passed=False, description=str(exc))
-    return AssetCheckResult(
-        check_name=check,
-        passed=verdict.passed,
-        description=verdict.description,
-        metadata={
-            "anchored_on": h.anchored_on,
-            "anchor": h.anchor.isoformat() if h.anchor else "none",
-            "window": f"{h.first}...{h.last}" if h.first else "none",
-            "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
-            "days_compared": verdict.days_compared,
-            "differing_days": MetadataValue.json(verdict.differing),
-            "deleted_from_source": MetadataValue.json(
-                {
-                    d: _key_value(days[d].only_in_warehouse)
-                    for d in verdict.differing
-                    if days[d].only_in_warehouse
-                }
+    tz,
+    clock: Clock,
+) -> MaterializeResult:
+    """The step of the asset ``N``: the batch, told in the run's log, with its metadata and
+    both checks."""
+    result = _load_batch(context, config, source, watermark, table, tz=tz, clock=clock)
+    _log_batch(context.log, result, table, warehouse_url=watermark.warehouse.url)
+    return MaterializeResult(
+        metadata=load_metadata(result, watermark.lookback_days, table.spec),
+        check_results=[
+            lateness_check(result, watermark.lookback_days),
+            reconcile_check(
+                source,
+                watermark.warehouse,
+                tz,
+                table.reconcile_days,
+                list(result.days_touched),
+                result.read_whole,
+                table.max_delete_share,
+                spec=table.spec,
+                module=table.module,
             ),
-            "repair": MetadataValue.json(verdict.repair),
-            **({"days_to_fill": MetadataValue.json(verdict.to_fill)} if verdict.to_fill else {}),
-        },
+        ],
     )
+
+
+def _load_batch(
+    context: AssetExecutionContext,
+    config: OrdersLoadConfig,
+    source,
+    watermark,
+    table: TableSettings,
+    *,
+    tz,
+    clock: Clock,
+) -> "LoadResult":
+    """The batch of one run: the incremental load, or the explicit range of ``config``. A
+    range load refused for the rows it would delete fails the step, showing them."""
+    from pipeline_assets.core.errors import DeleteRefused
+    from pipeline_assets.core.load.batch import load_table
+    from pipeline_assets.core.load.deletions import DeletePolicy
+
+    spec = table.spec
+    try:
+        start = to_instant(config.start, tz) if config.start else None
+        end = to_instant(config.end, tz) if config.end else None
+        return load_table(
+            source.engine(),
+            watermark.warehouse.engine(),
+            spec=spec,
+            tz=tz,
+            lookback_days=watermark.lookback_days,
+            now=clock(),
+            start=start,
+            end=end,
+            announced_batch=last_announced_batch(context, spec.names.asset),
+            deletes=DeletePolicy(table.max_delete_share, config.allow_deletes),
+        )
+    except DeleteRefused as exc:  # the run's failure shows what it would have deleted
+        context.log.error(spec.about(str(exc)))
+        raise step_failure(exc, spec, metadata=exc.metadata) from None
+
+
+def _log_batch(log, result: "LoadResult", table: TableSettings, *, warehouse_url) -> None:
+    """The batch in the run's log: what it did, and a warning for a mass delete it was
+    allowed and for rows stamped after the run's time."""
+    from pipeline_assets.core.load.batch import FUTURE_TOLERANCE
+
+    spec = table.spec
+    row = spec.say("rows_counted")
+    if result.mass_delete_allowed:
+        log.warning(
+            f"allow_deletes: deleted {result.rows_deleted} {row} the source no longer "
+            f"holds, more than MAX_DELETE_SHARE={table.max_delete_share:g} of the "
+            f"range's; their keys' digest {result.deleted_digest} is in the ledger"
+        )
+    deleted = "" if result.rows_deleted is None else f", deleted {result.rows_deleted}"
+    log.info(
+        f"batch {result.batch_id}: read {result.rows_read}, inserted {result.inserted}, "
+        f"updated {result.updated}, unchanged {result.unchanged}{deleted}"
+        f"{' (already committed: skipped)' if result.skipped else ''}; watermark "
+        f"{result.watermark_before} -> {result.watermark_after}; warehouse "
+        f"{redact(warehouse_url)}"
+    )
+    if result.future_rows:
+        log.warning(
+            f"{result.future_rows} row(s) are stamped after the run's time plus "
+            f"{FUTURE_TOLERANCE}: loaded, but the watermark did not follow them "
+            f"({spec.say('future_keys')} "
+            f"{[key_value(k) for k in result.future_order_ids]}); check the app's "
+            "clock."
+        )

@@ -10,7 +10,9 @@ annotations at runtime.
 """
 
 from collections.abc import Callable
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from dagster import (
     AssetKey,
@@ -18,7 +20,6 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
-    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -27,7 +28,7 @@ from dagster import (
     sensor,
 )
 
-from pipeline_assets.core.daily_files import open_store, shape_of, stale_days
+from pipeline_assets.core.daily_files import Shape, open_store, shape_of, stale_days
 from pipeline_assets.core.table import ORDERS as ORDERS_SPEC
 from pipeline_assets.core.table.spec import DailyFiles, TableSpec
 
@@ -35,14 +36,12 @@ from .core import sensing
 from .core.days import yesterday
 from .core.errors import PipelineError
 from .core.times import utc_now
+from .sensor_runs import key_seed, runs_with_keys
 from .settings import Settings, files_location
 
 REASON_TAG = "pipeline_assets/reason"
 ORDERS_BATCH_TAG = "pipeline_assets/orders_batch_id"  # pipeline_assets/<N>_batch_id
 ATTEMPT_TAG = "pipeline_assets/attempt"
-# Dagster's own tags, read to find the runs of a request and whether a retry is coming.
-SENSOR_TAG, RUN_KEY_TAG = "dagster/sensor_name", "dagster/run_key"
-WILL_RETRY_TAG = "dagster/will_retry"
 # Often enough that the demo reacts within a minute; each tick is one indexed query.
 NEW_ORDERS_INTERVAL_SECONDS = 15
 REFRESH_INTERVAL_SECONDS = 10
@@ -87,50 +86,6 @@ def build_daily_schedule(settings: Settings, daily_job, spec: TableSpec = ORDERS
     return daily_schedule
 
 
-def _run_views(records) -> dict[str, list[sensing.RunView]]:
-    """Run records as the plain values the decisions take, by run key.
-
-    A retry Dagster launches for a failed run keeps its tags, run key included, so it is
-    found under the key of the request it retries.
-    """
-    found: dict[str, list[sensing.RunView]] = {}
-    for record in records:
-        run = record.dagster_run
-        found.setdefault(run.tags.get(RUN_KEY_TAG, ""), []).append(
-            sensing.RunView(
-                run_id=run.run_id,
-                status=run.status.value,
-                created_at=record.create_timestamp.timestamp(),
-                ended_at=record.end_time,
-                will_retry=run.tags.get(WILL_RETRY_TAG) == "true",
-            )
-        )
-    return found
-
-
-def _runs_with_keys(instance, sensor_name: str, keys) -> dict[str, list[sensing.RunView]]:
-    """The runs of the sensor's requests ``keys``, by key: one query for them all.
-
-    Filtered by the run key alone (its index finds the few runs of those keys) and then by
-    the sensor's name here: with the sensor's tag in the query too, the database began with
-    every run the sensor ever launched, a tick costing more each month (a year of runs:
-    2.3x a fresh instance's tick, benchmarks/bench_history.py)."""
-    keys = sorted(set(keys))
-    if not keys:
-        return {}
-    return _run_views(
-        record
-        for record in instance.get_run_records(filters=RunsFilter(tags={RUN_KEY_TAG: keys}))
-        if record.dagster_run.tags.get(SENSOR_TAG) == sensor_name
-    )
-
-
-def _seed(instance, sensor_name: str) -> str:
-    """Where a fresh cursor starts its run keys: the number of runs the sensor launched so
-    far, so a reset cursor never reuses the keys of the one before it."""
-    return str(instance.get_runs_count(filters=RunsFilter(tags={SENSOR_TAG: sensor_name})))
-
-
 def build_new_rows_sensor(
     settings: Settings,
     load_job,
@@ -159,51 +114,73 @@ def build_new_rows_sensor(
         "running.",
     )
     def new_rows_sensor(context: SensorEvaluationContext):
-        source = getattr(context.resources, source_key)
-        watermark = getattr(context.resources, watermark_key)
-        now = clock().timestamp()
-        fresh = sensing.LoadCursor.from_cursor(context.cursor).last_key is None
-
         def runs_for(key: str) -> list[sensing.RunView]:
-            return _runs_with_keys(context.instance, name, [key]).get(key, [])
+            return runs_with_keys(context.instance, name, [key]).get(key, [])
 
-        try:
-            tick = sensing.check_source(
-                source.engine(),
-                watermark.warehouse.engine(),
-                tz=tz,
-                lookback_days=watermark.lookback_days,
-                cursor=context.cursor,
-                runs_for=runs_for,
-                now=now,
-                seed=_seed(context.instance, name) if fresh else "",
-                spec=spec,
-            )
-        except PipelineError as exc:
-            # The cursor stays: the next tick asks again once the database is back.
-            return SkipReason(f"could not look at the source: {exc}")
-        if not tick.run:
-            return SensorResult(skip_reason=tick.reason, cursor=tick.cursor.to_cursor())
-        seen = tick.observation
-        context.log.info(tick.reason)
-        return SensorResult(
-            run_requests=[
-                RunRequest(
-                    run_key=tick.run_key,
-                    tags={
-                        REASON_TAG: name,
-                        ATTEMPT_TAG: str(tick.cursor.pending.attempt),
-                        "pipeline_assets/window_start": seen.window_start or "everything",
-                        "pipeline_assets/window_rows": "n/a"
-                        if seen.rows is None
-                        else str(seen.rows),
-                    },
-                )
-            ],
-            cursor=tick.cursor.to_cursor(),
+        result, note = _new_rows_tick(
+            getattr(context.resources, source_key),
+            getattr(context.resources, watermark_key),
+            context.cursor,
+            now=clock().timestamp(),
+            runs_for=runs_for,
+            seed=lambda: key_seed(context.instance, name),
+            name=name,
+            tz=tz,
+            spec=spec,
         )
+        if note:
+            context.log.info(note)
+        return result
 
     return new_rows_sensor
+
+
+def _new_rows_tick(
+    source,
+    watermark,
+    cursor: str | None,
+    *,
+    now: float,
+    runs_for: Callable[[str], list[sensing.RunView]],
+    seed: Callable[[], str],
+    name: str,
+    tz: ZoneInfo,
+    spec: TableSpec,
+) -> tuple[SensorResult | SkipReason, str | None]:
+    """One tick of ``new_N_sensor`` and the line it logs (None: nothing to log).
+
+    ``runs_for`` finds the runs of a request's key, ``seed`` where a fresh cursor starts
+    its run keys (:func:`.sensor_runs.key_seed`): both ask the instance, only when the
+    tick needs them."""
+    fresh = sensing.LoadCursor.from_cursor(cursor).last_key is None
+    try:
+        tick = sensing.check_source(
+            source.engine(),
+            watermark.warehouse.engine(),
+            tz=tz,
+            lookback_days=watermark.lookback_days,
+            cursor=cursor,
+            runs_for=runs_for,
+            now=now,
+            seed=seed() if fresh else "",
+            spec=spec,
+        )
+    except PipelineError as exc:
+        # The cursor stays: the next tick asks again once the database is back.
+        return SkipReason(f"could not look at the source: {exc}"), None
+    if not tick.run:
+        return SensorResult(skip_reason=tick.reason, cursor=tick.cursor.to_cursor()), None
+    seen = tick.observation
+    request = RunRequest(
+        run_key=tick.run_key,
+        tags={
+            REASON_TAG: name,
+            ATTEMPT_TAG: str(tick.cursor.pending.attempt),
+            "pipeline_assets/window_start": seen.window_start or "everything",
+            "pipeline_assets/window_rows": "n/a" if seen.rows is None else str(seen.rows),
+        },
+    )
+    return SensorResult(run_requests=[request], cursor=tick.cursor.to_cursor()), tick.reason
 
 
 def build_new_orders_sensor(
@@ -223,17 +200,22 @@ def build_refresh_sensor(
 ):
     """``F_refresh_sensor``: after each materialization of ``N``, rebuilds ``F`` (and its
     totals) for exactly the days it touched."""
-    tz = settings.tz
     files = files or spec.daily_files[0]
-    name = spec.names.files[files.name].refresh_sensor
-    table_key = AssetKey(spec.names.asset)
+    of = _RefreshOf(
+        name=spec.names.files[files.name].refresh_sensor,
+        spec=spec,
+        files=files,
+        table_key=AssetKey(spec.names.asset),
+        tag=batch_tag(spec),
+        shape=shape_of(spec, files),
+        location=files_location(settings, spec, files),
+        tz=settings.tz,
+        first_day=settings.partitions_start,
+    )
     built = " and ".join(n for n in (files.name, files.totals.name if files.totals else None) if n)
-    tag = batch_tag(spec)
-    shape = shape_of(spec, files)
-    location = files_location(settings, spec, files)
 
     @sensor(
-        name=name,
+        name=of.name,
         job=files_job,
         minimum_interval_seconds=REFRESH_INTERVAL_SECONDS,
         default_status=_default_status(settings, DefaultSensorStatus),
@@ -244,85 +226,120 @@ def build_refresh_sensor(
     )
     def refresh_sensor(context: SensorEvaluationContext):
         now = clock()
-        state = sensing.RefreshCursor.from_cursor(context.cursor)
-        found = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=table_key, after_storage_id=state.after),
-            limit=REFRESH_BATCH,
-            ascending=True,
-        )
-        last_day = yesterday(now, tz)
-        touched, notes = [], []
-        for record in found.records:
-            meta = record.asset_materialization.metadata
-            days, left_out = sensing.partition_days(
-                meta["days_touched"].value if "days_touched" in meta else [],
-                first_day=settings.partitions_start,
-                last_day=last_day,
-            )
-            batch = meta["batch_id"].value if "batch_id" in meta else "unknown"
-            if left_out:
-                notes.append(
-                    f"batch {batch}: left out {left_out} (before "
-                    f"PARTITIONS_START_DATE or not over yet: the daily schedule "
-                    f"builds a day once it is)"
-                )
-            if not days:
-                notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
-            touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
-        stale: list[str] = []
-        if state.declaration != shape.current:  # once per declared shape
-            try:
-                found_stale = [s.day for s in stale_days(open_store(location), shape)]
-            except PipelineError as exc:  # the cursor stays: the next tick looks again
-                return SkipReason(f"could not look at the day files of {files.name}: {exc}")
-            stale, left_out = sensing.partition_days(
-                found_stale, first_day=settings.partitions_start, last_day=last_day
-            )
-            if stale:
-                notes.append(
-                    f"{len(stale)} committed day(s) of {files.name} were written with another "
-                    f"declaration: rebuilding them in the declared one ({shape.current})"
-                )
-        runs = _runs_with_keys(context.instance, name, [r.key for r in state.pending])
-        outcomes = {
-            r.key: sensing.request_outcome(
-                runs.get(r.key, []), requested_at=r.requested_at, now=now.timestamp()
-            )
-            for r in state.pending
-        }
-        tick = sensing.refresh_tick(
-            state,
-            touched,
-            outcomes,
-            now.timestamp(),
-            seed=state.epoch or _seed(context.instance, name),
-            files=files.name,
-            declaration=shape.current,
-            stale=stale,
-        )
-        for note in notes + tick.notes:
+        result, notes = _refresh_tick(context.instance, context.cursor, now, of)
+        for note in notes:
             context.log.info(note)
-        cursor = tick.cursor.to_cursor()
-        if tick.requests:
-            return SensorResult(
-                run_requests=[_refresh_request(r, name, tag) for r in tick.requests], cursor=cursor
-            )
-        if tick.cursor.pending:
-            waiting = ", ".join(
-                f"{r.key} ({outcomes[r.key].detail})"
-                for r in tick.cursor.pending
-                if r.key in outcomes
-            )
-            notes.append(
-                f"waiting for {waiting}"
-                if waiting
-                else f"waiting for {len(tick.cursor.pending)} requested rebuild(s)"
-            )
-        if not notes:
-            notes.append(f"no new materialization of {spec.name}")
-        return SensorResult(skip_reason="; ".join(notes + tick.notes), cursor=cursor)
+        return result
 
     return refresh_sensor
+
+
+@dataclass(frozen=True)
+class _RefreshOf:
+    """What a refresh sensor's ticks read of its file set, fixed when it is built."""
+
+    name: str  # the sensor's name
+    spec: TableSpec
+    files: DailyFiles
+    table_key: AssetKey
+    tag: str  # the batch tag of its runs (batch_tag)
+    shape: Shape  # the file set's declared shape (shape_of)
+    location: str  # where its day files are (files_location)
+    tz: ZoneInfo  # PIPELINE_TIMEZONE
+    first_day: date  # PARTITIONS_START_DATE
+
+
+def _refresh_tick(
+    instance, cursor: str | None, now: datetime, of: _RefreshOf
+) -> tuple[SensorResult | SkipReason, list[str]]:
+    """One tick of ``F_refresh_sensor`` and the lines it logs."""
+    state = sensing.RefreshCursor.from_cursor(cursor)
+    found = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=of.table_key, after_storage_id=state.after),
+        limit=REFRESH_BATCH,
+        ascending=True,
+    )
+    last_day = yesterday(now, of.tz)
+    touched, notes = _touched(found.records, of.first_day, last_day)
+    stale: list[str] = []
+    if state.declaration != of.shape.current:  # once per declared shape
+        try:
+            found_stale = [s.day for s in stale_days(open_store(of.location), of.shape)]
+        except PipelineError as exc:  # the cursor stays: the next tick looks again
+            return SkipReason(f"could not look at the day files of {of.files.name}: {exc}"), []
+        stale, _ = sensing.partition_days(found_stale, first_day=of.first_day, last_day=last_day)
+        if stale:
+            notes.append(
+                f"{len(stale)} committed day(s) of {of.files.name} were written with another "
+                f"declaration: rebuilding them in the declared one ({of.shape.current})"
+            )
+    runs = runs_with_keys(instance, of.name, [r.key for r in state.pending])
+    outcomes = {
+        r.key: sensing.request_outcome(
+            runs.get(r.key, []), requested_at=r.requested_at, now=now.timestamp()
+        )
+        for r in state.pending
+    }
+    tick = sensing.refresh_tick(
+        state,
+        touched,
+        outcomes,
+        now.timestamp(),
+        seed=state.epoch or key_seed(instance, of.name),
+        files=of.files.name,
+        declaration=of.shape.current,
+        stale=stale,
+    )
+    return _refresh_result(tick, outcomes, notes, of), notes + tick.notes
+
+
+def _touched(records, first_day: date, last_day: date) -> tuple[list[sensing.Touched], list[str]]:
+    """The table's new materializations as the refresh tick reads them, and notes on the
+    days each left out."""
+    touched, notes = [], []
+    for record in records:
+        meta = record.asset_materialization.metadata
+        days, left_out = sensing.partition_days(
+            meta["days_touched"].value if "days_touched" in meta else [],
+            first_day=first_day,
+            last_day=last_day,
+        )
+        batch = meta["batch_id"].value if "batch_id" in meta else "unknown"
+        if left_out:
+            notes.append(
+                f"batch {batch}: left out {left_out} (before "
+                f"PARTITIONS_START_DATE or not over yet: the daily schedule "
+                f"builds a day once it is)"
+            )
+        if not days:
+            notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
+        touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
+    return touched, notes
+
+
+def _refresh_result(
+    tick: sensing.RefreshTick, outcomes: dict, notes: list[str], of: _RefreshOf
+) -> SensorResult:
+    """The tick's requests, or why it asked for none (its skip reason)."""
+    cursor = tick.cursor.to_cursor()
+    if tick.requests:
+        return SensorResult(
+            run_requests=[_refresh_request(r, of.name, of.tag) for r in tick.requests],
+            cursor=cursor,
+        )
+    notes = list(notes)
+    if tick.cursor.pending:
+        waiting = ", ".join(
+            f"{r.key} ({outcomes[r.key].detail})" for r in tick.cursor.pending if r.key in outcomes
+        )
+        notes.append(
+            f"waiting for {waiting}"
+            if waiting
+            else f"waiting for {len(tick.cursor.pending)} requested rebuild(s)"
+        )
+    if not notes:
+        notes.append(f"no new materialization of {of.spec.name}")
+    return SensorResult(skip_reason="; ".join(notes + tick.notes), cursor=cursor)
 
 
 def build_paid_orders_refresh_sensor(

@@ -56,15 +56,7 @@ def build_definitions(
         selection=AssetSelection.assets(names.asset),
         description=f"The incremental load of {spec.name} (give start/end config for a range).",
     )
-    files_jobs = {
-        f.name: define_asset_job(
-            names.files[f.name].job,
-            selection=AssetSelection.assets(*(a.key for a in files_assets[f.name])),
-            description="Rebuild the day files and totals of a day or a range of days."
-            + ("" if len(spec.daily_files) == 1 else f" ({f.name})"),
-        )
-        for f in spec.daily_files
-    }
+    files_jobs = _files_jobs(spec, files_assets)
     every_file = [a for built in files_assets.values() for a in built]
     jobs = [load_job, *files_jobs.values()]
     schedules = []
@@ -82,22 +74,49 @@ def build_definitions(
         assets=[table_asset, *every_file],
         jobs=jobs,
         schedules=schedules,
-        sensors=[
-            build_new_rows_sensor(
-                settings,
-                load_job,
-                clock,
-                spec=spec,
-                source_key=keys.source,
-                watermark_key=keys.watermark,
-            ),
-            *(
-                build_refresh_sensor(settings, files_jobs[f.name], clock, spec=spec, files=f)
-                for f in spec.daily_files
-            ),
-        ],
+        sensors=_sensors(settings, load_job, files_jobs, clock, spec=spec, keys=keys),
         resources=resources,
     )
+
+
+def _files_jobs(spec: TableSpec, files_assets: dict[str, list]) -> dict[str, Any]:
+    """The job rebuilding each daily file set (and its totals), by file set name."""
+    names = spec.names
+    return {
+        f.name: define_asset_job(
+            names.files[f.name].job,
+            selection=AssetSelection.assets(*(a.key for a in files_assets[f.name])),
+            description="Rebuild the day files and totals of a day or a range of days."
+            + ("" if len(spec.daily_files) == 1 else f" ({f.name})"),
+        )
+        for f in spec.daily_files
+    }
+
+
+def _sensors(
+    settings: Settings,
+    load_job,
+    files_jobs: dict[str, Any],
+    clock: Clock,
+    *,
+    spec: TableSpec,
+    keys: TableResources,
+) -> list:
+    """``new_N_sensor`` and each file set's ``F_refresh_sensor``."""
+    return [
+        build_new_rows_sensor(
+            settings,
+            load_job,
+            clock,
+            spec=spec,
+            source_key=keys.source,
+            watermark_key=keys.watermark,
+        ),
+        *(
+            build_refresh_sensor(settings, files_jobs[f.name], clock, spec=spec, files=f)
+            for f in spec.daily_files
+        ),
+    ]
 
 
 def _resources(settings: Settings, spec: TableSpec) -> tuple[dict[str, Any], TableResources]:

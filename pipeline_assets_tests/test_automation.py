@@ -22,14 +22,7 @@ from dagster import (
     build_sensor_context,
 )
 
-from pipeline_assets.automation import (
-    ATTEMPT_TAG,
-    REASON_TAG,
-    RUN_KEY_TAG,
-    SENSOR_TAG,
-    WILL_RETRY_TAG,
-    build_paid_orders_refresh_sensor,
-)
+from pipeline_assets.automation import ATTEMPT_TAG, REASON_TAG, build_paid_orders_refresh_sensor
 from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db.engines import make_engine
@@ -37,6 +30,7 @@ from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant, zone
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
+from pipeline_assets.sensor_runs import RUN_KEY_TAG, SENSOR_TAG, WILL_RETRY_TAG
 from pipeline_assets.settings import from_env
 
 from .tables import PAYMENTS

@@ -22,7 +22,6 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.automation import RUN_KEY_TAG, SENSOR_TAG
 from pipeline_assets.core.daily_files import serialize_day
 from pipeline_assets.core.daily_files.views import day_rows, day_totals
 from pipeline_assets.core.db.engines import make_engine
@@ -33,6 +32,7 @@ from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC, to_instant
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, verify
 from pipeline_assets.definitions import build_definitions
+from pipeline_assets.sensor_runs import RUN_KEY_TAG, SENSOR_TAG
 from pipeline_assets.settings import from_env
 
 from .conftest import NOW

@@ -513,11 +513,11 @@ def test_a_changed_file_shape_makes_every_committed_day_stale_until_rebuilt_once
     refresh sensor requests them once; rebuilt, they are committed in the new shape."""
     from dagster import materialize
 
-    from pipeline_assets.automation import RUN_KEY_TAG, SENSOR_TAG
     from pipeline_assets.core.daily_files import describe_days, shape_of, stale_days
     from pipeline_assets.core.errors import StaleDayError
     from pipeline_assets.core.verify import FILE_STALE
     from pipeline_assets.definitions import build_definitions
+    from pipeline_assets.sensor_runs import RUN_KEY_TAG, SENSOR_TAG
     from pipeline_assets.settings import from_env
 
     (tmp_path / "data").mkdir()

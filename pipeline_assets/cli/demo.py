@@ -15,7 +15,13 @@ from .context import Context, option, print_json
 def add_demo(commands) -> None:
     group = commands.add_parser("demo", help="create and change the demo app database")
     sub = group.add_subparsers(dest="demo_command", metavar="DEMO_COMMAND", required=True)
+    _add_init(sub)
+    _add_generate(sub)
+    _add_set(sub)
+    _add_delete(sub)
 
+
+def _add_init(sub) -> None:
     p = sub.add_parser(
         "init",
         help="create the orders table: the story's orders 101-106 "
@@ -39,6 +45,8 @@ def add_demo(commands) -> None:
     )
     p.set_defaults(handler=_demo_init)
 
+
+def _add_generate(sub) -> None:
     p = sub.add_parser("generate", help="add N realistic orders over D days, some late")
     p.add_argument("--orders", type=int, required=True, metavar="N")
     p.add_argument("--days", type=int, required=True, metavar="D")
@@ -61,6 +69,8 @@ def add_demo(commands) -> None:
     )
     p.set_defaults(handler=_demo_generate)
 
+
+def _add_set(sub) -> None:
     p = sub.add_parser("set", help="insert or update one order, as the app would")
     p.add_argument("order_id", type=int, metavar="ORDER_ID")
     p.add_argument("--status", required=True)
@@ -75,6 +85,8 @@ def add_demo(commands) -> None:
     )
     p.set_defaults(handler=_demo_set)
 
+
+def _add_delete(sub) -> None:
     p = sub.add_parser("delete", help="delete one order, as the app would")
     p.add_argument("order_id", type=int, metavar="ORDER_ID")
     p.set_defaults(handler=_demo_delete)

@@ -237,45 +237,10 @@ def generate(
     if not 0.0 <= late_fraction <= 1.0:
         raise DemoError(f"--late-fraction {late_fraction} must be between 0 and 1")
     _require_table(engine)
-    t = source_orders.c
     with _writing(engine) as conn:
-        first_id = (conn.execute(sa.select(sa.func.max(t.order_id))).scalar() or 1000) + 1
-        if start is None:
-            newest = conn.execute(sa.select(sa.func.max(t.updated_at))).scalar()
-            start = (
-                (to_instant(newest, UTC).date() + timedelta(days=1)) if newest else date(2026, 1, 1)
-            )
-        rng = random.Random(seed)
-        names = [s for s, _ in STATUSES]
-        weights = [w for _, w in STATUSES]
-        origin = datetime(start.year, start.month, start.day, tzinfo=UTC)
-        span = days * 86_400
-        marker = "?" if conn.dialect.name == "sqlite" else "%s"
-        sql = (
-            f"INSERT INTO orders (order_id, status, amount, updated_at) "
-            f"VALUES ({marker}, {marker}, {marker}, {marker})"
-        )
-        late = 0
-        batch = []
-        for n in range(orders):
-            moment = origin + timedelta(seconds=rng.randrange(span))
-            if rng.random() < late_fraction:
-                moment -= timedelta(days=rng.randint(1, 5), seconds=rng.randrange(3600))
-                late += 1
-            cents = rng.randint(500, 25_000)
-            batch.append(
-                (
-                    first_id + n,
-                    rng.choices(names, weights)[0],
-                    format_amount(Decimal(cents).scaleb(-2)),
-                    moment.isoformat(timespec="seconds"),
-                )
-            )
-            if len(batch) >= chunk_size:
-                conn.exec_driver_sql(sql, batch)
-                batch = []
-        if batch:
-            conn.exec_driver_sql(sql, batch)
+        first_id, start = _where_to_continue(conn, start)
+        rows = _random_orders(random.Random(seed), first_id, orders, start, days, late_fraction)
+        late = _insert_in_chunks(conn, rows, chunk_size)
     return {
         "orders": orders,
         "first_order_id": first_id,
@@ -284,3 +249,62 @@ def generate(
         "days": days,
         "late": late,
     }
+
+
+def _where_to_continue(conn: sa.Connection, start: date | None) -> tuple[int, date]:
+    """Where appended orders carry on: the id after the source's highest (1001 in an
+    empty table) and, unless given, the day after its newest stamp (else 2026-01-01)."""
+    t = source_orders.c
+    first_id = (conn.execute(sa.select(sa.func.max(t.order_id))).scalar() or 1000) + 1
+    if start is None:
+        newest = conn.execute(sa.select(sa.func.max(t.updated_at))).scalar()
+        start = (to_instant(newest, UTC).date() + timedelta(days=1)) if newest else date(2026, 1, 1)
+    return first_id, start
+
+
+def _random_orders(
+    rng: random.Random, first_id: int, count: int, start: date, days: int, late_fraction: float
+) -> Iterator[tuple[tuple[int, str, str, str], bool]]:
+    """``count`` orders from ``first_id`` on, stamped over ``days`` days from ``start``
+    (UTC), each with whether it arrives late, stamped one to five days older. Made one at
+    a time: a large append is never held whole."""
+    names = [s for s, _ in STATUSES]
+    weights = [w for _, w in STATUSES]
+    origin = datetime(start.year, start.month, start.day, tzinfo=UTC)
+    span = days * 86_400
+    for n in range(count):
+        moment = origin + timedelta(seconds=rng.randrange(span))
+        late = rng.random() < late_fraction
+        if late:
+            moment -= timedelta(days=rng.randint(1, 5), seconds=rng.randrange(3600))
+        cents = rng.randint(500, 25_000)
+        row = (
+            first_id + n,
+            rng.choices(names, weights)[0],
+            format_amount(Decimal(cents).scaleb(-2)),
+            moment.isoformat(timespec="seconds"),
+        )
+        yield row, late
+
+
+def _insert_in_chunks(
+    conn: sa.Connection, rows: Iterator[tuple[tuple, bool]], chunk_size: int
+) -> int:
+    """Insert ``(row, late)`` pairs ``chunk_size`` rows to a statement, through the driver;
+    returns how many of them arrived late."""
+    marker = "?" if conn.dialect.name == "sqlite" else "%s"
+    sql = (
+        f"INSERT INTO orders (order_id, status, amount, updated_at) "
+        f"VALUES ({marker}, {marker}, {marker}, {marker})"
+    )
+    late = 0
+    batch = []
+    for row, was_late in rows:
+        late += was_late
+        batch.append(row)
+        if len(batch) >= chunk_size:
+            conn.exec_driver_sql(sql, batch)
+            batch = []
+    if batch:
+        conn.exec_driver_sql(sql, batch)
+    return late

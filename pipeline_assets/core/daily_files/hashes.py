@@ -67,20 +67,37 @@ class DayFileHashes:
         self._unsure: set[int] = set()
         filtered = [column for column, _ in self.files.where]
         self._needed = list(dict.fromkeys([*self.files.columns, *filtered]))
+        self._slot = {name: f"c{i}" for i, name in enumerate(self._needed)}
 
     def add(self, table) -> None:
-        import numpy as np
+        """Hash the rows of ``table`` (see the class) on the days asked and in the file's
+        view, each day's after what that day already holds."""
+        import pyarrow.compute as pc
+
+        rows, bad = self._view_rows(table)
+        if rows is None:
+            return
+        text, bad = self._row_texts(rows, bad)
+        if bad is not None:
+            bad = pc.fill_null(bad, True)
+            if pc.any(bad).as_py():
+                self._unsure |= set(pc.unique(rows["day"].filter(bad)).to_pylist())
+        self._hash_days(rows["day"].to_numpy(), text)
+
+    def _view_rows(self, table):
+        """(the rows of the view on the days asked, each column in the one Arrow form it is
+        written from, sorted by day and key; the rows it cannot vouch for or None), or
+        (None, None) when there is no such row."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        spec, files = self.spec, self.files
-        slot = {name: f"c{i}" for i, name in enumerate(self._needed)}
+        spec, slot = self.spec, self._slot
         keep = pc.is_in(table[working.DAY], value_set=self._wanted)
-        for name, allowed in files.where:  # the view's rows: compared as stored
+        for name, allowed in self.files.where:  # the view's rows: compared as stored
             kind = spec.column(name).type
             keep = pc.and_(keep, _allowed(_stored_array(table[name], kind)[0], kind, allowed))
         if not pc.any(keep).as_py():
-            return
+            return None, None
         table = table.filter(keep)
         columns, bad = {"day": table[working.DAY]}, None
         for name in self._needed:
@@ -94,29 +111,38 @@ class DayFileHashes:
             .sort_by([("day", "ascending"), *((slot[k], "ascending") for k in spec.primary_key)])
             .combine_chunks()
         )
-        bad = rows["bad"].combine_chunks() if bad is not None else None
+        return rows, (rows["bad"].combine_chunks() if bad is not None else None)
+
+    def _row_texts(self, rows, bad):
+        """(each row's JSON object, keys sorted, as text; ``bad`` with the rows whose values
+        it cannot vouch for added)."""
+        import pyarrow.compute as pc
+
         parts: list = []
-        for i, name in enumerate(sorted(files.columns)):
-            column = spec.column(name)
+        for i, name in enumerate(sorted(self.files.columns)):
+            column = self.spec.column(name)
             parts.append(("{" if i == 0 else ",") + json.dumps(name) + ":")
             pieces, wrong = _json_text(
-                rows[slot[name]].combine_chunks(), column.type, column.nullable, self.tz
+                rows[self._slot[name]].combine_chunks(), column.type, column.nullable, self.tz
             )
             parts.extend(pieces)
             bad = _or(bad, wrong)
         parts.append("}")
-        merged: list = []
+        merged: list = []  # neighbouring literals joined: fewer arrays for the kernel
         for part in parts:
             if isinstance(part, str) and merged and isinstance(merged[-1], str):
                 merged[-1] += part
             else:
                 merged.append(part)
-        text = pc.binary_join_element_wise(*merged, "")
-        if bad is not None:
-            bad = pc.fill_null(bad, True)
-            if pc.any(bad).as_py():
-                self._unsure |= set(pc.unique(rows["day"].filter(bad)).to_pylist())
-        day = rows["day"].to_numpy()
+        return pc.binary_join_element_wise(*merged, ""), bad
+
+    def _hash_days(self, day, text) -> None:
+        """Feed each day's run of row texts (``day``: each row's day, sorted) to its hash,
+        comma-joined, after an opening ``[`` or the day's rows so far."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         cut = np.flatnonzero(np.diff(day)) + 1
         starts = np.concatenate(([0], cut))
         offsets = pa.array(np.concatenate((starts, [len(day)])), pa.int32())

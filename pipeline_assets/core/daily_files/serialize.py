@@ -60,56 +60,71 @@ def _json_value(
     """The value as the day file writes it, or a :class:`DayFilesError` naming it."""
     if value is None and nullable:
         return None
-    k = kind.kind
-    if k == "integer":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise DayFilesError(f"{who}: {name} {value!r} must be an integer")
-        if not _INT64[0] <= value <= _INT64[1]:
-            raise DayFilesError(f"{who}: {name} {value!r} does not fit in 64 bits")
-        return value
-    if k == "text":
-        if nonempty and (not isinstance(value, str) or not value):
-            raise DayFilesError(f"{who}: {name} {value!r} must be non-empty text")
-        if not isinstance(value, str):
-            raise DayFilesError(f"{who}: {name} {value!r} must be text")
-        return value
-    if k == "decimal":
-        if isinstance(value, Decimal) and value.is_finite():
-            value = format(value, "f")
-        if not isinstance(value, str) or not _AMOUNT_RE.fullmatch(value):
-            raise DayFilesError(
-                f"{who}: {name} {value!r} must be exact decimal text such as "
-                f'"{_decimal_example(kind)}" (never a float)'
-            )
-        if kind.scale is None:
-            return value  # as the source spelled it
+    if kind.kind == "text" and nonempty and (not isinstance(value, str) or not value):
+        raise DayFilesError(f"{who}: {name} {value!r} must be non-empty text")
+    return _JSON_VALUES[kind.kind](who, name, kind, value)
+
+
+# One function per column kind, each ``(who, name, kind, value)`` → the value as the day
+# file writes it; each refuses, naming the value, what the file cannot hold exactly.
+
+
+def _integer_value(who: str, name: str, kind: ColumnType, value):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DayFilesError(f"{who}: {name} {value!r} must be an integer")
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise DayFilesError(f"{who}: {name} {value!r} does not fit in 64 bits")
+    return value
+
+
+def _text_value(who: str, name: str, kind: ColumnType, value):
+    if not isinstance(value, str):
+        raise DayFilesError(f"{who}: {name} {value!r} must be text")
+    return value
+
+
+def _decimal_value(who: str, name: str, kind: ColumnType, value):
+    if isinstance(value, Decimal) and value.is_finite():
+        value = format(value, "f")
+    if not isinstance(value, str) or not _AMOUNT_RE.fullmatch(value):
+        raise DayFilesError(
+            f"{who}: {name} {value!r} must be exact decimal text such as "
+            f'"{_decimal_example(kind)}" (never a float)'
+        )
+    if kind.scale is None:
+        return value  # as the source spelled it
+    try:
+        return format(kind.parse(value, None), "f")  # S places
+    except TypeValueError as exc:
+        raise DayFilesError(f"{who}: {name}: {exc.reason}") from None
+
+
+def _float_value(who: str, name: str, kind: ColumnType, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DayFilesError(f"{who}: {name} {value!r} must be a finite number")
+    return float(value)
+
+
+def _boolean_value(who: str, name: str, kind: ColumnType, value):
+    if not isinstance(value, bool):
+        raise DayFilesError(f"{who}: {name} {value!r} must be true or false")
+    return value
+
+
+def _date_value(who: str, name: str, kind: ColumnType, value):
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
         try:
-            return format(kind.parse(value, None), "f")  # S places
-        except TypeValueError as exc:
-            raise DayFilesError(f"{who}: {name}: {exc.reason}") from None
-    if k == "float":
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise DayFilesError(f"{who}: {name} {value!r} must be a finite number")
-        return float(value)
-    if k == "boolean":
-        if not isinstance(value, bool):
-            raise DayFilesError(f"{who}: {name} {value!r} must be true or false")
-        return value
-    if k == "date":
-        if isinstance(value, date) and not isinstance(value, datetime):
-            return value.isoformat()
-        if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
-            try:
-                date.fromisoformat(value)
-                return value
-            except ValueError:
-                pass
-        raise DayFilesError(f"{who}: {name} {value!r} must be a date YYYY-MM-DD")
-    # timestamp: written as given (the caller gives it in the pipeline's zone)
+            date.fromisoformat(value)
+            return value
+        except ValueError:
+            pass
+    raise DayFilesError(f"{who}: {name} {value!r} must be a date YYYY-MM-DD")
+
+
+def _timestamp_value(who: str, name: str, kind: ColumnType, value):
+    """Written as given (the caller gives it in the pipeline's zone)."""
     if isinstance(value, datetime):
         value = value.isoformat()
     if not isinstance(value, str):
@@ -119,6 +134,17 @@ def _json_value(
     except ValueError:
         raise DayFilesError(f"{who}: {name} {value!r} is not ISO-8601") from None
     return value
+
+
+_JSON_VALUES = {
+    "integer": _integer_value,
+    "text": _text_value,
+    "decimal": _decimal_value,
+    "float": _float_value,
+    "boolean": _boolean_value,
+    "date": _date_value,
+    "timestamp": _timestamp_value,
+}
 
 
 def _key_order(who: str, name: str, kind: ColumnType, value) -> object:

@@ -137,11 +137,20 @@ def read_head(store: Store | Snapshot) -> dict | None:
 
 def _day_status(store: Snapshot, day: str) -> DayStatus:
     data = store.read(day_name(day))
+    listing, problem = _newest_listing(store, day)
+    if listing is None:
+        if problem is None and data is None:
+            return DayStatus(day, NOT_BUILT, "it was never built (no file, no manifest lists it)")
+        reason = problem or "the file exists but no manifest lists it (a run stopped early)"
+        return DayStatus(day, UNCOMMITTED, reason)
+    return _listed_status(day, data, *listing)
 
-    # The newest manifest listing the day: the one its pointer names, unless the last
-    # run stopped between its manifest and its pointers and that manifest lists it too.
-    problem = None
-    manifest_name = sequence = entry = shape = None
+
+def _newest_listing(store: Snapshot, day: str) -> tuple[tuple | None, str | None]:
+    """The newest manifest listing the day, as ``(name, sequence, entry, manifest)``, or
+    None and why (None: nothing lists it): the one its pointer names, unless the last run
+    stopped between its manifest and its pointers and that manifest lists it too."""
+    listing = problem = None
     try:
         pointer = read_json_object(store, pointer_name(day))
     except ValueError as exc:
@@ -149,34 +158,33 @@ def _day_status(store: Snapshot, day: str) -> DayStatus:
     if pointer is not None:
         try:
             manifest, entry = manifest_entry(store, pointer.get("manifest"), day)
-            manifest_name, sequence, shape = pointer["manifest"], manifest["sequence"], manifest
+            name, sequence = pointer["manifest"], manifest["sequence"]
             if sequence != pointer.get("sequence") or entry["sha256"] != pointer.get("sha256"):
-                raise ValueError(f"manifest {manifest_name} disagrees with the pointer")
+                raise ValueError(f"manifest {name} disagrees with the pointer")
+            listing = (name, sequence, entry, manifest)
         except ValueError as exc:
             # e.g. a retry of the same run rewrote that manifest with a newer sequence and
             # died before its pointers: the unfinished run's head below may still vouch
-            entry, problem = None, f"its pointer names a manifest that cannot vouch for it ({exc})"
-            manifest_name = sequence = None
+            problem = f"its pointer names a manifest that cannot vouch for it ({exc})"
     head = read_head(store)
     if (
         head is not None
         and head.get("state") != "done"
-        and (sequence is None or head["sequence"] > sequence)
+        and (listing is None or head["sequence"] > listing[1])
     ):
         try:
             manifest, head_entry = manifest_entry(store, head.get("manifest"), day)
             if manifest["sequence"] == head["sequence"]:
-                manifest_name, sequence, entry = head["manifest"], head["sequence"], head_entry
-                shape = manifest
-                problem = None
+                return (head["manifest"], head["sequence"], head_entry, manifest), None
         except ValueError:
             pass  # the unfinished run did not list this day, or crashed before its manifest
+    return listing, problem
 
-    if entry is None:
-        if problem is None and data is None:
-            return DayStatus(day, NOT_BUILT, "it was never built (no file, no manifest lists it)")
-        reason = problem or "the file exists but no manifest lists it (a run stopped early)"
-        return DayStatus(day, UNCOMMITTED, reason)
+
+def _listed_status(
+    day: str, data: bytes | None, manifest_name: str, sequence: int, entry: dict, shape: dict
+) -> DayStatus:
+    """The day's file against the entry of the manifest that lists it."""
     if data is None:
         return DayStatus(
             day,

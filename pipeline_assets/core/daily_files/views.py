@@ -63,28 +63,7 @@ def day_rows(
         return out
     names = list(dict.fromkeys([*files.columns, *(c for c, _ in files.where), spec.cursor]))
     c = warehouse_table(spec).c
-    cursor = spec.column(spec.cursor)
-    # every value bound under a name of its own: SQLAlchemy names a bound value after its
-    # column otherwise, and a column's name may be any text (a space breaks an IN list)
-    if cursor.type.kind == "timestamp":
-        low = canonical(day_start(wanted[0], tz))
-        high = canonical(day_end(wanted[-1], tz))
-        conditions = [
-            c[spec.cursor] >= sa.bindparam("low", low),
-            c[spec.cursor] < sa.bindparam("high", high),
-        ]
-    else:  # a date: the day is the date itself
-        conditions = [
-            c[spec.cursor] >= sa.bindparam("low", wanted[0].isoformat()),
-            c[spec.cursor] <= sa.bindparam("high", wanted[-1].isoformat()),
-        ]
-    for i, (name, allowed) in enumerate(files.where):
-        kind = spec.column(name).type
-        values = [kind.stored(v) for v in allowed if v is not None]
-        match = (
-            c[name].in_(sa.bindparam(f"where{i}", values, expanding=True)) if values else sa.false()
-        )
-        conditions.append(sa.or_(match, c[name].is_(None)) if None in allowed else match)
+    conditions = [*_day_range(c, spec, wanted, tz), *_view_filter(c, spec, files)]
     # A read: no schema creation and no write transaction (verify calls this per span).
     if not has_table(warehouse, spec.name, _ENV):
         return out
@@ -95,6 +74,52 @@ def day_rows(
         .where(*conditions)
         .order_by(*(c[k] for k in spec.primary_key))
     )
+    _read_days(warehouse, query, names, out, tz, spec, files)
+    return out
+
+
+def _day_range(c, spec: TableSpec, wanted: list, tz: tzinfo) -> list:
+    """The cursor's range over the days ``wanted`` (sorted), each bound under a name of
+    its own: SQLAlchemy names a bound value after its column otherwise, and a column's
+    name may be any text (a space breaks an IN list)."""
+    if spec.column(spec.cursor).type.kind == "timestamp":
+        low = canonical(day_start(wanted[0], tz))
+        high = canonical(day_end(wanted[-1], tz))
+        return [
+            c[spec.cursor] >= sa.bindparam("low", low),
+            c[spec.cursor] < sa.bindparam("high", high),
+        ]
+    return [  # a date: the day is the date itself
+        c[spec.cursor] >= sa.bindparam("low", wanted[0].isoformat()),
+        c[spec.cursor] <= sa.bindparam("high", wanted[-1].isoformat()),
+    ]
+
+
+def _view_filter(c, spec: TableSpec, files: DailyFiles) -> list:
+    """The view's ``where``, as the warehouse stores its values."""
+    conditions = []
+    for i, (name, allowed) in enumerate(files.where):
+        kind = spec.column(name).type
+        values = [kind.stored(v) for v in allowed if v is not None]
+        match = (
+            c[name].in_(sa.bindparam(f"where{i}", values, expanding=True)) if values else sa.false()
+        )
+        conditions.append(sa.or_(match, c[name].is_(None)) if None in allowed else match)
+    return conditions
+
+
+def _read_days(
+    warehouse: Engine,
+    query,
+    names: list[str],
+    out: dict[str, list[dict]],
+    tz: tzinfo,
+    spec: TableSpec,
+    files: DailyFiles,
+) -> None:
+    """Each row of ``query`` (columns ``names``) in JSON-ready form, under its day in
+    ``out`` (rows of days not asked are dropped), sorted by the primary key."""
+    cursor = spec.column(spec.cursor)
     day_of_row = _day_reader(cursor.type, tz)
     shown_cursor = spec.cursor in files.columns and cursor.type.kind == "timestamp"
     at = {n: i for i, n in enumerate(names)}
@@ -128,7 +153,6 @@ def day_rows(
     for day, pairs in per_day.items():  # code point order, whatever the collation
         pairs.sort(key=lambda pair: pair[0])
         out[day] = [row for _, row in pairs]
-    return out
 
 
 def _skip(value) -> None:

@@ -161,6 +161,75 @@ def _start_run_locked(store: Store) -> int:
     return head["sequence"]
 
 
+def _checked_times(
+    written_at: str | datetime, watermark: str | datetime | None
+) -> tuple[str, str | None]:
+    """``written_at`` and ``watermark`` as the ISO-8601 text a manifest records, or a
+    :class:`DayFilesError` saying which is not."""
+    if isinstance(written_at, datetime):
+        written_at = written_at.isoformat()
+    if isinstance(watermark, datetime):
+        watermark = watermark.isoformat()
+    if watermark is not None and not isinstance(watermark, str):
+        raise DayFilesError(f"watermark {watermark!r} must be ISO-8601 text or None")
+    try:
+        datetime.fromisoformat(written_at)
+    except (TypeError, ValueError):
+        raise DayFilesError(f"written_at {written_at!r} must be an ISO-8601 timestamp") from None
+    return written_at, watermark
+
+
+def _serialized(
+    days: Mapping[str, Sequence[Mapping]], spec: TableSpec, files: DailyFiles | None
+) -> tuple[dict[str, bytes], dict[str, dict]]:
+    """The bytes of each day file, by day, and each day's manifest entry (rows, sha256):
+    all of them built, and so checked, before the first byte is written."""
+    rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
+    blobs = {day: serialize_day(day, rows, spec, files) for day, rows in rows_by_day.items()}
+    # serialize_day refused duplicates, so the row count is the input's length.
+    entries = {
+        day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
+        for day, data in blobs.items()
+    }
+    return blobs, entries
+
+
+def _write_days(store: Store, blobs: Mapping[str, bytes]) -> None:
+    """The run's day files: the first, then the rest at once (the crash point
+    ``files_between_days`` between them)."""
+    (first, data), *rest = blobs.items()
+    store.write(day_name(first), data, crash_at="day_file_before_rename")
+    if rest:
+        crash_point("files_between_days")
+        # the order of the day files does not matter, only that all precede the manifest
+        store.write_many(
+            {day_name(day): data for day, data in rest}, crash_at="day_file_before_rename"
+        )
+
+
+def _manifest(
+    run_id: str,
+    sequence: int,
+    entries: dict[str, dict],
+    watermark: str | None,
+    written_at: str,
+    spec: TableSpec,
+    view: DailyFiles,
+) -> dict:
+    """The run's manifest: its days, each with its rows and sha256, and the shape every
+    file of the run was written with (core/warehouse/declaration.py)."""
+    return {
+        "run_id": run_id,
+        "sequence": sequence,
+        "days_written": list(entries),
+        "watermark": watermark,
+        "written_at": written_at,
+        "files": entries,
+        "declaration": files_fingerprint(spec, view),
+        "columns": describe_files(spec, view)["columns"],
+    }
+
+
 def write_day_files(
     folder: str | os.PathLike | Store,
     days: Mapping[str, Sequence[Mapping]],
@@ -185,25 +254,9 @@ def write_day_files(
     check_run_id(run_id)
     if not days:
         raise DayFilesError(f"run {run_id} has no days to write")
-    if isinstance(written_at, datetime):
-        written_at = written_at.isoformat()
-    if isinstance(watermark, datetime):
-        watermark = watermark.isoformat()
-    if watermark is not None and not isinstance(watermark, str):
-        raise DayFilesError(f"watermark {watermark!r} must be ISO-8601 text or None")
-    try:
-        datetime.fromisoformat(written_at)
-    except (TypeError, ValueError):
-        raise DayFilesError(f"written_at {written_at!r} must be an ISO-8601 timestamp") from None
-
+    written_at, watermark = _checked_times(written_at, watermark)
     view = file_of(spec, files)
-    rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
-    blobs = {day: serialize_day(day, rows, spec, files) for day, rows in rows_by_day.items()}
-    # serialize_day refused duplicates, so the row count is the input's length.
-    entries = {
-        day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
-        for day, data in blobs.items()
-    }
+    blobs, entries = _serialized(days, spec, files)
     manifest_file = manifest_name(run_id)
 
     store.prepare()
@@ -214,25 +267,8 @@ def write_day_files(
         store.write(
             HEAD, dumps({"manifest": manifest_file, "sequence": sequence, "state": "writing"})
         )
-        (first, data), *rest = blobs.items()
-        store.write(day_name(first), data, crash_at="day_file_before_rename")
-        if rest:
-            crash_point("files_between_days")
-            # the order of the day files does not matter, only that all precede the manifest
-            store.write_many(
-                {day_name(day): data for day, data in rest}, crash_at="day_file_before_rename"
-            )
-        manifest = {
-            "run_id": run_id,
-            "sequence": sequence,
-            "days_written": list(blobs),
-            "watermark": watermark,
-            "written_at": written_at,
-            "files": entries,
-            # the shape every file of the run was written with (core/warehouse/declaration.py)
-            "declaration": files_fingerprint(spec, view),
-            "columns": describe_files(spec, view)["columns"],
-        }
+        _write_days(store, blobs)
+        manifest = _manifest(run_id, sequence, entries, watermark, written_at, spec, view)
         crash_point("files_before_manifest")
         store.write(manifest_file, dumps(manifest), crash_at="manifest_before_rename")
         _update_pointers(store, manifest, manifest_file, crash=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 
@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from ..crash import crash_point
 from ..db.engines import guard, require_distinct, writing
 from ..db.schema import warehouse_table
-from ..db.state import batches, ensure_schema, of_table, prepare_warehouse
+from ..db.state import batches, of_table, prepare_warehouse
 from ..errors import LoadError
 from ..rows.arrow_days import day_text
 from ..source.scan import SCAN_BATCH, ahead, inspect_source, scan_table
@@ -34,6 +34,7 @@ from ..warehouse import watermark as wm
 from ..warehouse.staging import Changes, Stage
 from .deletions import GUARDED, DeletePolicy, Deletions, delete_lost
 from .result import LoadResult, Tally
+from .window import Window, window_for
 
 FUTURE_TOLERANCE = timedelta(hours=1)
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
@@ -87,9 +88,10 @@ def load_table(
     transaction, within ``deletes`` (:class:`DeletePolicy`; more than its share refuses
     the load, writing nothing: :class:`DeleteRefused`). An incremental load never deletes.
 
-    The steps, each below: window (lock, watermark, what to read), scan (validated
-    batches), stage (into a temporary table, or straight into an empty table), compare
-    (with the table), delete (range loads), merge, commit (watermark, ledger, one commit).
+    The steps: window (lock, watermark, what to read; :mod:`.window`), then, each below,
+    scan (validated batches), stage (into a temporary table, or straight into an empty
+    table), compare (with the table), delete (range loads), merge, commit (watermark,
+    ledger, one commit).
     """
     kind = _kind(start, end)
     require_distinct(source, warehouse)
@@ -99,60 +101,31 @@ def load_table(
     with (
         guard(warehouse, "WAREHOUSE_DATABASE_URL"),
         (warehouse if dry_run else writing(warehouse)).connect() as conn,
+        _transaction(conn, spec) as (stage, trans),
     ):
-        stage = Stage(conn, spec)
-        trans = conn.begin()
-        try:
-            window = _window(conn, spec, kind, start, end, lookback_days, dry_run, tz)
-            if window.evolution.altered:
-                crash_point("load_after_alter")
-            tally = _tally(window, now, tz, spec)
-            target = warehouse_table(spec)
-            first_key = target.c[spec.primary_key[0]]
-            was_empty = conn.execute(sa.select(first_key).limit(1)).first() is None
-            _scan_and_stage(
-                source, src, tz, window, stage, tally, chunk_size, direct=was_empty and not dry_run
-            )
-            crash_point("load_after_stage")
-            changes = _compare(stage, tally, tz, was_empty)
-            crash_point("load_after_compare")
-            gone = (
-                delete_lost(source, src, stage, window.start, window.end, tz, deletes, dry_run)
-                if window.kind == "range"
-                else None
-            )
-            if not dry_run:
-                stage.merge()
-                crash_point("load_after_merge")
-            committed = _commit(
-                conn, trans, spec, window, tally, changes, gone, now, announced_batch, dry_run
-            )
-        except BaseException:
-            if trans.is_active:
-                trans.rollback()
-            raise
-        finally:
-            stage.close()
+        window = window_for(conn, spec, kind, start, end, lookback_days, dry_run, tz)
+        tally = _tally(window, now, tz, spec)
+        changes, gone = _write(source, src, tz, window, stage, tally, chunk_size, deletes, dry_run)
+        committed = _commit(
+            conn, trans, spec, window, tally, changes, gone, now, announced_batch, dry_run
+        )
     return _result(window, tally, changes, gone, committed, dry_run, src.undeclared)
 
 
-@dataclass(frozen=True)
-class _Window:
-    """What a batch reads: ``[start, end)`` (None: open), and the watermark it found."""
-
-    kind: str  # "incremental" or "range"
-    start: datetime | None
-    end: datetime | None
-    before: datetime | None  # the watermark when the batch began
-    evolution: evolve.Evolution  # what changed in the declaration, done to the table
-
-
-@dataclass(frozen=True)
-class _Committed:
-    batch_id: str
-    after: datetime | None  # the watermark the batch leaves
-    seen: bool  # the ledger already had the batch
-    unannounced: set[str]  # days of batches committed after the last announced one
+@contextmanager
+def _transaction(conn: sa.Connection, spec: TableSpec) -> Iterator[tuple[Stage, sa.Transaction]]:
+    """The load's stage and its one transaction: any failure (a crash point's too) rolls
+    back everything, and the stage is closed after it either way."""
+    stage = Stage(conn, spec)
+    trans = conn.begin()
+    try:
+        yield stage, trans
+    except BaseException:
+        if trans.is_active:
+            trans.rollback()
+        raise
+    finally:
+        stage.close()
 
 
 def _kind(start: datetime | None, end: datetime | None) -> str:
@@ -166,34 +139,15 @@ def _kind(start: datetime | None, end: datetime | None) -> str:
     return "incremental" if start is None else "range"
 
 
-def _window(
-    conn: sa.Connection,
-    spec: TableSpec,
-    kind: str,
-    start: datetime | None,
-    end: datetime | None,
-    lookback_days: int,
-    dry_run: bool,
-    tz: tzinfo,
-) -> _Window:
-    """Step 1: lock the table's watermark row, refuse a changed key or change stamp, bring
-    the table to its declaration (core/warehouse/evolve.py), read the watermark, decide what to
-    read."""
-    if dry_run:
-        ensure_schema(conn, spec)  # rolled back at the end: a dry run writes nothing
-    else:
-        wm.lock(conn, kind, table=spec.name)
-    # under the lock: the latest declaration is the one the last committed batch used
-    stored = declaration.latest(conn, spec)
-    declaration.check_unchanged(conn, spec, stored)
-    evolution = evolve.evolve(conn, spec, stored, tz)
-    before = wm.read(conn, table=spec.name)
-    if kind == "incremental":
-        start = wm.window_start(before, lookback_days)
-    return _Window(kind, start, end, before, evolution)
+@dataclass(frozen=True)
+class _Committed:
+    batch_id: str
+    after: datetime | None  # the watermark the batch leaves
+    seen: bool  # the ledger already had the batch
+    unannounced: set[str]  # days of batches committed after the last announced one
 
 
-def _tally(window: _Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
+def _tally(window: Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
     first, last = whole_days(window.start, window.end, tz)
     tally = Tally(
         tz,
@@ -209,11 +163,43 @@ def _tally(window: _Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally
     return tally
 
 
+def _write(
+    source: Engine,
+    src: SourceTable,
+    tz: tzinfo,
+    window: Window,
+    stage: Stage,
+    tally: Tally,
+    chunk_size: int,
+    deletes: DeletePolicy,
+    dry_run: bool,
+) -> tuple[Changes, Deletions | None]:
+    """Steps 2 to 5, in the load's transaction: scan and stage, compare, delete what a
+    range load's source lost, merge (a dry run merges nothing)."""
+    first_key = warehouse_table(stage.spec).c[stage.spec.primary_key[0]]
+    was_empty = stage.conn.execute(sa.select(first_key).limit(1)).first() is None
+    _scan_and_stage(
+        source, src, tz, window, stage, tally, chunk_size, direct=was_empty and not dry_run
+    )
+    crash_point("load_after_stage")
+    changes = _compare(stage, tally, tz, was_empty)
+    crash_point("load_after_compare")
+    gone = (
+        delete_lost(source, src, stage, window.start, window.end, tz, deletes, dry_run)
+        if window.kind == "range"
+        else None
+    )
+    if not dry_run:
+        stage.merge()
+        crash_point("load_after_merge")
+    return changes, gone
+
+
 def _scan_and_stage(
     source: Engine,
     src: SourceTable,
     tz: tzinfo,
-    window: _Window,
+    window: Window,
     stage: Stage,
     tally: Tally,
     chunk_size: int,
@@ -250,7 +236,7 @@ def _commit(
     conn: sa.Connection,
     trans: sa.Transaction,
     spec: TableSpec,
-    window: _Window,
+    window: Window,
     tally: Tally,
     changes: Changes,
     gone: Deletions | None,
@@ -284,32 +270,48 @@ def _commit(
     evolve.record_gaps(conn, spec, window.evolution, batch_id, now)
     evolve.close_gaps(conn, spec, *_days_read_whole(tally))
     if not seen:
-        fingerprint = declaration.record(conn, spec, batch_id, now)
-        conn.execute(
-            batches.insert().values(
-                batch_id=batch_id,
-                kind=window.kind,
-                window_start=window.start and canonical(window.start),
-                window_end=window.end and canonical(window.end),
-                rows_read=tally.rows_read,
-                inserted=changes.inserted,
-                updated=changes.updated,
-                unchanged=changes.unchanged,
-                watermark_before=before and canonical(before),
-                watermark_after=after and canonical(after),
-                committed_at=canonical(now),
-                days_touched=json.dumps(sorted(changes.days | (gone.days if gone else set()))),
-                rows_deleted=None if gone is None else len(gone.keys),
-                deleted_digest=None if gone is None else gone.digest,
-                mass_delete_allowed=None if gone is None else gone.mass,
-                table_name=spec.name,
-                declaration=fingerprint,
-            )
-        )
+        _record_batch(conn, spec, batch_id, window, tally, changes, gone, after, now)
     crash_point("load_before_commit")
     trans.commit()
     crash_point("load_after_commit")
     return _Committed(batch_id, after, seen, unannounced)
+
+
+def _record_batch(
+    conn: sa.Connection,
+    spec: TableSpec,
+    batch_id: str,
+    window: Window,
+    tally: Tally,
+    changes: Changes,
+    gone: Deletions | None,
+    after: datetime | None,
+    now: datetime,
+) -> None:
+    """The batch's ledger entry, with its declaration (recorded if new): a retry of the
+    same batch finds it there."""
+    fingerprint = declaration.record(conn, spec, batch_id, now)
+    conn.execute(
+        batches.insert().values(
+            batch_id=batch_id,
+            kind=window.kind,
+            window_start=window.start and canonical(window.start),
+            window_end=window.end and canonical(window.end),
+            rows_read=tally.rows_read,
+            inserted=changes.inserted,
+            updated=changes.updated,
+            unchanged=changes.unchanged,
+            watermark_before=window.before and canonical(window.before),
+            watermark_after=after and canonical(after),
+            committed_at=canonical(now),
+            days_touched=json.dumps(sorted(changes.days | (gone.days if gone else set()))),
+            rows_deleted=None if gone is None else len(gone.keys),
+            deleted_digest=None if gone is None else gone.digest,
+            mass_delete_allowed=None if gone is None else gone.mass,
+            table_name=spec.name,
+            declaration=fingerprint,
+        )
+    )
 
 
 def _days_read_whole(tally: Tally):
@@ -322,7 +324,7 @@ def _days_read_whole(tally: Tally):
 
 
 def _result(
-    window: _Window,
+    window: Window,
     tally: Tally,
     changes: Changes,
     gone: Deletions | None,

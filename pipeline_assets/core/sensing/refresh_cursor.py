@@ -198,6 +198,43 @@ def refresh_tick(
     waiting than one round's blocks, however fast loads come.
     ``seed`` starts the run keys of a fresh cursor (:func:`refresh_run_key`).
     """
+    owed, after, shape = _owe(cursor, touched, declaration, stale)
+    owed, failures, pending, notes = _settle(cursor.pending, outcomes, now, owed, cursor.failures)
+    cooling = {day for day, (count, ended) in failures.items() if now < ended + retry_delay(count)}
+    if cooling & set(owed):
+        notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
+    # One round at a time: while a request is in flight, the days owed meanwhile wait,
+    # then go in the next round together. The file set's writers run one at a time (its
+    # pool), so a run asked for now would only queue behind it; and under a steady stream
+    # of loads, one run per load queues faster than runs end.
+    free = set() if pending else set(owed) - cooling
+    epoch = cursor.epoch or seed
+    new = _round(
+        free,
+        owed,
+        numbered_after=cursor.requests,
+        epoch=epoch,
+        files=files,
+        covers=after if after is not None else 0,
+        now=now,
+    )
+    count = cursor.requests + len(new)
+    failures = {day: f for day, f in failures.items() if day in owed}
+    return RefreshTick(
+        RefreshCursor(after, owed, tuple(pending + new), count, failures, epoch, shape), new, notes
+    )
+
+
+def _owe(
+    cursor: RefreshCursor,
+    touched: Iterable[Touched],
+    declaration: str | None,
+    stale: Iterable[str],
+) -> tuple[dict[str, tuple[int, str]], int | None, str]:
+    """``(owed, after, shape)``: the cursor's owed days plus the days of the new
+    materializations (each marked by the newest that touched it) and, when ``declaration``
+    differs from the cursor's, the ``stale`` days; the storage id read up to; the shape
+    the cursor keeps."""
     owed = dict(cursor.owed)
     after = cursor.after
     for event in touched:
@@ -212,9 +249,25 @@ def refresh_tick(
         for day in stale:
             owed[day] = max(owed.get(day, mark), mark)
         shape = declaration
-    failures = dict(cursor.failures)
+    return owed, after, shape
+
+
+def _settle(
+    requests: Iterable[RefreshRequest],
+    outcomes: Mapping[str, Outcome],
+    now: float,
+    owed: Mapping[str, tuple[int, str]],
+    failures: Mapping[str, tuple[int, float]],
+) -> tuple[
+    dict[str, tuple[int, str]], dict[str, tuple[int, float]], list[RefreshRequest], list[str]
+]:
+    """``(owed, failures, pending, notes)`` once the pending ``requests`` are settled: a
+    busy one stays pending; a landed one pays the days it covers (a day touched again
+    since stays owed); a failed, canceled or lost one counts a failure on each of its
+    days, which stay owed."""
+    owed, failures = dict(owed), dict(failures)
     pending, notes = [], []
-    for request in cursor.pending:
+    for request in requests:
         # a request nothing is known of reads as one with no run: waited for during the
         # grace a run takes to appear, then lost, and its days asked for again
         outcome = outcomes.get(request.key) or request_outcome(
@@ -232,10 +285,10 @@ def refresh_tick(
                 del owed[day]
             for day in request.days:
                 failures.pop(day, None)
-            stale = [d for d in request.days if d in owed]
-            if stale:
+            again = [d for d in request.days if d in owed]
+            if again:
                 notes.append(
-                    f"{span}: {outcome.detail}, but {stale} were touched again "
+                    f"{span}: {outcome.detail}, but {again} were touched again "
                     "since: rebuilding them again"
                 )
         else:
@@ -245,29 +298,32 @@ def refresh_tick(
             notes.append(
                 f"{span}: {outcome.detail}, so those files were not rebuilt: requesting them again"
             )
-    cooling = {day for day, (count, ended) in failures.items() if now < ended + retry_delay(count)}
-    if cooling & set(owed):
-        notes.append(f"backing off after repeated failures: {sorted(cooling & set(owed))}")
-    # One round at a time: while a request is in flight, the days owed meanwhile wait,
-    # then go in the next round together. The file set's writers run one at a time (its
-    # pool), so a run asked for now would only queue behind it; and under a steady stream
-    # of loads, one run per load queues faster than runs end.
-    free = set() if pending else set(owed) - cooling
-    count, new, epoch = cursor.requests, [], cursor.epoch or seed
-    for block in day_blocks(free):
-        count += 1
+    return owed, failures, pending, notes
+
+
+def _round(
+    free: Iterable[str],
+    owed: Mapping[str, tuple[int, str]],
+    *,
+    numbered_after: int,
+    epoch: str,
+    files: str,
+    covers: int,
+    now: float,
+) -> list[RefreshRequest]:
+    """One request per block of consecutive ``free`` days, numbered on from
+    ``numbered_after``, each naming the batch of the newest load that touched its block."""
+    new = []
+    for number, block in enumerate(day_blocks(free), start=numbered_after + 1):
         batch = max(owed[d] for d in days_between(parse_day(block.first), parse_day(block.last)))[1]
         new.append(
             RefreshRequest(
-                refresh_run_key(epoch, count, block, files),
+                refresh_run_key(epoch, number, block, files),
                 block.first,
                 block.last,
-                covers=after if after is not None else 0,
+                covers=covers,
                 requested_at=now,
                 batch=batch,
             )
         )
-    failures = {day: f for day, f in failures.items() if day in owed}
-    return RefreshTick(
-        RefreshCursor(after, owed, tuple(pending + new), count, failures, epoch, shape), new, notes
-    )
+    return new

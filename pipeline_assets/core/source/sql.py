@@ -176,6 +176,25 @@ def _nullable(spec: TableSpec) -> list[int]:
     return [i for i, c in enumerate(spec.columns) if c.nullable]
 
 
+def _select_list(src: SourceTable, dialect: str) -> list[str]:
+    """The declared columns as :func:`scan_sql` selects them, in declaration order.
+
+    On SQLite a nullable column is read as ``ifnull(…, '')`` with a ``… IS NULL`` column
+    after the declared ones, which :func:`scan_window` folds back into NULLs: SQLite's
+    Arrow reader guesses a column's type from its first batch, and a column NULL
+    throughout it would make a later text an error.
+    """
+    spec = src.spec
+    columns = [_read_as(src, c, dialect) for c in spec.columns]
+    if dialect == "sqlite":
+        for i in _nullable(spec):
+            name = quote(spec.columns[i].name, dialect)
+            columns[i] = f"ifnull(CAST({name} AS TEXT), '') AS {name}"
+            flag = quote(f"{working.NULL_FLAG}{i}", dialect)
+            columns.append(f"{name} IS NULL AS {flag}")
+    return columns
+
+
 def scan_sql(
     src: SourceTable,
     dialect: str,
@@ -208,10 +227,7 @@ def scan_sql(
 
     On SQLite every value is read as text (a column may mix types row by row, and a
     columnar reader fixes one type per column); the exact parser reads it as before. A
-    nullable column is read there as ``ifnull(…, '')`` with a ``… IS NULL`` column after
-    the declared ones, which :func:`scan_window` folds back into NULLs: SQLite's Arrow
-    reader guesses a column's type from its first batch, and a column NULL throughout
-    it would make a later text an error.
+    nullable column is read there with a flag: :func:`_select_list`.
 
     The order: integer key columns by value (one that is not an integer column is sorted
     as the integers it holds, 9 before 10, as every reader of the scan expects), text by
@@ -226,25 +242,14 @@ def scan_sql(
     month through the index and sort it all (3.5 s for a million rows, against 1 s for the
     scan in key order).
     """
-    spec = src.spec
-    columns = [_read_as(src, c, dialect) for c in spec.columns]
-    if dialect == "sqlite":
-        for i in _nullable(spec):
-            name = quote(spec.columns[i].name, dialect)
-            columns[i] = f"ifnull(CAST({name} AS TEXT), '') AS {name}"
-            flag = quote(f"{working.NULL_FLAG}{i}", dialect)
-            columns.append(f"{name} IS NULL AS {flag}")
-    cursor = quote(spec.cursor, dialect)
-    where = window_filter(
-        src,
-        dialect,
-        tz,
-        start,
-        end,
-        column=f"+{cursor}" if dialect == "sqlite" and not by_index else cursor,
-    )
+    cursor = quote(src.spec.cursor, dialect)
+    filtered = f"+{cursor}" if dialect == "sqlite" and not by_index else cursor
+    where = window_filter(src, dialect, tz, start, end, column=filtered)
     order = _order_by(src, dialect, plus=bool(by_index and where))
-    return f"SELECT {', '.join(columns)} FROM {table_sql(spec, dialect)}{where} ORDER BY {order}"
+    return (
+        f"SELECT {', '.join(_select_list(src, dialect))} FROM {table_sql(src.spec, dialect)}"
+        f"{where} ORDER BY {order}"
+    )
 
 
 def window_filter(

@@ -4,6 +4,8 @@
   the Dagster names by the one rule, the words its messages use), plain frozen dataclasses.
 - :mod:`.declare`: :func:`~.declare.declare`, a spec from a ``defs.yaml``'s attributes,
   refusing what cannot run, naming the attribute and the value.
+- :mod:`.parts`: a declaration's columns, key, change stamp and daily files read and
+  checked, and the names an asset may take.
 - :mod:`.types`: the column types and every rule of each (read, store, write, widen).
 - :mod:`.working`: the names of the pipeline's own working columns, apart from any
   declared one.

@@ -11,6 +11,10 @@ report (``orders`` keeps the ones it always had: ``spec.legacy``).
   as Arrow batches; :mod:`.compare` matches them by the primary key
   (:mod:`~pipeline_assets.core.rows.keys`: one column or several): per day a count, a checksum and
   what differs (:class:`DayCounts`).
+- :mod:`.stored`: the SQL that reads the warehouse table's stored rows in one dialect, and
+  the typed Arrow table of what it read (for :mod:`.sides`).
+- :mod:`.merge`: what compared rows say per day, counted into :class:`DayCounts` (for
+  :mod:`.compare`).
 - :mod:`.files` checks each day file of each of the table's daily files against its
   manifest and the warehouse's rows of that file's view (:class:`FileCheck`).
 - :mod:`.report` turns both into problems, each naming the table (or file) and the rows'

@@ -75,14 +75,9 @@ def verify(
     )
     scope = _Scope(today, partitions_start, days_from, days_to, require_all)
     repairs = Repairs(spec, module)
-
-    allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=spec)
-    differing, loads, rebuilds = _differs_from_source(
-        days, scope, allow, refused, max_delete_share, repairs
+    differing, loads, rebuilds, allow = _source_problems(
+        days, to_fill, scope, max_delete_share, repairs
     )
-    differing, fill_loads, fill_rebuilds = _to_fill(to_fill, days, differing, scope, repairs)
-    loads |= fill_loads
-    rebuilds |= fill_rebuilds
     files, file_problems, file_rebuilds = _daily_files(folder, wh, tz, days, scope, repairs)
     problems = sorted([*differing, *file_problems], key=lambda p: (p.day, p.kind, p.subject or ""))
     return VerifyResult(
@@ -101,6 +96,24 @@ def verify(
         spec=spec,
         to_fill=tuple(to_fill),
     )
+
+
+def _source_problems(
+    days: dict[str, DayCounts],
+    to_fill: list[Gap],
+    scope: _Scope,
+    max_delete_share: float,
+    repairs: Repairs,
+) -> tuple[list[Problem], set[str], set[str], set[str]]:
+    """The rows against the source: a problem per day that differs or lacks an added
+    column, the days to load and to rebuild that repair them all, and the days whose
+    load may delete (:func:`~.compare.deletes_to_allow`)."""
+    allow, refused = deletes_to_allow(days.values(), max_delete_share, spec=repairs.spec)
+    differing, loads, rebuilds = _differs_from_source(
+        days, scope, allow, refused, max_delete_share, repairs
+    )
+    differing, fill_loads, fill_rebuilds = _to_fill(to_fill, days, differing, scope, repairs)
+    return differing, loads | fill_loads, rebuilds | fill_rebuilds, allow
 
 
 def _folder_of(folder: Folder | Mapping[str, Folder], spec: TableSpec, view: DailyFiles) -> Store:

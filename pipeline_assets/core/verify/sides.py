@@ -6,7 +6,8 @@
 - The warehouse: the declared table (``orders`` unless ``spec`` says otherwise) through
   the warehouse database's Arrow driver, each stored cursor read back as the instant it
   stands for and given its day by the same rule
-  (:func:`~pipeline_assets.core.rows.normalize.day_numbers`; a date cursor's day is its date).
+  (:func:`~pipeline_assets.core.rows.normalize.day_numbers`; a date cursor's day is its date);
+  the SQL of each read and the typed table it gives are :mod:`.stored`'s.
 
 Each side is streamed (a few batches in memory, whatever the table size) and, where only
 totals are needed, folded into per-day digests (:mod:`pipeline_assets.core.rows.digest`).
@@ -20,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from datetime import date, datetime, tzinfo
+from datetime import datetime, tzinfo
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
 from ..db import sqlite_reader
@@ -38,20 +38,16 @@ from ..db.engines import (
 )
 from ..db.quoting import quote
 from ..db.schema import missing_columns
-from ..errors import DatabaseError, VerifyError
+from ..errors import DatabaseError
 from ..failures import UNREACHABLE
-from ..rows.arrow_days import INSTANT, day_numbers
 from ..rows.digest import DayDigest, add_days
-from ..rows.normalize import ARROW_TYPES
 from ..secrets import redact
 from ..source.scan import SCAN_BATCH, SMALL_WINDOW, inspect_source, scan_table
-from ..table import working
 from ..table.spec import TableSpec
-from ..times import EPOCH, canonical, from_canonical
+from .stored import Stored, column_array
 
 Span = tuple[datetime | None, datetime | None]  # [start, end); None: open on that side
 EVERYTHING: tuple[Span, ...] = ((None, None),)
-NATIVE = ("integer", "float", "boolean")  # read as they are; every other kind as its text
 _ENV = "WAREHOUSE_DATABASE_URL"
 
 
@@ -96,7 +92,7 @@ def warehouse_rows(
         return
     with guard(warehouse, _ENV):
         absent = missing_columns(warehouse, spec)
-    stored = _Stored(spec, dialect_of(warehouse), tz, absent)
+    stored = Stored(spec, dialect_of(warehouse), tz, absent)
     if warehouse.dialect.name == "sqlite":
         yield from _sqlite_rows(warehouse, stored, spans, ordered, batch_rows, keys)
         return
@@ -110,125 +106,7 @@ def warehouse_rows(
         raise connect_error(exc, warehouse, _ENV) from None
 
 
-class _Stored:
-    """The SQL that reads a declared table's stored rows in one dialect, and the Arrow
-    table of what it read. For ``orders`` the statements are the ones it always had."""
-
-    def __init__(
-        self, spec: TableSpec, dialect: str, tz: tzinfo, absent: frozenset[str] = frozenset()
-    ):
-        self.spec, self.dialect, self.tz = spec, dialect, tz
-        self.table = quote(spec.name, dialect)
-        self.cursor = quote(spec.cursor, dialect)
-        names = [quote(c.name, dialect) for c in spec.columns]
-        # a declared column the table lacks yet (the next load adds it) reads as NULL
-        self.columns = ", ".join(
-            f"NULL AS {n}"
-            if c.name in absent
-            else n
-            if c.type.kind in NATIVE
-            else f"CAST({n} AS TEXT) AS {n}"
-            for n, c in zip(names, spec.columns, strict=True)
-        )
-        text_order = ' COLLATE "C"' if dialect == "postgresql" else ""  # code point order
-        self.order = ", ".join(
-            quote(k, dialect) + ("" if spec.column(k).type.kind == "integer" else text_order)
-            for k in spec.primary_key
-        )
-        self.date_cursor = spec.column(spec.cursor).type.kind == "date"
-
-    def condition(self, start, end, keys, column: str | None = None) -> str:
-        column = column or self.cursor
-        where = []
-        if start is not None:
-            where.append(f"{column} >= '{self._bound(start)}'")
-        if end is not None:
-            where.append(f"{column} < '{self._bound(end)}'")
-        if keys is not None:
-            key = quote(self.spec.primary_key[0], self.dialect)
-            where.append(f"{key} >= {int(keys[0])} AND {key} < {int(keys[1])}")
-        return " AND ".join(where)
-
-    def _bound(self, instant: datetime) -> str:
-        """Canonical UTC text sorts as the instants do; a date cursor's bound is the date
-        of the span's midnight (spans are whole days)."""
-        return instant.date().isoformat() if self.date_cursor else canonical(instant)
-
-    def sql(self, start, end, *, ordered: bool, keys=None, plus: bool = False) -> str:
-        """The rows in ``[start, end)``, by the cursor's index (``plus``: not through it)."""
-        condition = self.condition(start, end, keys, f"+{self.cursor}" if plus else None)
-        return (
-            f"SELECT {self.columns} FROM {self.table}"
-            + (f" WHERE {condition}" if condition else "")
-            + (f" ORDER BY {self.order}" if ordered else "")
-        )
-
-    def arrow(self, rows: Sequence[tuple]) -> pa.Table:
-        """Rows a driver gave (tuples, in declared column order) as a typed table."""
-        columns = list(zip(*rows, strict=True))
-        return self.typed(
-            pa.table(
-                [
-                    _array(values, c.type.kind)
-                    for values, c in zip(columns, self.spec.columns, strict=True)
-                ],
-                names=list(self.spec.column_names),
-            )
-        )
-
-    def typed(self, table: pa.Table) -> pa.Table:
-        """Each column in its stored Arrow type, and the day of each row."""
-        for i, column in enumerate(self.spec.columns):
-            wanted = ARROW_TYPES[column.type.kind]
-            if table.schema.field(i).type != wanted:
-                table = table.set_column(i, column.name, pc.cast(table[column.name], wanted))
-        return table.append_column(working.DAY, self._days(table))
-
-    def _days(self, table: pa.Table) -> pa.Array:
-        text = table[self.spec.cursor]
-        if self.date_cursor:
-            try:
-                return pc.cast(pc.cast(text, pa.date32()), pa.int32())
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                dates = [self._date(i, v, table) for i, v in enumerate(text.to_pylist())]
-                return pa.array([(d - EPOCH).days for d in dates], pa.int32())
-        try:
-            instants = pc.cast(text, INSTANT)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            instants = pa.array(
-                [self._instant(i, v, table) for i, v in enumerate(text.to_pylist())], INSTANT
-            )
-        return day_numbers(instants, self.tz)
-
-    def _instant(self, i: int, text: str, table: pa.Table) -> datetime:
-        try:
-            return from_canonical(text)
-        except (TypeError, ValueError):
-            raise self._bad(i, text, table, "a canonical timestamp") from None
-
-    def _date(self, i: int, text: str, table: pa.Table):
-        try:
-            return date.fromisoformat(text)
-        except (TypeError, ValueError):
-            raise self._bad(i, text, table, "a date (YYYY-MM-DD)") from None
-
-    def _bad(self, i: int, text: str, table: pa.Table, what: str) -> VerifyError:
-        spec = self.spec
-        key = tuple(table[k][i].as_py() for k in spec.primary_key)
-        return VerifyError(
-            f"the warehouse row of {spec.row_name(key[0] if len(key) == 1 else key)} has "
-            f"{spec.cursor} {text!r}, which is not {what}; reload it with an "
-            f"explicit-range {spec.name} run"
-        )
-
-
-def _array(values: Sequence, kind: str) -> pa.Array:
-    if kind == "boolean":  # SQLite gives 0/1
-        return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
-    return pa.array(values, ARROW_TYPES[kind] if kind in NATIVE else pa.string())
-
-
-def _tables(batch: pa.RecordBatch, batch_rows: int, stored: _Stored) -> Iterator[pa.Table]:
+def _tables(batch: pa.RecordBatch, batch_rows: int, stored: Stored) -> Iterator[pa.Table]:
     for offset in range(0, batch.num_rows, batch_rows):
         yield stored.typed(pa.Table.from_batches([batch.slice(offset, batch_rows)]))
 
@@ -240,7 +118,7 @@ READER_ROWS = 250_000
 
 def _sqlite_rows(
     warehouse: Engine,
-    stored: _Stored,
+    stored: Stored,
     spans: Sequence[Span],
     ordered: bool,
     batch_rows: int,
@@ -281,7 +159,7 @@ def _sqlite_rows(
 
 def _at_least(
     cur,
-    stored: _Stored,
+    stored: Stored,
     start: datetime | None,
     end: datetime | None,
     keys: tuple[int, int] | None,
@@ -353,7 +231,7 @@ def _key_halves(warehouse: Engine, spec: TableSpec) -> list[tuple[int, int]] | N
         or not has_table(warehouse, spec.name, _ENV)
     ):
         return None
-    stored = _Stored(spec, "sqlite", None)
+    stored = Stored(spec, "sqlite", None)
     key = quote(spec.primary_key[0], "sqlite")
     # min and max apart: two index probes (both aggregates in one query would be a scan)
     with guard(warehouse, _ENV), warehouse.connect() as conn:
@@ -379,7 +257,7 @@ def warehouse_keys(
     driver: a few small reads, no Arrow driver to connect."""
     if not has_table(warehouse, spec.name, _ENV):
         return
-    stored = _Stored(spec, dialect_of(warehouse), None)
+    stored = Stored(spec, dialect_of(warehouse), None)
     kinds = [spec.column(k).type.kind for k in spec.primary_key]
     select = (
         f"SELECT {', '.join(quote(k, stored.dialect) for k in spec.primary_key)} "
@@ -399,7 +277,7 @@ def warehouse_keys(
                 while part := cur.fetchmany(65_536):
                     columns = list(zip(*part, strict=True))
                     yield pa.table(
-                        [_array(c, kind) for c, kind in zip(columns, kinds, strict=True)],
+                        [column_array(c, kind) for c, kind in zip(columns, kinds, strict=True)],
                         names=list(spec.primary_key),
                     )
         finally:
@@ -416,7 +294,7 @@ def warehouse_rows_by_key(
         return
     with guard(warehouse, _ENV):
         absent = missing_columns(warehouse, spec)
-    stored = _Stored(spec, dialect_of(warehouse), tz, absent)
+    stored = Stored(spec, dialect_of(warehouse), tz, absent)
     names = [quote(k, stored.dialect) for k in spec.primary_key]
     column = names[0] if len(names) == 1 else f"({', '.join(names)})"
     with guard(warehouse, _ENV), warehouse.connect() as conn:

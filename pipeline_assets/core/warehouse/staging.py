@@ -23,7 +23,8 @@ transaction or connection).
 
 Every name is quoted as its dialect needs (mixed case, reserved words); values are
 compared NULL-safely (``IS DISTINCT FROM``), so a NULL that becomes a value, or a column
-added to a table that holds rows already, counts as a change.
+added to a table that holds rows already, counts as a change. The statements' text is
+:mod:`.stage_sql`'s, which :class:`Stage` builds on.
 """
 
 from __future__ import annotations
@@ -32,26 +33,20 @@ import io
 import sqlite3
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
-from ..db.quoting import quote
 from ..db.schema import index_name, warehouse_table
-from ..errors import DatabaseError
-from ..rows.arrow_days import day_text, days_of
+from ..rows.arrow_days import day_text
 from ..table import working
 from ..table.spec import TableSpec
-from ..times import canonical, day_of, day_start, from_canonical
+from .stage_sql import StageSql
 
 _ARROW = {"integer": pa.int64(), "float": pa.float64(), "boolean": pa.bool_()}  # else text
 ROWS_PER_INSERT = 100  # rows per SQLite INSERT of the stage (see Stage._insert_runs)
-_SQL_TYPES = {  # the stage's column types: the stored forms of core/table/types.py
-    "sqlite": {"integer": "INTEGER", "float": "REAL", "boolean": "INTEGER"},
-    "postgresql": {"integer": "BIGINT", "float": "DOUBLE PRECISION", "boolean": "BOOLEAN"},
-}
 
 
 @dataclass
@@ -66,7 +61,7 @@ class Changes:
     oldest_late: datetime | None = None  # the latest-arriving changed row's change stamp
 
 
-class Stage:
+class Stage(StageSql):
     """The temporary table of one load, on the load's connection, in its transaction.
 
     (A scratch file bulk-written by the SQLite ADBC driver and attached to the load's
@@ -75,140 +70,13 @@ class Stage:
     """
 
     def __init__(self, conn: sa.Connection, spec: TableSpec):
+        super().__init__(conn.dialect, spec)
         self.conn = conn
-        self.spec = spec
-        self.dialect = conn.dialect.name
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise DatabaseError(
-                f"the warehouse dialect {self.dialect!r} is not supported; use SQLite or PostgreSQL"
-            )
-        # A name as SQL, in the form each way of sending SQL takes it (a name may be any
-        # text: a % or a : in it means something to two of them):
-        q = conn.dialect.identifier_preparer.quote
-        self.q = q  # exec_driver_sql: SQLAlchemy's own (psycopg reads % there: doubled)
-        self.raw = lambda name: quote(name, self.dialect)  # to the driver as is (COPY)
-        self.tq = lambda name: self.raw(name).replace(":", "\\:")  # sa.text: : binds
         self.rows = 0
-        stage, changed = f"{spec.name}_stage", f"{spec.name}_changed"
-        self.stage_table, self.changed_table = stage, changed
-        self.name = f"temp.{q(stage)}" if self.dialect == "sqlite" else q(stage)
-        self.changed = f"temp.{q(changed)}" if self.dialect == "sqlite" else q(changed)
-        self.target = q(spec.name)
-        self.keys = spec.primary_key
-        self.columns = spec.column_names
-        self.values = tuple(c for c in self.columns if c not in self.keys)
-        # old values kept per changed row: the change stamp (its old day) and what the
-        # daily files filter on (whether that old day's file held it)
-        self.old = (
-            spec.cursor,
-            *sorted({c for f in spec.daily_files for c, _ in f.where} - {spec.cursor}),
-        )
         self.measured = False
         self.direct = False
         self.primary_key: str | None = None  # PostgreSQL: its name, while a direct load lacks it
         self.unchanged = 0  # staged rows the table holds as they are (set by measure)
-
-    # --- SQL pieces ------------------------------------------------------------------
-
-    def _distinct(self, left: str, right: str) -> str:
-        op = "IS NOT" if self.dialect == "sqlite" else "IS DISTINCT FROM"
-        return f"{left} {op} {right}"
-
-    def _key_match(self, a: str, b: str, text: bool = False) -> str:
-        q = self.tq if text else self.q
-        return " AND ".join(f"{a}.{q(k)} = {b}.{q(k)}" for k in self.keys)
-
-    def _collect_sql(self, on_commit: str) -> list[str]:
-        """The changed table, made and filled: its columns declared by name, then filled
-        by ``INSERT … SELECT`` (a ``CREATE TABLE … AS SELECT`` lets SQLite name a column
-        itself: ``"TRUE"`` became ``column2``)."""
-        q = self.q
-        differs = " OR ".join(self._distinct(f"o.{q(c)}", f"s.{q(c)}") for c in self.values)
-        new = f"o.{q(self.keys[0])} IS NULL" + (f" OR {differs}" if differs else "")
-        kinds = {c.name: c.type.kind for c in self.spec.columns}
-        columns = [
-            *((c, f"s.{q(c)}", kinds[c]) for c in self.columns),
-            (working.DAY, f"s.{q(working.DAY)}", "integer"),
-            (working.EXISTED, f"o.{q(self.keys[0])}", kinds[self.keys[0]]),
-            *((working.old(c), f"o.{q(c)}", kinds[c]) for c in self.old),
-        ]
-        # SQLite: no declared type, so no affinity converts a value (as the AS SELECT did)
-        types = _SQL_TYPES[self.dialect]
-        declared = ", ".join(
-            q(name) + ("" if self.dialect == "sqlite" else f" {types.get(kind, 'TEXT')}")
-            for name, _, kind in columns
-        )
-        # The stage is the outer loop (a LEFT JOIN keeps it there on SQLite too): one
-        # probe of the table's key per staged row.
-        return [
-            f"CREATE TEMP TABLE {q(self.changed_table)} ({declared}){on_commit}",
-            f"INSERT INTO {self.changed} ({', '.join(q(name) for name, _, _ in columns)}) "
-            f"SELECT {', '.join(picked for _, picked, _ in columns)} "
-            f"FROM {self.name} s LEFT JOIN {self.target} o ON "
-            f"{self._key_match('o', 's')} WHERE {new}",
-        ]
-
-    def _merge_sql(self) -> str:
-        q = self.q
-        names = ", ".join(q(c) for c in self.columns)
-        keys = ", ".join(q(k) for k in self.keys)
-        if not self.values:
-            action = "DO NOTHING"
-        else:
-            sets = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in self.values)
-            where = " OR ".join(
-                self._distinct(f"{self.target}.{q(c)}", f"excluded.{q(c)}") for c in self.values
-            )
-            action = f"DO UPDATE SET {sets} WHERE {where}"
-        return (
-            f"INSERT INTO {self.target} ({names}) SELECT {names} FROM {self.changed} "
-            f"WHERE 1 = 1 ORDER BY {keys} ON CONFLICT ({keys}) {action}"
-        )
-
-    def _stage_ddl(self) -> str:
-        types = _SQL_TYPES[self.dialect]
-        rowid = (
-            self.dialect == "sqlite"
-            and len(self.keys) == 1
-            and self.spec.column(self.keys[0]).type.kind == "integer"
-        )
-        parts = []
-        for column in self.spec.columns:
-            sql = f"{self.q(column.name)} {types.get(column.type.kind, 'TEXT')}"
-            if rowid and column.name == self.keys[0]:
-                sql += " PRIMARY KEY"  # the rowid: rows arrive in key order, appended
-            elif not column.nullable:
-                sql += " NOT NULL"
-            parts.append(sql)
-        parts.append(f"{self.q(working.DAY)} INTEGER NOT NULL")
-        if self.dialect == "sqlite" and not rowid:
-            parts.append(f"PRIMARY KEY ({', '.join(self.q(k) for k in self.keys)})")
-        suffix = " ON COMMIT DROP" if self.dialect == "postgresql" else ""
-        return f"CREATE TEMP TABLE {self.q(self.stage_table)} ({', '.join(parts)}){suffix}"
-
-    def _old_in_files(self) -> tuple[str, dict]:
-        """SQL that is true for a changed row whose old version was in a daily file."""
-        if not self.spec.daily_files:
-            return "1 = 1", {}  # never a bare true: on SQLite a column may be named so
-        params: dict = {}
-        views = []
-        for f in self.spec.daily_files:
-            terms = []
-            for column, allowed in f.where:
-                kind = self.spec.column(column).type
-                names = []
-                for value in allowed:
-                    if value is None:
-                        continue
-                    params[f"w{len(params)}"] = kind.stored(value)
-                    names.append(f":w{len(params) - 1}")
-                old = self.tq(working.old(column))
-                term = f"{old} IN ({', '.join(names)})" if names else "1 = 0"
-                if None in allowed:
-                    term = f"({term} OR {old} IS NULL)"
-                terms.append(term)
-            views.append("(" + (" AND ".join(terms) or "1 = 1") + ")")
-        return " OR ".join(views), params
 
     # --- the steps -------------------------------------------------------------------
 
@@ -370,44 +238,6 @@ class Stage:
         for part in old.partitions(65_536):
             changes.days |= self._days([text for (text,) in part], tz)
         return changes
-
-    def _is_date(self) -> bool:
-        return self.spec.column(self.spec.cursor).type.kind == "date"
-
-    def _late(self, late_before: datetime | None, tz: tzinfo) -> tuple[str, object]:
-        """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows,
-        and its bound."""
-        cursor = self.tq(self.spec.cursor)
-        if late_before is None:
-            return f"{cursor} < :late", None
-        if not self._is_date():
-            return f"{cursor} < :late", canonical(late_before)
-        # a date is stamped at its midnight: before late_before up to the first day whose
-        # midnight is not
-        return f"{cursor} < :late", self._first_day_from(late_before, tz).isoformat()
-
-    @staticmethod
-    def _first_day_from(moment: datetime, tz: tzinfo):
-        day = day_of(moment, tz)
-        return day if day_start(day, tz) >= moment else day + timedelta(days=1)
-
-    def _instant(self, stored: str, tz: tzinfo) -> datetime:
-        if self._is_date():
-            return day_start(datetime.strptime(stored, "%Y-%m-%d").date(), tz)
-        return from_canonical(stored)
-
-    def _days(self, stamps: list[str], tz: tzinfo) -> set[str]:
-        if self._is_date():
-            return set(stamps)
-        return days_of(stamps, tz)
-
-    def _bounds(self, start: datetime, end: datetime, tz: tzinfo) -> dict:
-        if self._is_date():
-            return {
-                "start": self._first_day_from(start, tz).isoformat(),
-                "end": self._first_day_from(end, tz).isoformat(),
-            }
-        return {"start": canonical(start), "end": canonical(end)}
 
     def unmatched(
         self, start: datetime, end: datetime, tz: tzinfo | None = None

@@ -1,0 +1,110 @@
+"""The two checks of a table asset, run in its load's own step (:mod:`.assets`): rows
+arriving late by half the lookback window or more, and source and warehouse agreeing
+day by day.
+"""
+
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
+
+from pipeline_assets.core.table.spec import TableSpec
+
+from .core.commands import DEFINITIONS_MODULE
+
+if TYPE_CHECKING:
+    from pipeline_assets.core.load.result import LoadResult
+
+LATENESS_CHECK = "lateness_within_lookback"
+
+
+def key_value(value):
+    """A key as metadata shows it: a list for a key of several columns, text for a date."""
+    if isinstance(value, tuple):
+        return [key_value(v) for v in value]
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    return value
+
+
+def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult:
+    """Warn when rows arrive late by half the lookback window or more: widen it in time."""
+    window = timedelta(days=lookback_days)
+    worst = result.max_lateness
+    passed = worst is None or worst < window / 2
+    hours = worst.total_seconds() / 3600 if worst else 0.0
+    return AssetCheckResult(
+        check_name=LATENESS_CHECK,
+        passed=passed,
+        severity=AssetCheckSeverity.WARN,
+        description=None
+        if passed
+        else (
+            f"{result.late_rows} row(s) arrived up to {hours:.1f} h behind the watermark, "
+            f"at least half the lookback window of {lookback_days} day(s): rows later than "
+            "the window are missed by incremental loads. Widen LOOKBACK_DAYS."
+        ),
+        metadata={
+            "max_lateness_hours": round(hours, 3),
+            "late_rows": result.late_rows,
+            "lookback_days": lookback_days,
+        },
+    )
+
+
+def reconcile_check(
+    source,
+    warehouse,
+    tz,
+    horizon_days: int,
+    days_touched: list[str],
+    read_whole=None,
+    max_delete_share: float = 0.5,
+    *,
+    spec: TableSpec,
+    module: str = DEFINITIONS_MODULE,
+) -> AssetCheckResult:
+    """Source and warehouse agree day by day over the days ending at the watermark (no
+    clock: the window is anchored on the data, core/verify/horizon.py), plus ``days_touched``;
+    the days the load just read whole are compared with what it read (``read_whole``)."""
+    from pipeline_assets.core.verify.horizon import reconcile_horizon
+
+    from .core.verify import Repairs, VerifyError
+
+    check = spec.names.match_check
+    try:
+        h, days, verdict = reconcile_horizon(
+            source.engine(),
+            warehouse.engine(),
+            tz,
+            reconcile_days=horizon_days,
+            days_touched=days_touched,
+            read_whole=read_whole,
+            max_delete_share=max_delete_share,
+            spec=spec,
+            repairs=Repairs(spec, module),
+        )
+    except VerifyError as exc:
+        return AssetCheckResult(check_name=check, passed=False, description=str(exc))
+    return AssetCheckResult(
+        check_name=check,
+        passed=verdict.passed,
+        description=verdict.description,
+        metadata={
+            "anchored_on": h.anchored_on,
+            "anchor": h.anchor.isoformat() if h.anchor else "none",
+            "window": f"{h.first}...{h.last}" if h.first else "none",
+            "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
+            "days_compared": verdict.days_compared,
+            "differing_days": MetadataValue.json(verdict.differing),
+            "deleted_from_source": MetadataValue.json(
+                {
+                    d: key_value(days[d].only_in_warehouse)
+                    for d in verdict.differing
+                    if days[d].only_in_warehouse
+                }
+            ),
+            "repair": MetadataValue.json(verdict.repair),
+            **({"days_to_fill": MetadataValue.json(verdict.to_fill)} if verdict.to_fill else {}),
+        },
+    )
