@@ -42,6 +42,7 @@ from common import (  # noqa: E402
 
 import pipeline_assets.core.load.batch as load_module  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402
 
 NOW = datetime(2027, 2, 1, tzinfo=UTC)
@@ -55,8 +56,8 @@ def timed(source, warehouse, start, end, repeat: int, *, prepare=None) -> tuple[
         if prepare is not None:
             prepare()
         started = time.perf_counter()
-        result = load_module.load_orders(
-            source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=start, end=end
+        result = load_module.load_table(
+            source, warehouse, spec=ORDERS, tz=UTC, lookback_days=2, now=NOW, start=start, end=end
         )
         best = min(best, time.perf_counter() - started)
         deleted = result.rows_deleted or 0
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
         build_source(source_url, n)
         source = make_engine(source_url, role="app")
         warehouse = make_engine(backend.new_url("warehouse"), role="warehouse")
-        load_module.load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
+        load_module.load_table(source, warehouse, spec=ORDERS, tz=UTC, lookback_days=2, now=NOW)
         with source.connect() as conn:
             newest = to_instant(
                 conn.exec_driver_sql("SELECT max(updated_at) FROM orders").scalar(), UTC

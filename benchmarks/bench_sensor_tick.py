@@ -60,7 +60,7 @@ def build(folder: Path, size: int):
     newest = to_instant(sensing.observe(source, UTC, None, spec=ORDERS).newest, UTC)
     prepare_warehouse(warehouse, spec=ORDERS)
     with warehouse.begin() as conn:
-        wm.write(conn, None, newest, kind="load", at=NOW, batch_id="bench")
+        wm.write(conn, None, newest, kind="load", at=NOW, batch_id="bench", table=ORDERS.name)
     return source, warehouse, wm.window_start(newest, LOOKBACK_DAYS)
 
 
@@ -97,13 +97,14 @@ def measure(folder: Path, size: int, repeat: int) -> tuple:
             tz=UTC,
             lookback_days=LOOKBACK_DAYS,
             cursor=seen.to_cursor(),
+            spec=ORDERS,
         )
         decision = tick()
         assert not decision.run, decision.reason  # a steady tick: nothing changed
         return (
             size,
             seen.rows,
-            per_call(partial(sensing.observe, source, UTC, start, src), repeat),
+            per_call(partial(sensing.observe, source, UTC, start, src, spec=ORDERS), repeat),
             per_call(tick, repeat),
             per_call(partial(naive, source, src), max(3, repeat // 20)),
             built,

@@ -275,7 +275,7 @@ def verify_part(args) -> None:
 RECONCILE_DAYS = 7
 
 
-def add_deleted_before(source, warehouse, tz, days, *, spec=ORDERS) -> None:
+def add_deleted_before(source, warehouse, tz, days, *, spec) -> None:
     """``add_deleted`` as it was before the keyed lookup (before commit f33be05): the
     warehouse rows of the days, one scan of every key of the source, then the warehouse
     rows of the days again for those it lost (``orders`` only, as it was then)."""
@@ -375,7 +375,7 @@ def moved_part(args) -> None:
         def find_deleted(label, how):
             def run():
                 fresh = {d: dataclasses.replace(compared[d]) for d in differing}
-                how(source, warehouse, UTC, fresh)
+                how(source, warehouse, UTC, fresh, spec=ORDERS)
                 results[label] = {
                     d: (c.only_in_warehouse, c.deleted_ids, c.deleted_checksum)
                     for d, c in fresh.items()

@@ -2,8 +2,9 @@
 
     BENCH_SOURCE_URL=… BENCH_WAREHOUSE_URL=… python benchmarks/load_child.py orders|payments
 
-``orders`` calls ``load_orders`` of whichever ``pipeline_assets`` this interpreter
-imports (``PYTHONPATH`` pointing at the previous release's tree makes it that release's);
+``orders`` calls the load of whichever ``pipeline_assets`` this interpreter imports
+(``load_table(spec=ORDERS)``; ``load_orders`` in the previous release): ``PYTHONPATH``
+pointing at the previous release's tree makes it that release's;
 ``payments`` calls ``load_table(spec=PAYMENTS)`` (``pipeline_assets_tests/tables.py``, this
 checkout). The JSON holds the seconds inside the call, the rows read, the resident memory
 just before the call (``base_rss_kib``) and the peak of the process after it
@@ -29,6 +30,30 @@ NOW = datetime(2027, 2, 1, tzinfo=timezone.utc)  # after every generated row
 LOOKBACK_DAYS = 2
 
 
+def _orders_load():
+    """``orders``' load in the tree this interpreter imports: the declared table's one
+    path here, ``load_orders`` of its own in the release before (``core/load.py``)."""
+    try:
+        from pipeline_assets.core.load.batch import load_table
+        from pipeline_assets.core.table import ORDERS
+    except ImportError:  # the previous release
+        from pipeline_assets.core.load import load_orders
+
+        def load(source, warehouse):
+            return load_orders(
+                source, warehouse, tz=timezone.utc, lookback_days=LOOKBACK_DAYS, now=NOW
+            )
+
+        return load
+
+    def load(source, warehouse):
+        return load_table(
+            source, warehouse, spec=ORDERS, tz=timezone.utc, lookback_days=LOOKBACK_DAYS, now=NOW
+        )
+
+    return load
+
+
 def main(table: str) -> int:
     import pipeline_assets
     from pipeline_assets.core.db.engines import make_engine
@@ -48,12 +73,7 @@ def main(table: str) -> int:
                 now=NOW,
             )
     elif table == "orders":
-        from pipeline_assets_tests.orders import load_orders
-
-        def load(source, warehouse):
-            return load_orders(
-                source, warehouse, tz=timezone.utc, lookback_days=LOOKBACK_DAYS, now=NOW
-            )
+        load = _orders_load()
     else:
         raise SystemExit(f"load_child: unknown table {table!r} (orders or payments)")
     source = make_engine(os.environ["BENCH_SOURCE_URL"], role="app")

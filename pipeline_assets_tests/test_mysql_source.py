@@ -30,7 +30,7 @@ from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import verify
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
-from pipeline_assets_tests.orders import load_orders, validate
+from pipeline_assets_tests.orders import load_orders, stored, validate
 
 from . import plain
 from .conftest import NOW
@@ -186,9 +186,9 @@ def test_text_columns_take_every_form_the_contract_allows(mysql, tmp_path):
     warehouse_url = f"sqlite:///{tmp_path / 'warehouse.db'}"
     warehouse = make_engine(warehouse_url, role="warehouse")
     load_orders(source, warehouse, tz=UTC, lookback_days=2, now=NOW)
-    stored = {r[0]: r[3] for r in warehouse_rows(warehouse_url)}
+    held = {r[0]: r[3] for r in warehouse_rows(warehouse_url)}
     for n, text in enumerate(forms):
-        assert stored[300 + n] == stored(validate(300 + n, "paid", "1", text, UTC))[3], text
+        assert held[300 + n] == stored(validate(300 + n, "paid", "1", text, UTC))[3], text
     source.dispose()
     warehouse.dispose()
 
