@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import workdir_for  # noqa: E402
 
-from pipeline_assets.core import demo  # noqa: E402
+from pipeline_assets import demo  # noqa: E402
 from pipeline_assets.core.daily_files import (
     open_store,
     read_committed_days,

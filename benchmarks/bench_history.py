@@ -62,7 +62,7 @@ from common import (  # noqa: E402
     workdir_for,
 )
 
-from pipeline_assets.core import demo  # noqa: E402
+from pipeline_assets import demo  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.state import batches, prepare_warehouse, watermark_history
 from pipeline_assets.core.table import ORDERS

@@ -60,7 +60,7 @@ from common import (  # noqa: E402
 )
 from memory import memory_kib  # noqa: E402
 
-from pipeline_assets.core import demo  # noqa: E402
+from pipeline_assets import demo  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine  # noqa: E402
 from pipeline_assets.core.db.schema import warehouse_table  # noqa: E402
 from pipeline_assets.core.secrets import redact

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_sensor_tick.py [--quick] [--sizes 10000,1000000]
         [--repeat N] [--workdir DIR]
 
-For each size N it builds a SQLite demo source (``pipeline_assets.core.demo``): N orders
+For each size N it builds a SQLite demo source (``pipeline_assets.demo``): N orders
 of history spread over two years, then the same 2,000 recent orders over the last three
 days (5 % of them late), and a warehouse whose watermark is the newest ``updated_at``.
 Every size therefore has the same lookback window (LOOKBACK_DAYS=2) and a table 100
@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa  # noqa: E402
 
-from pipeline_assets.core import demo, sensing  # noqa: E402
+from pipeline_assets import demo  # noqa: E402
+from pipeline_assets.core import sensing  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.state import prepare_warehouse
 from pipeline_assets.core.source.scan import inspect_source

@@ -71,7 +71,7 @@ from common import (  # noqa: E402
     postgres_url,
 )
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine

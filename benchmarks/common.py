@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa  # noqa: E402
 
-from pipeline_assets.core import demo  # noqa: E402
+from pipeline_assets import demo  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.secrets import redact
 from pipeline_assets.core.times import UTC, to_instant  # noqa: E402

@@ -22,8 +22,8 @@ from dagster import (
     build_sensor_context,
 )
 
+from pipeline_assets import demo
 from pipeline_assets.automation import ATTEMPT_TAG, REASON_TAG, build_paid_orders_refresh_sensor
-from pipeline_assets.core import demo
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table import ORDERS

@@ -28,7 +28,8 @@ import sqlalchemy as sa
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from pipeline_assets.core import broker, demo
+from pipeline_assets import demo
+from pipeline_assets.core import broker
 from pipeline_assets.core.daily_files import open_store
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import SettingsError

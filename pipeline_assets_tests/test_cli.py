@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_assets import demo
 from pipeline_assets.cli import main
-from pipeline_assets.core import demo
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 from dagster import AssetKey, DagsterInstance
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.times import canonical
 from pipeline_assets.definitions import build_definitions

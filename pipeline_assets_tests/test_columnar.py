@@ -299,7 +299,7 @@ def test_sqlite_reads_a_small_window_through_the_index_with_the_same_rows(tmp_pa
     index plan is chosen only for a window under SMALL_WINDOW rows and with an index."""
     from contextlib import closing
 
-    from pipeline_assets.core import demo
+    from pipeline_assets import demo
     from pipeline_assets.core.db.engines import arrow_connect
     from pipeline_assets.core.source import scan as source
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import describe_days, read_committed_day
 from pipeline_assets.core.db.engines import make_engine

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from upath import UPath
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.crash import POINTS
 from pipeline_assets.core.daily_files import (
     UncommittedDayError,

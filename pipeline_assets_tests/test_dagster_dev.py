@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.days import days_between
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.sensing import read_watermark

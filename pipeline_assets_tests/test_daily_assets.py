@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from dagster import AssetKey
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.warehouse import watermark as wm

@@ -17,7 +17,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches, declarations, watermark_state

@@ -18,7 +18,7 @@ from datetime import datetime
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches

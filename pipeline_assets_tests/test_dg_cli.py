@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.daily_files import read_committed_day
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.times import UTC

@@ -30,9 +30,9 @@ from dagster import (
 )
 
 import pipeline_assets
-from pipeline_assets import io_manager, settings
+from pipeline_assets import demo, io_manager, settings
 from pipeline_assets.cli import main
-from pipeline_assets.core import daily_files, demo, errors, failures, times
+from pipeline_assets.core import daily_files, errors, failures, times
 from pipeline_assets.core.db import engines as db
 from pipeline_assets.core.errors import PipelineError
 from pipeline_assets.core.load import batch as load

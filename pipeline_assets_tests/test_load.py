@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.crash import SimulatedCrash
 from pipeline_assets.core.db.state import batches, metadata, watermark_history
 from pipeline_assets.core.errors import InvalidRowError, LoadError

@@ -17,7 +17,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.db.state import batches
 from pipeline_assets.core.errors import InvalidRowError

@@ -21,8 +21,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import sqlalchemy as sa
 
+from pipeline_assets import demo
 from pipeline_assets.cli import main
-from pipeline_assets.core import demo, sensing
+from pipeline_assets.core import sensing
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DatabaseError, InvalidRowError
 from pipeline_assets.core.table import ORDERS

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.warehouse import watermark as wm

@@ -20,7 +20,7 @@ import pytest
 import sqlalchemy as sa
 from dagster import DagsterInstance, build_sensor_context
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.engines import make_engine, sqlite_file
 from pipeline_assets.core.times import UTC
 from pipeline_assets.definitions import build_definitions

@@ -396,7 +396,7 @@ def test_a_column_removed_that_orders_table_requires(backend, tmp_path, request)
     """The release before declarations made orders' columns NOT NULL: a declaration of
     orders without amount makes it nullable on PostgreSQL (new rows are written without
     it, the stored amounts stay), and is refused on SQLite, which cannot, writing nothing."""
-    from pipeline_assets.core import demo
+    from pipeline_assets import demo
     from pipeline_assets.core.table import ORDERS
     from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 

@@ -15,7 +15,8 @@ from datetime import date, datetime
 
 import pytest
 
-from pipeline_assets.core import demo, sensing
+from pipeline_assets import demo
+from pipeline_assets.core import sensing
 from pipeline_assets.core.days import yesterday
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DatabaseError

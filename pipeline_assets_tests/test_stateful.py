@@ -54,7 +54,7 @@ from hypothesis.stateful import (
 )
 from sqlalchemy.pool import NullPool
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.crash import POINTS, SimulatedCrash
 from pipeline_assets.core.daily_files import (
     DAY_FILE_RE,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 

@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.commands import rebuild_command, repair_commands
 from pipeline_assets.core.days import days_between, runs
 from pipeline_assets.core.db.engines import make_engine

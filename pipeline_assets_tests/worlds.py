@@ -22,7 +22,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from pipeline_assets.core import demo
+from pipeline_assets import demo
 from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table import ORDERS

@@ -6,7 +6,7 @@ from pipeline_assets.core.db.engines import sqlite_file
 from pipeline_assets.core.secrets import redact
 from pipeline_assets.core.table.money import parse_amount
 
-from ..core import demo
+from .. import demo
 from ..core.errors import CommandError
 from ..core.times import parse_day, resolve_relative, to_instant
 from .context import Context, option, print_json

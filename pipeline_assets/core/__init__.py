@@ -18,8 +18,9 @@ import-linter contracts hold it, docs/design.md draws it):
   day files, their manifests and the views they are built from.
 - :mod:`.verify` and :mod:`.sensing` (apart): reconciliation and the match-source check;
   what the sensors see and decide.
-- :mod:`.demo`, :mod:`.scaffold`, :mod:`.broker`: the demo app database, the draft of a
-  declaration, the Celery broker's settings.
+- :mod:`.scaffold`, :mod:`.broker`: the draft of a declaration, the Celery broker's
+  settings. (The demo app that writes ``orders`` is not the pipeline:
+  :mod:`pipeline_assets.demo`, beside this package.)
 
 Nothing here reads the environment or the clock: the callers (the Dagster layer, the
 command line) pass settings, engines and times in.

@@ -22,12 +22,12 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .commands import DEMO_INIT
-from .db.engines import guard, has_table, writing
-from .errors import DatabaseError, DemoError
-from .secrets import redact
-from .table.money import format_amount, parse_amount
-from .times import UTC, to_instant
+from .core.commands import DEMO_INIT
+from .core.db.engines import guard, has_table, writing
+from .core.errors import DatabaseError, DemoError
+from .core.secrets import redact
+from .core.table.money import format_amount, parse_amount
+from .core.times import UTC, to_instant
 
 # The story, in days before today. With today = 2026-01-27 (CHAPTER_TODAY) these are the
 # chapter's own dates: the last run read up to the 21st with 105 still pending; next,
