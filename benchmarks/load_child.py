@@ -56,7 +56,11 @@ def _orders_load():
 
 def main(table: str) -> int:
     import pipeline_assets
-    from pipeline_assets.core.db.engines import make_engine
+
+    try:
+        from pipeline_assets.core.db.engines import make_engine
+    except ImportError:  # the previous release: core/db.py
+        from pipeline_assets.core.db import make_engine
 
     if table == "payments":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

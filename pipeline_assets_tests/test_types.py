@@ -3,7 +3,7 @@
 The cases are the values a data engineer's app actually holds: text amounts with a scale
 that must survive (``7.000``), a float where an exact decimal belongs, SQLite's 0/1 for a
 boolean, a date where a timestamp is declared, NaN in a float column, a 64-bit overflow.
-Each type has one home (core/table/types.py); these tables pin its rules.
+Each kind has one home, its codec (core/table/codecs.py); these tables pin its rules.
 """
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pipeline_assets.core.errors import TypeValueError, UnknownTypeError
-from pipeline_assets.core.table.types import (
+from pipeline_assets.core.errors import DayFilesError, TypeValueError, UnknownTypeError
+from pipeline_assets.core.table.codecs import (
+    CODECS,
     DECIMAL_TEXT,
+    KINDS,
     PLAIN_DECIMAL_TEXT,
-    ColumnType,
     format_decimal,
 )
+from pipeline_assets.core.table.types import ColumnType
 
 UTC = timezone.utc
 PARIS = ZoneInfo("Europe/Paris")
@@ -172,3 +176,28 @@ def test_one_decimal_pattern_and_its_plain_subset_agree():
         assert format_decimal(ColumnType.named("decimal").parse(text, UTC)) == text
     for text in ["+1", "007", "1e3", ".5"]:
         assert not re.fullmatch(PLAIN_DECIMAL_TEXT, text)
+
+
+@given(
+    st.sampled_from(["decimal", "decimal(6,2)", "decimal(4,0)", "decimal(3,3)", "decimal(20,4)"]),
+    st.from_regex(r"-?[0-9]{1,6}(\.[0-9]{1,5})?", fullmatch=True),
+)
+def test_the_verify_hash_takes_as_written_exactly_what_the_day_file_writes_unchanged(name, text):
+    """A day file's bytes have two builders (the writer's, from Python values, and
+    verify's, from Arrow arrays): verify's passes a stored decimal through when the codec's
+    plain pattern holds it, so that must be exactly when the writer keeps the text."""
+    import re
+
+    kind = ColumnType.named(name)
+    try:
+        kept = kind.codec.file_value(kind, text, "row 1: price") == text
+    except DayFilesError:
+        kept = False
+    assert bool(re.fullmatch(kind.codec.plain_pattern(kind), text)) is kept
+
+
+def test_every_kind_has_one_codec_that_names_its_sql_type():
+    for kind in KINDS:
+        codec = ColumnType(kind).codec
+        assert codec.kind == kind and codec is CODECS[kind]
+        assert codec.sql_type(ColumnType(kind)) is not None

@@ -22,8 +22,9 @@ import yaml
 
 from .db.engines import make_engine
 from .errors import PipelineError, TypeValueError
+from .table.codecs import DECIMAL_TEXT
 from .table.declare import PLACEHOLDER as CHANGE_ME
-from .table.types import DECIMAL_TEXT, TIMESTAMP
+from .table.types import TIMESTAMP
 from .times import UTC
 
 # Names apps give their change stamp, most telling first.

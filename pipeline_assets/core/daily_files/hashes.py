@@ -19,11 +19,9 @@ from datetime import date, datetime
 
 from ..table import working
 from ..table.spec import DailyFiles, TableSpec
-from ..table.types import DECIMAL_TEXT, ColumnType
-from ..times import UTC
+from ..table.types import ColumnType
 from .serialize import file_of
 
-_AMOUNT_RE = re.compile(f"^{DECIMAL_TEXT}$")  # the decimal text serialize_day accepts
 # The characters json.dumps(ensure_ascii=True) writes as they are: printable ASCII but the
 # quote and the backslash. Text of only these is quoted as it is; the rest is escaped.
 _PLAIN_TEXT = r"^[ !#-\[\]-~]*$"
@@ -237,25 +235,11 @@ def _allowed(array, kind: ColumnType, allowed: tuple):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = [v for v in allowed if v is not None]
-    if kind.kind == "timestamp":
-        values = [v.astimezone(UTC) for v in values]
-    elif kind.kind in ("decimal", "date"):
-        values = [kind.stored(v) for v in values]
+    values = [kind.codec.arrow_stored(kind, v) for v in allowed if v is not None]
     match = pc.fill_null(pc.is_in(array, value_set=pa.array(values, array.type)), False)
     if None in allowed:
         match = pc.or_(match, pc.is_null(array))
     return match
-
-
-def _decimal_pattern(kind: ColumnType) -> str:
-    """The stored text of a decimal that :func:`serialize_day` writes back unchanged."""
-    if kind.scale is None:
-        return _AMOUNT_RE.pattern
-    whole = kind.precision - kind.scale
-    integer = "0" if whole == 0 else f"(0|[1-9][0-9]{{0,{whole - 1}}})"
-    fraction = rf"\.[0-9]{{{kind.scale}}}" if kind.scale else ""
-    return f"^-?{integer}{fraction}$"
 
 
 def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, object]:
@@ -283,7 +267,9 @@ def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, objec
             text, quoted = pc.replace_with_mask(text, escape, escaped), False
     elif k == "decimal":
         text = array
-        bad = pc.invert(pc.fill_null(pc.match_substring_regex(array, _decimal_pattern(kind)), True))
+        bad = pc.invert(
+            pc.fill_null(pc.match_substring_regex(array, kind.codec.plain_pattern(kind)), True)
+        )
     elif k == "float":
         values, wrong = [], []
         for v in array.to_pylist():

@@ -18,19 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections.abc import Iterable, Mapping
-from datetime import date, datetime
-from decimal import Decimal
+from datetime import datetime
 
-from ..errors import DayFilesError, TypeValueError
+from ..errors import DayFilesError
 from ..table.spec import DailyFiles, TableSpec
-from ..table.types import DECIMAL_TEXT, ColumnType
+from ..table.types import ColumnType
 from .layout import check_day
-
-_AMOUNT_RE = re.compile(f"^{DECIMAL_TEXT}$")
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 def file_of(spec: TableSpec, files: DailyFiles | None) -> DailyFiles:
@@ -48,103 +42,16 @@ def _row_label(spec: TableSpec, key: tuple) -> str:
     return "row " + ", ".join(f"{c}={v!r}" for c, v in zip(spec.primary_key, key, strict=True))
 
 
-def _decimal_example(kind: ColumnType) -> str:
-    if kind.scale is None:
-        return "22.00"
-    return "22" + ("." + "0" * kind.scale if kind.scale else "")
-
-
 def _json_value(
     who: str, name: str, kind: ColumnType, nullable: bool, value: object, *, nonempty: bool = False
 ):
-    """The value as the day file writes it, or a :class:`DayFilesError` naming it."""
+    """The value as the day file writes it (its kind's codec's rule), or a
+    :class:`DayFilesError` naming it."""
     if value is None and nullable:
         return None
     if kind.kind == "text" and nonempty and (not isinstance(value, str) or not value):
         raise DayFilesError(f"{who}: {name} {value!r} must be non-empty text")
-    return _JSON_VALUES[kind.kind](who, name, kind, value)
-
-
-# One function per column kind, each ``(who, name, kind, value)`` → the value as the day
-# file writes it; each refuses, naming the value, what the file cannot hold exactly.
-
-
-def _integer_value(who: str, name: str, kind: ColumnType, value):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise DayFilesError(f"{who}: {name} {value!r} must be an integer")
-    if not _INT64[0] <= value <= _INT64[1]:
-        raise DayFilesError(f"{who}: {name} {value!r} does not fit in 64 bits")
-    return value
-
-
-def _text_value(who: str, name: str, kind: ColumnType, value):
-    if not isinstance(value, str):
-        raise DayFilesError(f"{who}: {name} {value!r} must be text")
-    return value
-
-
-def _decimal_value(who: str, name: str, kind: ColumnType, value):
-    if isinstance(value, Decimal) and value.is_finite():
-        value = format(value, "f")
-    if not isinstance(value, str) or not _AMOUNT_RE.fullmatch(value):
-        raise DayFilesError(
-            f"{who}: {name} {value!r} must be exact decimal text such as "
-            f'"{_decimal_example(kind)}" (never a float)'
-        )
-    if kind.scale is None:
-        return value  # as the source spelled it
-    try:
-        return format(kind.parse(value, None), "f")  # S places
-    except TypeValueError as exc:
-        raise DayFilesError(f"{who}: {name}: {exc.reason}") from None
-
-
-def _float_value(who: str, name: str, kind: ColumnType, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise DayFilesError(f"{who}: {name} {value!r} must be a finite number")
-    return float(value)
-
-
-def _boolean_value(who: str, name: str, kind: ColumnType, value):
-    if not isinstance(value, bool):
-        raise DayFilesError(f"{who}: {name} {value!r} must be true or false")
-    return value
-
-
-def _date_value(who: str, name: str, kind: ColumnType, value):
-    if isinstance(value, date) and not isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
-        try:
-            date.fromisoformat(value)
-            return value
-        except ValueError:
-            pass
-    raise DayFilesError(f"{who}: {name} {value!r} must be a date YYYY-MM-DD")
-
-
-def _timestamp_value(who: str, name: str, kind: ColumnType, value):
-    """Written as given (the caller gives it in the pipeline's zone)."""
-    if isinstance(value, datetime):
-        value = value.isoformat()
-    if not isinstance(value, str):
-        raise DayFilesError(f"{who}: {name} {value!r} must be ISO-8601 text")
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
-        raise DayFilesError(f"{who}: {name} {value!r} is not ISO-8601") from None
-    return value
-
-
-_JSON_VALUES = {
-    "integer": _integer_value,
-    "text": _text_value,
-    "decimal": _decimal_value,
-    "float": _float_value,
-    "boolean": _boolean_value,
-    "date": _date_value,
-    "timestamp": _timestamp_value,
-}
+    return kind.codec.file_value(kind, value, f"{who}: {name}")
 
 
 def _key_order(who: str, name: str, kind: ColumnType, value) -> object:

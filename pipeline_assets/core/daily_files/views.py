@@ -22,10 +22,9 @@ and the value in its words.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import tzinfo
-from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Decimal, localcontext
+from decimal import Decimal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -33,8 +32,9 @@ from sqlalchemy.engine import Engine
 from ..db.engines import guard, has_table, writing
 from ..db.schema import missing_columns, totals_columns, totals_table, warehouse_table
 from ..errors import TypeValueError
+from ..table.codecs import format_decimal
 from ..table.spec import DailyFiles, TableSpec, Totals
-from ..table.types import ColumnType, format_decimal
+from ..table.types import ColumnType
 from ..times import UTC, canonical, day_end, day_start, from_canonical, parse_day
 from .serialize import file_of
 
@@ -218,15 +218,7 @@ def day_totals(rows: Sequence[Mapping], totals: Totals, spec: TableSpec):
     for name in totals.sum:
         kind = spec.column(name).type
         values = [kind.parse(r[name], UTC) for r in rows if r[name] is not None]
-        if kind.kind == "float":
-            sums[name] = math.fsum(values)
-        elif kind.kind == "integer":
-            sums[name] = sum(values, 0)
-        else:
-            # a decimal(P,S) total has S places on every day, an empty one included (0.00)
-            zero = Decimal(0) if kind.scale is None else Decimal(0).scaleb(-kind.scale)
-            with localcontext(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN):
-                sums[name] = sum(values, zero)
+        sums[name] = kind.codec.total(kind, values)
     return len(rows), sums
 
 

@@ -24,18 +24,8 @@ from ..table.types import ColumnType
 
 def column_sql_type(kind: ColumnType, *, rowid: bool = False) -> sa.types.TypeEngine:
     """The SQLAlchemy type of a stored column of ``kind`` (``rowid``: the single integer
-    key, which SQLite makes the table's rowid when declared INTEGER)."""
-    if kind.kind == "integer":
-        return sa.BigInteger().with_variant(sa.Integer(), "sqlite") if rowid else sa.BigInteger()
-    if kind.kind == "float":
-        return sa.Float(53)
-    if kind.kind == "boolean":
-        return sa.Boolean(create_constraint=False)
-    if kind.kind == "timestamp":
-        return sa.String(32)
-    if kind.kind == "date":
-        return sa.String(10)
-    return sa.Text()
+    key, which SQLite makes the table's rowid when declared INTEGER): its codec's."""
+    return kind.codec.sql_type(kind, rowid=rowid)
 
 
 @lru_cache(maxsize=64)

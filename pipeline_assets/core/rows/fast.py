@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..table.types import _FALSE, _TRUE, PLAIN_DECIMAL_TEXT, ColumnType
+from ..table.codecs import FALSE_WORDS, PLAIN_DECIMAL_TEXT, TRUE_WORDS
+from ..table.types import ColumnType
 from .arrow_days import INSTANT, canonical_text, localize, zone_rules_hold
 
 _KEY = r"^-?[0-9]+$"
@@ -108,8 +109,8 @@ def _fast_boolean(values, kind: ColumnType) -> tuple[pa.Array, pa.Array]:
         ok = pc.fill_null(pc.is_in(values, value_set=pa.array([0, 1], values.type)), False)
         return pc.not_equal(values, 0), ok
     word = pc.utf8_lower(pc.utf8_trim_whitespace(text_column(values, "boolean")))
-    true = pc.fill_null(pc.is_in(word, value_set=pa.array(sorted(_TRUE))), False)
-    false = pc.fill_null(pc.is_in(word, value_set=pa.array(sorted(_FALSE))), False)
+    true = pc.fill_null(pc.is_in(word, value_set=pa.array(sorted(TRUE_WORDS))), False)
+    false = pc.fill_null(pc.is_in(word, value_set=pa.array(sorted(FALSE_WORDS))), False)
     return true, pc.or_(true, false)
 
 

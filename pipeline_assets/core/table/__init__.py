@@ -6,7 +6,9 @@
   refusing what cannot run, naming the attribute and the value.
 - :mod:`.parts`: a declaration's columns, key, change stamp and daily files read and
   checked, and the names an asset may take.
-- :mod:`.types`: the column types and every rule of each (read, store, write, widen).
+- :mod:`.types`: the column types, as a declaration names them.
+- :mod:`.codecs`: one codec per kind, every rule of its values (read, check, store and
+  its SQL type, read back, write to a day file, total, widen).
 - :mod:`.working`: the names of the pipeline's own working columns, apart from any
   declared one.
 - :mod:`.orders`: the chapter's ``orders`` as attributes, and what it kept from the
