@@ -37,8 +37,9 @@ from pipeline_assets.core.db import engines as db
 from pipeline_assets.core.errors import PipelineError
 from pipeline_assets.core.load import batch as load
 from pipeline_assets.core.load import deletions
-from pipeline_assets.core.table import ORDERS, codecs, money, types
+from pipeline_assets.core.table import ORDERS, money, types
 from pipeline_assets.core.table import declare as spec
+from pipeline_assets.core.table.codecs import plain
 from pipeline_assets.core.verify import VerifyError
 from pipeline_assets.core.warehouse import watermark
 
@@ -176,7 +177,7 @@ def test_every_pipeline_error_is_defined_in_the_errors_module():
         errors.DeleteRefused,
         errors.VerifyError,
     )
-    assert (codecs.TypeValueError, types.UnknownTypeError, spec.DeclarationError) == (
+    assert (plain.TypeValueError, types.UnknownTypeError, spec.DeclarationError) == (
         errors.TypeValueError,
         errors.UnknownTypeError,
         errors.DeclarationError,

@@ -17,10 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline_assets.core.errors import DayFilesError, TypeValueError, UnknownTypeError
-from pipeline_assets.core.table.codecs import (
-    CODECS,
+from pipeline_assets.core.table.codecs import CODECS, KINDS
+from pipeline_assets.core.table.codecs.decimals import (
     DECIMAL_TEXT,
-    KINDS,
     PLAIN_DECIMAL_TEXT,
     format_decimal,
 )

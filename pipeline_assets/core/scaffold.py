@@ -22,7 +22,7 @@ import yaml
 
 from .db.engines import make_engine
 from .errors import PipelineError, TypeValueError
-from .table.codecs import DECIMAL_TEXT
+from .table.codecs.decimals import DECIMAL_TEXT
 from .table.declare import PLACEHOLDER as CHANGE_ME
 from .table.types import TIMESTAMP
 from .times import UTC

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from datetime import date, datetime
+from datetime import date
 
 from ..table import working
 from ..table.spec import DailyFiles, TableSpec
@@ -180,54 +180,12 @@ def _or(a, b):
 
 def _stored_array(array, kind: ColumnType):
     """(the column in the one Arrow form it is written from, rows it cannot vouch for or
-    None): integers int64; text, decimals and dates string; floats float64; booleans
-    bool; timestamps UTC instants."""
+    None): its codec's :meth:`~pipeline_assets.core.table.codecs.base.Codec.file_array`."""
     import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..rows.arrow_days import INSTANT
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    t, k = array.type, kind.kind
-    if k == "integer":
-        return (array if t == pa.int64() else pc.cast(array, pa.int64())), None
-    if k in ("text", "decimal"):
-        if pa.types.is_decimal(t):
-            array = pc.cast(array, pa.string())
-        return (array if t == pa.string() else pc.cast(array, pa.string())), None
-    if k == "float":
-        return (array if t == pa.float64() else pc.cast(array, pa.float64())), None
-    if k == "boolean":
-        if pa.types.is_integer(t):
-            return pc.not_equal(array, 0), pc.fill_null(
-                pc.invert(pc.is_in(array, value_set=pa.array([0, 1], t))), False
-            )
-        return (array if t == pa.bool_() else pc.cast(array, pa.bool_())), None
-    if k == "date":
-        if pa.types.is_date(t):
-            return pc.cast(array, pa.string()), None
-        return (array if t == pa.string() else pc.cast(array, pa.string())), None
-    if pa.types.is_timestamp(t):  # timestamp
-        if t.tz is None:
-            array = pc.cast(pc.cast(array, pa.timestamp("us")), INSTANT)
-        return pc.cast(array, INSTANT), None
-    if pa.types.is_null(t):
-        return pc.cast(array, INSTANT), None
-    text = pc.cast(array, pa.string())
-    try:
-        return pc.cast(text, INSTANT), None
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        moments, wrong = [], []
-        for value in text.to_pylist():
-            try:
-                moment = None if value is None else datetime.fromisoformat(value)
-                ok = moment is None or moment.tzinfo is not None
-            except ValueError:
-                moment, ok = None, False
-            moments.append(moment if ok else None)
-            wrong.append(not ok)
-        return pa.array(moments, INSTANT), pa.array(wrong, pa.bool_())
+    return kind.codec.file_array(kind, array)
 
 
 def _allowed(array, kind: ColumnType, allowed: tuple):

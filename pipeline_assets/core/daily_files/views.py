@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 from ..db.engines import guard, has_table, writing
 from ..db.schema import missing_columns, totals_columns, totals_table, warehouse_table
 from ..errors import TypeValueError
-from ..table.codecs import format_decimal
+from ..table.codecs.decimals import format_decimal
 from ..table.spec import DailyFiles, TableSpec, Totals
 from ..table.types import ColumnType
 from ..times import UTC, canonical, day_end, day_start, from_canonical, parse_day

@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..table.codecs import FALSE_WORDS, PLAIN_DECIMAL_TEXT, TRUE_WORDS
+from ..table.codecs.decimals import PLAIN_DECIMAL_TEXT
+from ..table.codecs.plain import FALSE_WORDS, TRUE_WORDS
 from ..table.types import ColumnType
 from .arrow_days import INSTANT, canonical_text, localize, zone_rules_hold
 

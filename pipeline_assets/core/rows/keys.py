@@ -21,7 +21,6 @@ from ..errors import TypeValueError
 from ..table import working
 from ..table.spec import TableSpec
 from .fast import keys_of
-from .normalize import ARROW_TYPES
 
 
 def key_values(table: pa.Table, spec: TableSpec) -> list:
@@ -71,7 +70,7 @@ def last_key(table: pa.Table, spec: TableSpec) -> tuple:
 
 
 def key_schema(spec: TableSpec) -> pa.Schema:
-    return pa.schema([(k, ARROW_TYPES[spec.column(k).type.kind]) for k in spec.primary_key])
+    return pa.schema([(k, spec.column(k).type.codec.arrow_type) for k in spec.primary_key])
 
 
 def stored_keys(columns: Sequence, spec: TableSpec, tz: tzinfo) -> pa.Table:

@@ -34,17 +34,6 @@ from .arrow_days import INSTANT, localize, zone_day_numbers, zone_name
 from .checks import parse_rows
 from .fast import fast_column, in_range, text_column
 
-# The Arrow type of each column type's stored form (ColumnType.stored).
-ARROW_TYPES = {
-    "integer": pa.int64(),
-    "text": pa.string(),
-    "decimal": pa.string(),  # exact decimal text, as format_decimal writes it
-    "float": pa.float64(),
-    "boolean": pa.bool_(),
-    "date": pa.string(),  # YYYY-MM-DD
-    "timestamp": pa.string(),  # canonical UTC text
-}
-
 
 @lru_cache(maxsize=64)
 def normal_schema(spec: TableSpec) -> pa.Schema:
@@ -53,7 +42,7 @@ def normal_schema(spec: TableSpec) -> pa.Schema:
     its day in the pipeline's zone) and ``day`` (the cursor's day in that zone, as days
     since 1970-01-01). Every field is nullable (a nullable column's NULL stays NULL)."""
     return pa.schema(
-        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns]
+        [(c.name, c.type.codec.arrow_type) for c in spec.columns]
         + [(working.INSTANT, INSTANT), (working.DAY, pa.int32())]
     )
 

@@ -8,7 +8,7 @@
   checked, and the names an asset may take.
 - :mod:`.types`: the column types, as a declaration names them.
 - :mod:`.codecs`: one codec per kind, every rule of its values (read, check, store and
-  its SQL type, read back, write to a day file, total, widen).
+  its SQL and Arrow types, read back, write to a day file, total, widen).
 - :mod:`.working`: the names of the pipeline's own working columns, apart from any
   declared one.
 - :mod:`.orders`: the chapter's ``orders`` as attributes, and what it kept from the

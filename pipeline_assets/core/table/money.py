@@ -1,7 +1,7 @@
 """Exact money: amounts are ``Decimal`` parsed from text, never binary floats.
 
-The rules are the ``decimal`` column type's (:func:`.codecs.parse_decimal`,
-:func:`.codecs.format_decimal`: one home per type); this module keeps the names and the
+The rules are the ``decimal`` column type's (:func:`.codecs.decimals.parse_decimal`,
+:func:`.codecs.decimals.format_decimal`: one home per type); this module keeps the names and the
 :class:`AmountError` its callers know, with the same messages.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from ..errors import AmountError, TypeValueError
-from .codecs import format_decimal, parse_decimal
+from .codecs.decimals import format_decimal, parse_decimal
 
 
 def parse_amount(value: object) -> Decimal:

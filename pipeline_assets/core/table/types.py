@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import tzinfo
 
 from ..errors import UnknownTypeError
-from .codecs import CODECS, KINDS, Codec
+from .codecs import CODECS, KINDS
+from .codecs.base import Codec
 
 _TYPE_RE = re.compile(r"\s*(\w+)\s*(?:\(\s*(\d+)\s*,\s*(\d+)\s*\))?\s*")
 

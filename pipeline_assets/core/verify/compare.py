@@ -30,7 +30,6 @@ from ..errors import InvalidRowError, VerifyError
 from ..rows.arrow_days import day_text
 from ..rows.digest import DayDigest, add_days
 from ..rows.keys import key_values, last_key, upto
-from ..rows.normalize import ARROW_TYPES
 from ..source.scan import SCAN_BATCH, ahead
 from ..table import working
 from ..table.spec import TableSpec
@@ -261,5 +260,5 @@ def _aligned(
 def _empty(spec: TableSpec) -> pa.Table:
     """No rows: the stored columns of ``spec`` and ``day``."""
     return pa.schema(
-        [(c.name, ARROW_TYPES[c.type.kind]) for c in spec.columns] + [(working.DAY, pa.int32())]
+        [(c.name, c.type.codec.arrow_type) for c in spec.columns] + [(working.DAY, pa.int32())]
     ).empty_table()

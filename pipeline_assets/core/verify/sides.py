@@ -258,7 +258,7 @@ def warehouse_keys(
     if not has_table(warehouse, spec.name, _ENV):
         return
     stored = Stored(spec, dialect_of(warehouse), None)
-    kinds = [spec.column(k).type.kind for k in spec.primary_key]
+    kinds = [spec.column(k).type for k in spec.primary_key]
     select = (
         f"SELECT {', '.join(quote(k, stored.dialect) for k in spec.primary_key)} "
         f"FROM {stored.table}"

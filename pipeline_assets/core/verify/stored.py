@@ -13,12 +13,10 @@ import pyarrow.compute as pc
 from ..db.quoting import quote
 from ..errors import VerifyError
 from ..rows.arrow_days import INSTANT, day_numbers
-from ..rows.normalize import ARROW_TYPES
 from ..table import working
 from ..table.spec import TableSpec
+from ..table.types import ColumnType
 from ..times import EPOCH, canonical, from_canonical
-
-NATIVE = ("integer", "float", "boolean")  # read as they are; every other kind as its text
 
 
 class Stored:
@@ -37,7 +35,7 @@ class Stored:
             f"NULL AS {n}"
             if c.name in absent
             else n
-            if c.type.kind in NATIVE
+            if c.type.codec.native
             else f"CAST({n} AS TEXT) AS {n}"
             for n, c in zip(names, spec.columns, strict=True)
         )
@@ -80,7 +78,7 @@ class Stored:
         return self.typed(
             pa.table(
                 [
-                    column_array(values, c.type.kind)
+                    column_array(values, c.type)
                     for values, c in zip(columns, self.spec.columns, strict=True)
                 ],
                 names=list(self.spec.column_names),
@@ -90,7 +88,7 @@ class Stored:
     def typed(self, table: pa.Table) -> pa.Table:
         """Each column in its stored Arrow type, and the day of each row."""
         for i, column in enumerate(self.spec.columns):
-            wanted = ARROW_TYPES[column.type.kind]
+            wanted = column.type.codec.arrow_type
             if table.schema.field(i).type != wanted:
                 table = table.set_column(i, column.name, pc.cast(table[column.name], wanted))
         return table.append_column(working.DAY, self._days(table))
@@ -133,9 +131,7 @@ class Stored:
         )
 
 
-def column_array(values: Sequence, kind: str) -> pa.Array:
+def column_array(values: Sequence, kind: ColumnType) -> pa.Array:
     """A column of the values a driver gave, as Arrow: the native kinds as they are, every
-    other as its text."""
-    if kind == "boolean":  # SQLite gives 0/1
-        return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
-    return pa.array(values, ARROW_TYPES[kind] if kind in NATIVE else pa.string())
+    other as its text (its codec's ``driver_array``)."""
+    return kind.codec.driver_array(kind, values)

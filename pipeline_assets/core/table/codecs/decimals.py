@@ -1,0 +1,113 @@
+"""``decimal`` (the source's spelling kept) and ``decimal(P,S)`` (``S`` places): exact
+numbers, never binary floats, and the one pattern of their text."""
+
+from __future__ import annotations
+
+import re
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Decimal, InvalidOperation, localcontext
+
+from ...errors import DayFilesError, TypeValueError
+from .base import Codec
+
+# The one pattern of an exact decimal as text: what the source may spell, what a day file
+# and the warehouse hold. An optional sign, digits, optional fraction; no exponent.
+DECIMAL_TEXT = r"[+-]?\d+(?:\.\d+)?"
+# Its plain subset: the texts :func:`format_decimal` writes back unchanged (no ``+``, no
+# leading zeros). Vectorized readers take these as they are and leave the rest to parse.
+PLAIN_DECIMAL_TEXT = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?"
+_DECIMAL_RE = re.compile(DECIMAL_TEXT)
+_FILE_DECIMAL_RE = re.compile(f"^{DECIMAL_TEXT}$")
+
+
+def parse_decimal(value: object) -> Decimal:
+    """An exact decimal from text, an integer or a ``Decimal``; the scale is kept, so
+    ``"40.00"`` writes back as ``"40.00"``. Floats, booleans and exponents are refused."""
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise TypeValueError(f"{value!r} is not a finite number")
+        return value
+    if isinstance(value, (bool, float)):  # money's words for both, as they always were
+        raise TypeValueError(f"{value!r} is a binary float, not an exact decimal")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, str) and _DECIMAL_RE.fullmatch(value.strip()):
+        return Decimal(value.strip())
+    raise TypeValueError(f"{value!r} is not a decimal number such as 40.00")
+
+
+def format_decimal(value: Decimal) -> str:
+    """Plain positional text: ``Decimal("40.00")`` → ``"40.00"`` (no exponent)."""
+    return format(value, "f")
+
+
+class DecimalCodec(Codec):
+    """``decimal`` (the source's spelling kept) and ``decimal(P,S)`` (``S`` places)."""
+
+    kind, numeric = "decimal", True
+
+    def parse(self, t, value, tz):
+        exact = parse_decimal(value)
+        if t.precision is None:
+            return exact
+        quantum = Decimal(1).scaleb(-t.scale)
+        try:
+            fitted = exact.quantize(quantum)
+        except InvalidOperation:
+            fitted = None
+        if fitted is None or fitted != exact:
+            raise TypeValueError(f"{value!r} has more than {t.scale} decimal places ({t.name})")
+        digits = len(fitted.as_tuple().digits) if fitted else 0
+        if fitted and digits - max(-fitted.as_tuple().exponent, 0) > t.precision - t.scale:
+            raise TypeValueError(
+                f"{value!r} has more than {t.precision - t.scale} "
+                f"digits before the point ({t.name})"
+            )
+        return fitted
+
+    def stored(self, t, value):
+        return format_decimal(value)
+
+    def to_json(self, t, value, tz):
+        return format_decimal(value)
+
+    def file_value(self, t, value, who):
+        if isinstance(value, Decimal) and value.is_finite():
+            value = format(value, "f")
+        if not isinstance(value, str) or not _FILE_DECIMAL_RE.fullmatch(value):
+            example = (
+                "22.00" if t.scale is None else "22" + ("." + "0" * t.scale if t.scale else "")
+            )
+            raise DayFilesError(
+                f'{who} {value!r} must be exact decimal text such as "{example}" (never a float)'
+            )
+        if t.scale is None:
+            return value  # as the source spelled it
+        try:
+            return format(self.parse(t, value, None), "f")  # S places
+        except TypeValueError as exc:
+            raise DayFilesError(f"{who}: {exc.reason}") from None
+
+    def total(self, t, values):
+        """Exact whatever its digits; a ``decimal(P,S)`` total has S places on every day,
+        an empty one included (``0.00``)."""
+        zero = Decimal(0) if t.scale is None else Decimal(0).scaleb(-t.scale)
+        with localcontext(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN):
+            return sum(values, zero)
+
+    def plain_pattern(self, t) -> str:
+        """The stored texts :meth:`file_value` writes back unchanged, as a regex."""
+        if t.scale is None:
+            return _FILE_DECIMAL_RE.pattern
+        whole = t.precision - t.scale
+        integer = "0" if whole == 0 else f"(0|[1-9][0-9]{{0,{whole - 1}}})"
+        fraction = rf"\.[0-9]{{{t.scale}}}" if t.scale else ""
+        return f"^-?{integer}{fraction}$"
+
+    def widens_to(self, t, other):
+        if other.kind != "decimal":
+            return False
+        if other.precision is None:
+            return t.precision is not None
+        if t.precision is None:
+            return False
+        return other.scale >= t.scale and other.precision - other.scale >= t.precision - t.scale

@@ -1,0 +1,131 @@
+"""``date`` (a calendar day with no zone) and ``timestamp`` (an instant: without an
+offset it is read in the pipeline's zone, a bare date is midnight there)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+
+import sqlalchemy as sa
+
+from ...errors import DayFilesError, TimeValueError, TypeValueError
+from ...times import UTC, canonical, from_canonical, to_instant
+from .base import Codec
+
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class DateCodec(Codec):
+    """A calendar day with no zone, stored and written as ``YYYY-MM-DD``."""
+
+    kind, key = "date", True
+
+    def parse(self, t, value, tz):
+        if isinstance(value, datetime):
+            if value.time() != datetime.min.time() or value.tzinfo is not None:
+                raise TypeValueError(f"{value!r} is a timestamp, not a date")
+            return value.date()
+        if isinstance(value, date):
+            return value
+        if isinstance(value, str):
+            text = value.strip()
+            if _DAY_RE.fullmatch(text):
+                try:
+                    return date.fromisoformat(text)
+                except ValueError as exc:
+                    raise TypeValueError(f"{value!r} is not a valid day: {exc}") from None
+        raise TypeValueError(f"{value!r} is not a date in the form YYYY-MM-DD")
+
+    def stored(self, t, value):
+        return value.isoformat()
+
+    def to_json(self, t, value, tz):
+        return value.isoformat()
+
+    def sql_type(self, t, *, rowid=False):
+        return sa.String(10)
+
+    def file_value(self, t, value, who):
+        if isinstance(value, date) and not isinstance(value, datetime):
+            return value.isoformat()
+        if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
+            try:
+                date.fromisoformat(value)
+                return value
+            except ValueError:
+                pass
+        raise DayFilesError(f"{who} {value!r} must be a date YYYY-MM-DD")
+
+    def widens_to(self, t, other):
+        return other.kind == "timestamp"
+
+
+class TimestampCodec(Codec):
+    """An instant: stored as canonical UTC text (which sorts as it compares), written in
+    the pipeline's zone."""
+
+    kind, key = "timestamp", True
+
+    def file_array(self, t, array):
+        """UTC instants (a naive driver timestamp read as UTC); text that is no instant
+        with an offset is a row it cannot vouch for."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        instant = pa.timestamp("us", tz="UTC")  # arrow_days.INSTANT
+        kind = array.type
+        if pa.types.is_timestamp(kind):
+            if kind.tz is None:
+                array = pc.cast(pc.cast(array, pa.timestamp("us")), instant)
+            return pc.cast(array, instant), None
+        if pa.types.is_null(kind):
+            return pc.cast(array, instant), None
+        text = pc.cast(array, pa.string())
+        try:
+            return pc.cast(text, instant), None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            moments, wrong = [], []
+            for value in text.to_pylist():
+                try:
+                    moment = None if value is None else datetime.fromisoformat(value)
+                    ok = moment is None or moment.tzinfo is not None
+                except ValueError:
+                    moment, ok = None, False
+                moments.append(moment if ok else None)
+                wrong.append(not ok)
+            return pa.array(moments, instant), pa.array(wrong, pa.bool_())
+
+    def parse(self, t, value, tz):
+        try:
+            return to_instant(value, tz).astimezone(UTC)
+        except TimeValueError as exc:
+            raise TypeValueError(str(exc)) from None
+
+    def stored(self, t, value):
+        return canonical(value)
+
+    def from_stored(self, t, value, tz):
+        if isinstance(value, str):
+            return from_canonical(value)
+        return self.parse(t, value, tz)
+
+    def to_json(self, t, value, tz):
+        return value.astimezone(tz).isoformat()
+
+    def arrow_stored(self, t, value):
+        return value.astimezone(UTC)  # an instant column
+
+    def sql_type(self, t, *, rowid=False):
+        return sa.String(32)
+
+    def file_value(self, t, value, who):
+        """Written as given (the caller gives it in the pipeline's zone)."""
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        if not isinstance(value, str):
+            raise DayFilesError(f"{who} {value!r} must be ISO-8601 text")
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise DayFilesError(f"{who} {value!r} is not ISO-8601") from None
+        return value
