@@ -75,11 +75,11 @@ from pipeline_assets import demo
 from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.days import days_between  # noqa: E402
 from pipeline_assets.core.db.engines import make_engine
-from pipeline_assets.core.rows.arrow_days import day_text
 from pipeline_assets.core.rows.digest import DayDigest, add_days
 from pipeline_assets.core.source.scan import inspect_source, scan_keys
 from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.times import UTC  # noqa: E402
+from pipeline_assets.core.times.arrays import day_text
 from pipeline_assets.core.verify import check_files, verify
 from pipeline_assets.core.verify import horizon as horizon_module
 from pipeline_assets.core.verify.compare import (  # noqa: E402

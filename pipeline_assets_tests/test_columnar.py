@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import InvalidRowError
-from pipeline_assets.core.rows.arrow_days import days_of, zone_name
 from pipeline_assets.core.rows.normalize import normalize
 from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.times import UTC, day_of, zone
+from pipeline_assets.core.times.arrays import days_of, zone_name
 from pipeline_assets_tests.orders import load_orders, stored, validate
 
 from .conftest import NOW

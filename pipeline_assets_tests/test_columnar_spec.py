@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from pipeline_assets.core.errors import InvalidRowError
 from pipeline_assets.core.rows import normalize as columnar
-from pipeline_assets.core.rows.arrow_days import zone_name
 from pipeline_assets.core.rows.checks import newest_per_key, parse_row, parse_rows
 from pipeline_assets.core.rows.normalize import normal_schema, normalize
 from pipeline_assets.core.table import ORDERS, working
 from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.table.orders import ORDERS_ATTRIBUTES
 from pipeline_assets.core.times import EPOCH, UTC, day_of, day_start, zone
+from pipeline_assets.core.times.arrays import zone_name
 from pipeline_assets_tests.orders import newest_per_order
 
 from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, TABLES

@@ -36,9 +36,9 @@ from pipeline_assets.core.days import days_between, runs
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
 from pipeline_assets.core.load.deletions import DeletePolicy
-from pipeline_assets.core.rows.arrow_days import days_of
 from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, canonical, to_instant, zone
+from pipeline_assets.core.times.arrays import days_of
 from pipeline_assets.core.verify import (
     DIFFERS_FROM_SOURCE,
     FILE_DIFFERS,

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
-from datetime import date
 
 from ..table import working
 from ..table.spec import DailyFiles, TableSpec
@@ -24,8 +21,6 @@ from .serialize import file_of
 
 # The characters json.dumps(ensure_ascii=True) writes as they are: printable ASCII but the
 # quote and the backslash. Text of only these is quoted as it is; the rest is escaped.
-_PLAIN_TEXT = r"^[ !#-\[\]-~]*$"
-_DAY_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
 class DayFileHashes:
@@ -203,45 +198,9 @@ def _allowed(array, kind: ColumnType, allowed: tuple):
 def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, object]:
     """(the pieces of each row's JSON value: literals and arrays, rows it cannot vouch
     for or None), for a column in the form :func:`_stored_array` gives."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..rows.arrow_days import local_text
-
-    k = kind.kind
-    bad = None
-    quoted = k in ("text", "decimal", "date", "timestamp")
-    if k == "integer":
-        text = pc.cast(array, pa.string())
-    elif k == "text":
-        text = array
-        plain = pc.fill_null(pc.match_substring_regex(array, _PLAIN_TEXT), True)
-        if not pc.all(plain).as_py():
-            escape = pc.invert(plain)
-            text = pc.binary_join_element_wise('"', array, '"', "")
-            escaped = pa.array(
-                [json.dumps(v) for v in array.filter(escape).to_pylist()], pa.string()
-            )
-            text, quoted = pc.replace_with_mask(text, escape, escaped), False
-    elif k == "decimal":
-        text = array
-        bad = pc.invert(
-            pc.fill_null(pc.match_substring_regex(array, kind.codec.plain_pattern(kind)), True)
-        )
-    elif k == "float":
-        values, wrong = [], []
-        for v in array.to_pylist():
-            ok = v is None or math.isfinite(v)
-            values.append(json.dumps(v) if ok and v is not None else None)
-            wrong.append(not ok)
-        text, bad = pa.array(values, pa.string()), pa.array(wrong, pa.bool_())
-    elif k == "boolean":
-        text = pc.if_else(array, "true", "false")
-    elif k == "date":
-        text = array
-        bad = _bad_days(array)
-    else:
-        text = local_text(array, tz)
+    text, bad, quoted = kind.codec.file_text(kind, array, tz)
     if array.null_count:
         if quoted:
             text, quoted = pc.binary_join_element_wise('"', text, '"', ""), False
@@ -251,31 +210,3 @@ def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, objec
     if bad is not None and pc.any(bad).as_py():
         text = pc.if_else(bad, "null", text)  # the day is not vouched for: keep kernels quiet
     return (['"', text, '"'] if quoted else [text]), bad
-
-
-def _bad_days(array):
-    """Which ``YYYY-MM-DD`` texts are not a calendar day Python's ``date`` holds."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    form = pc.fill_null(
-        pc.and_(
-            pc.match_substring_regex(array, _DAY_TEXT), pc.invert(pc.starts_with(array, "0000"))
-        ),
-        True,
-    )
-    try:
-        pc.cast(pc.if_else(form, array, "2000-01-01"), pa.date32())
-        return pc.invert(form)
-    except pa.ArrowInvalid:  # a day 30 of February: ask Python, value by value
-        return pa.array([v is not None and not _is_day(v) for v in array.to_pylist()], pa.bool_())
-
-
-def _is_day(text: str) -> bool:
-    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
-        return False
-    try:
-        date.fromisoformat(text)
-        return True
-    except ValueError:
-        return False

@@ -24,11 +24,11 @@ from ..db.engines import guard, require_distinct, writing
 from ..db.schema import warehouse_table
 from ..db.state import batches, of_table, prepare_warehouse
 from ..errors import LoadError
-from ..rows.arrow_days import day_text
 from ..source.scan import SCAN_BATCH, ahead, inspect_source, scan_table
 from ..source.sql import SourceTable
 from ..table.spec import TableSpec
 from ..times import EPOCH, canonical, whole_days
+from ..times.arrays import day_text
 from ..warehouse import declaration, evolve
 from ..warehouse import watermark as wm
 from ..warehouse.staging import Changes, Stage

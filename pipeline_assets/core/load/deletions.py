@@ -19,10 +19,10 @@ from sqlalchemy.engine import Engine
 
 from ..crash import crash_point
 from ..errors import DeleteRefused
-from ..rows.arrow_days import days_of
 from ..source.scan import scan_keys
 from ..source.sql import SourceTable
 from ..table import working
+from ..times.arrays import days_of
 from ..warehouse.staging import Stage
 
 MAX_DELETE_SHARE = 0.5  # the default of the setting of the same name

@@ -18,11 +18,11 @@ from datetime import date, datetime, timedelta, tzinfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rows.arrow_days import INSTANT, day_text
 from ..rows.digest import DayDigest, add_days, feed_batch_digest
 from ..table import working
 from ..table.spec import TableSpec
 from ..times import EPOCH
+from ..times.arrays import INSTANT, day_text
 
 
 @dataclass(frozen=True)

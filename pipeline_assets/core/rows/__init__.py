@@ -5,7 +5,6 @@ day files read rows in.
   with each row's instant and day (the working columns).
 - :mod:`.fast`: each column type's vectorized reader; :mod:`.checks`: the exact parser of
   the rows it does not vouch for, and one row per key.
-- :mod:`.arrow_days`: day arithmetic on Arrow arrays in any zone.
 - :mod:`.digest`: the fingerprints of stored rows: the batch digest, row hashes, per-day
   sums.
 - :mod:`.keys`: a primary key of one column or several: membership, what is left, the

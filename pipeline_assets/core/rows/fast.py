@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..table.codecs.decimals import PLAIN_DECIMAL_TEXT
 from ..table.codecs.plain import FALSE_WORDS, TRUE_WORDS
 from ..table.types import ColumnType
-from .arrow_days import INSTANT, canonical_text, localize, zone_rules_hold
+from ..times.arrays import INSTANT, canonical_text, localize, zone_rules_hold
 
 _KEY = r"^-?[0-9]+$"
 # Plain positional decimals that format_decimal(parse_decimal(x)) writes back unchanged.

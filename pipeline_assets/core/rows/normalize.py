@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from ..table import working
 from ..table.spec import TableSpec
 from ..times import UTC
-from .arrow_days import INSTANT, localize, zone_day_numbers, zone_name
+from ..times.arrays import INSTANT, localize, zone_day_numbers, zone_name
 from .checks import parse_rows
 from .fast import fast_column, in_range, text_column
 

@@ -27,13 +27,13 @@ from sqlalchemy.engine import Engine
 
 from ..days import runs
 from ..errors import InvalidRowError, VerifyError
-from ..rows.arrow_days import day_text
 from ..rows.digest import DayDigest, add_days
 from ..rows.keys import key_values, last_key, upto
 from ..source.scan import SCAN_BATCH, ahead
 from ..table import working
 from ..table.spec import TableSpec
 from ..times import EPOCH, day_end, day_start, parse_day
+from ..times.arrays import day_text
 from .counts import DayCounts
 from .lost import lost_keys
 from .merge import Merge, day_counts, show_deleted

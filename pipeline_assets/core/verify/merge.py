@@ -9,11 +9,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..rows.arrow_days import day_text
 from ..rows.digest import DayDigest, add_days, kept_rows
 from ..rows.keys import key_values, member
 from ..table import working
 from ..table.spec import TableSpec
+from ..times.arrays import day_text
 from .counts import DayCounts
 
 DELETED_IDS_SHOWN = 5  # per day, in messages

@@ -12,11 +12,11 @@ import pyarrow.compute as pc
 
 from ..db.quoting import quote
 from ..errors import VerifyError
-from ..rows.arrow_days import INSTANT, day_numbers
 from ..table import working
 from ..table.spec import TableSpec
 from ..table.types import ColumnType
 from ..times import EPOCH, canonical, from_canonical
+from ..times.arrays import INSTANT, day_numbers
 
 
 class Stored:

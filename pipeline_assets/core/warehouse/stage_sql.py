@@ -15,10 +15,10 @@ import sqlalchemy as sa
 
 from ..db.quoting import quote
 from ..errors import DatabaseError
-from ..rows.arrow_days import days_of
 from ..table import working
 from ..table.spec import TableSpec
 from ..times import canonical, day_of, day_start, from_canonical
+from ..times.arrays import days_of
 
 SQL_TYPES = {  # the stage's column types: the stored forms of core/table/types.py
     "sqlite": {"integer": "INTEGER", "float": "REAL", "boolean": "INTEGER"},

@@ -40,9 +40,9 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
 from ..db.schema import index_name, warehouse_table
-from ..rows.arrow_days import day_text
 from ..table import working
 from ..table.spec import TableSpec
+from ..times.arrays import day_text
 from .stage_sql import StageSql
 
 _ARROW = {"integer": pa.int64(), "float": pa.float64(), "boolean": pa.bool_()}  # else text

@@ -74,6 +74,12 @@ class Codec:
 
         return pa.array(values, self.arrow_type if self.native else pa.string())
 
+    def file_text(self, t, array, tz: tzinfo):
+        """``(each value's JSON text in a day file, the rows it cannot vouch for or None,
+        whether the texts still need their quotes)``, for a column in the form
+        :meth:`file_array` gives: the bytes :meth:`file_value` writes, for a whole array."""
+        raise NotImplementedError
+
     def file_array(self, t, array):
         """``(the column in the one Arrow form a day file is written from, the rows it
         cannot vouch for or None)``, from an array of stored values as a driver gave them

@@ -94,6 +94,13 @@ class DecimalCodec(Codec):
         with localcontext(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN):
             return sum(values, zero)
 
+    def file_text(self, t, array, tz):
+        """The stored text as it is; a text the writer would respell is not vouched for."""
+        import pyarrow.compute as pc
+
+        plain = pc.match_substring_regex(array, self.plain_pattern(t))
+        return array, pc.invert(pc.fill_null(plain, True)), True
+
     def plain_pattern(self, t) -> str:
         """The stored texts :meth:`file_value` writes back unchanged, as a regex."""
         if t.scale is None:

@@ -13,6 +13,35 @@ from ...times import UTC, canonical, from_canonical, to_instant
 from .base import Codec
 
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DAY_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _bad_days(array):
+    """Which ``YYYY-MM-DD`` texts are not a calendar day Python's ``date`` holds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    form = pc.fill_null(
+        pc.and_(
+            pc.match_substring_regex(array, _DAY_TEXT), pc.invert(pc.starts_with(array, "0000"))
+        ),
+        True,
+    )
+    try:
+        pc.cast(pc.if_else(form, array, "2000-01-01"), pa.date32())
+        return pc.invert(form)
+    except pa.ArrowInvalid:  # a day 30 of February: ask Python, value by value
+        return pa.array([v is not None and not _is_day(v) for v in array.to_pylist()], pa.bool_())
+
+
+def _is_day(text: str) -> bool:
+    if not re.fullmatch(_DAY_TEXT, text):
+        return False
+    try:
+        date.fromisoformat(text)
+        return True
+    except ValueError:
+        return False
 
 
 class DateCodec(Codec):
@@ -59,6 +88,9 @@ class DateCodec(Codec):
     def widens_to(self, t, other):
         return other.kind == "timestamp"
 
+    def file_text(self, t, array, tz):
+        return array, _bad_days(array), True
+
 
 class TimestampCodec(Codec):
     """An instant: stored as canonical UTC text (which sorts as it compares), written in
@@ -66,13 +98,20 @@ class TimestampCodec(Codec):
 
     kind, key = "timestamp", True
 
+    def file_text(self, t, array, tz):
+        """``isoformat`` in the pipeline's zone, as the writer gives it."""
+        from ...times.arrays import local_text
+
+        return local_text(array, tz), None, True
+
     def file_array(self, t, array):
         """UTC instants (a naive driver timestamp read as UTC); text that is no instant
         with an offset is a row it cannot vouch for."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        instant = pa.timestamp("us", tz="UTC")  # arrow_days.INSTANT
+        from ...times.arrays import INSTANT as instant
+
         kind = array.type
         if pa.types.is_timestamp(kind):
             if kind.tz is None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from decimal import Decimal
@@ -13,6 +14,7 @@ from ...errors import DayFilesError, TypeValueError
 from .base import Codec
 
 INT64 = (-(2**63), 2**63 - 1)
+_PLAIN_TEXT = r"^[ !#-\[\]-~]*$"  # printable ASCII that JSON writes as it is
 TRUE_WORDS = frozenset({"1", "t", "true", "y", "yes"})
 FALSE_WORDS = frozenset({"0", "f", "false", "n", "no"})
 
@@ -25,6 +27,12 @@ class IntegerCodec(Codec):
         import pyarrow.compute as pc
 
         return (array if array.type == pa.int64() else pc.cast(array, pa.int64())), None
+
+    def file_text(self, t, array, tz):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.cast(array, pa.string()), None, False
 
     def parse(self, t, value, tz):
         if isinstance(value, bool) or isinstance(value, float):
@@ -80,6 +88,19 @@ class TextCodec(Codec):
             raise DayFilesError(f"{who} {value!r} must be text")
         return value
 
+    def file_text(self, t, array, tz):
+        """Quoted as it is when plain ASCII; escaped by ``json.dumps`` otherwise."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        plain = pc.fill_null(pc.match_substring_regex(array, _PLAIN_TEXT), True)
+        if pc.all(plain).as_py():
+            return array, None, True
+        escape = pc.invert(plain)
+        text = pc.binary_join_element_wise('"', array, '"', "")
+        escaped = pa.array([json.dumps(v) for v in array.filter(escape).to_pylist()], pa.string())
+        return pc.replace_with_mask(text, escape, escaped), None, False
+
 
 class FloatCodec(Codec):
     kind, numeric, native, arrow_name = "float", True, True, "float64"
@@ -89,6 +110,17 @@ class FloatCodec(Codec):
         import pyarrow.compute as pc
 
         return (array if array.type == pa.float64() else pc.cast(array, pa.float64())), None
+
+    def file_text(self, t, array, tz):
+        """``json.dumps`` of each (its shortest repr); NaN and infinity are not vouched for."""
+        import pyarrow as pa
+
+        values, wrong = [], []
+        for v in array.to_pylist():
+            ok = v is None or math.isfinite(v)
+            values.append(json.dumps(v) if ok and v is not None else None)
+            wrong.append(not ok)
+        return pa.array(values, pa.string()), pa.array(wrong, pa.bool_()), False
 
     def parse(self, t, value, tz):
         if isinstance(value, bool):
@@ -135,6 +167,11 @@ class BooleanCodec(Codec):
             wrong = pc.invert(pc.is_in(array, value_set=pa.array([0, 1], kind)))
             return pc.not_equal(array, 0), pc.fill_null(wrong, False)
         return (array if kind == pa.bool_() else pc.cast(array, pa.bool_())), None
+
+    def file_text(self, t, array, tz):
+        import pyarrow.compute as pc
+
+        return pc.if_else(array, "true", "false"), None, False
 
     def parse(self, t, value, tz):
         if isinstance(value, bool):

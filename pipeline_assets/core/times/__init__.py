@@ -5,6 +5,8 @@ offset, or a native DATE/TIMESTAMP column. A timestamp without offset is read in
 pipeline's time zone, and a bare date means midnight of that day in the same zone, so
 it always belongs to that day whatever the zone. Values are compared as instants,
 never as strings.
+
+- :mod:`.arrays`: the same rules for whole Arrow arrays (instants, days, local text).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .errors import TimeValueError
+from ..errors import TimeValueError
 
 UTC = timezone.utc
 EPOCH = date(1970, 1, 1)  # day numbers (Arrow's date32) count from here

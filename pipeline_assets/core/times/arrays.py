@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..times import EPOCH, day_of
+from . import EPOCH, day_of
 
 INSTANT = pa.timestamp("us", tz="UTC")
 # Arrow's zone rules agree with Python's zoneinfo between these instants; outside them a
