@@ -51,7 +51,7 @@ def _json_value(
         return None
     if kind.kind == "text" and nonempty and (not isinstance(value, str) or not value):
         raise DayFilesError(f"{who}: {name} {value!r} must be non-empty text")
-    return kind.codec.file_value(kind, value, f"{who}: {name}")
+    return kind.codec.file_value(kind, value, who, name)
 
 
 def _key_order(who: str, name: str, kind: ColumnType, value) -> object:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import tzinfo
+from functools import cached_property
 
 from ..errors import UnknownTypeError
 from .codecs import CODECS, KINDS
@@ -54,7 +55,7 @@ class ColumnType:
     def __str__(self) -> str:
         return self.name
 
-    @property
+    @cached_property
     def codec(self) -> Codec:
         """What is done with a value of this type (:mod:`.codecs`)."""
         return CODECS[self.kind]

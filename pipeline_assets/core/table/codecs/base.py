@@ -40,8 +40,8 @@ class Codec:
         """The SQLAlchemy type of a stored column (``rowid``: the single integer key)."""
         return sa.Text()
 
-    def file_value(self, t, value, who: str):
-        """A value handed to a day file as the file writes it (``who``: the row and
+    def file_value(self, t, value, who: str, name: str):
+        """A value handed to a day file as the file writes it (``who``, ``name``: its row and
         column, for the message), or a :class:`DayFilesError` saying what it must be."""
         return value
 

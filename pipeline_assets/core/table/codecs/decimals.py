@@ -70,7 +70,7 @@ class DecimalCodec(Codec):
     def to_json(self, t, value, tz):
         return format_decimal(value)
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         if isinstance(value, Decimal) and value.is_finite():
             value = format(value, "f")
         if not isinstance(value, str) or not _FILE_DECIMAL_RE.fullmatch(value):
@@ -78,14 +78,15 @@ class DecimalCodec(Codec):
                 "22.00" if t.scale is None else "22" + ("." + "0" * t.scale if t.scale else "")
             )
             raise DayFilesError(
-                f'{who} {value!r} must be exact decimal text such as "{example}" (never a float)'
+                f"{who}: {name} {value!r} must be exact decimal text such as "
+                f'"{example}" (never a float)'
             )
         if t.scale is None:
             return value  # as the source spelled it
         try:
             return format(self.parse(t, value, None), "f")  # S places
         except TypeValueError as exc:
-            raise DayFilesError(f"{who}: {exc.reason}") from None
+            raise DayFilesError(f"{who}: {name}: {exc.reason}") from None
 
     def total(self, t, values):
         """Exact whatever its digits; a ``decimal(P,S)`` total has S places on every day,

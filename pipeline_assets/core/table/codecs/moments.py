@@ -74,7 +74,7 @@ class DateCodec(Codec):
     def sql_type(self, t, *, rowid=False):
         return sa.String(10)
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         if isinstance(value, date) and not isinstance(value, datetime):
             return value.isoformat()
         if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
@@ -83,7 +83,7 @@ class DateCodec(Codec):
                 return value
             except ValueError:
                 pass
-        raise DayFilesError(f"{who} {value!r} must be a date YYYY-MM-DD")
+        raise DayFilesError(f"{who}: {name} {value!r} must be a date YYYY-MM-DD")
 
     def widens_to(self, t, other):
         return other.kind == "timestamp"
@@ -157,14 +157,14 @@ class TimestampCodec(Codec):
     def sql_type(self, t, *, rowid=False):
         return sa.String(32)
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         """Written as given (the caller gives it in the pipeline's zone)."""
         if isinstance(value, datetime):
             value = value.isoformat()
         if not isinstance(value, str):
-            raise DayFilesError(f"{who} {value!r} must be ISO-8601 text")
+            raise DayFilesError(f"{who}: {name} {value!r} must be ISO-8601 text")
         try:
             datetime.fromisoformat(value)
         except ValueError:
-            raise DayFilesError(f"{who} {value!r} is not ISO-8601") from None
+            raise DayFilesError(f"{who}: {name} {value!r} is not ISO-8601") from None
         return value

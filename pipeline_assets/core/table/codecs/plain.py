@@ -54,11 +54,11 @@ class IntegerCodec(Codec):
         # SQLite makes a single INTEGER key the table's rowid (64-bit there too)
         return sa.BigInteger().with_variant(sa.Integer(), "sqlite") if rowid else sa.BigInteger()
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise DayFilesError(f"{who} {value!r} must be an integer")
+            raise DayFilesError(f"{who}: {name} {value!r} must be an integer")
         if not INT64[0] <= value <= INT64[1]:
-            raise DayFilesError(f"{who} {value!r} does not fit in 64 bits")
+            raise DayFilesError(f"{who}: {name} {value!r} does not fit in 64 bits")
         return value
 
     def widens_to(self, t, other):
@@ -83,9 +83,9 @@ class TextCodec(Codec):
             raise TypeValueError(f"{value!r} is not text")
         return value if isinstance(value, str) else str(value)
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         if not isinstance(value, str):
-            raise DayFilesError(f"{who} {value!r} must be text")
+            raise DayFilesError(f"{who}: {name} {value!r} must be text")
         return value
 
     def file_text(self, t, array, tz):
@@ -139,13 +139,13 @@ class FloatCodec(Codec):
     def total(self, t, values):
         return math.fsum(values)  # correctly rounded, whatever the order
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
         ):
-            raise DayFilesError(f"{who} {value!r} must be a finite number")
+            raise DayFilesError(f"{who}: {name} {value!r} must be a finite number")
         return float(value)
 
 
@@ -189,7 +189,7 @@ class BooleanCodec(Codec):
     def sql_type(self, t, *, rowid=False):
         return sa.Boolean(create_constraint=False)
 
-    def file_value(self, t, value, who):
+    def file_value(self, t, value, who, name):
         if not isinstance(value, bool):
-            raise DayFilesError(f"{who} {value!r} must be true or false")
+            raise DayFilesError(f"{who}: {name} {value!r} must be true or false")
         return value
