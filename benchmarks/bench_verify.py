@@ -74,6 +74,7 @@ from common import (  # noqa: E402
 from pipeline_assets import demo
 from pipeline_assets.core.daily_files import write_day_files
 from pipeline_assets.core.days import days_between  # noqa: E402
+from pipeline_assets.core.days import spans as day_spans
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.rows.digest import DayDigest, add_days
 from pipeline_assets.core.source.scan import inspect_source, scan_keys
@@ -83,7 +84,6 @@ from pipeline_assets.core.times.arrays import day_text
 from pipeline_assets.core.verify import check_files, verify
 from pipeline_assets.core.verify import horizon as horizon_module
 from pipeline_assets.core.verify.compare import (  # noqa: E402
-    _spans,
     add_deleted,
     compare_days,
     differing_days,
@@ -282,7 +282,7 @@ def add_deleted_before(source, warehouse, tz, days, *, spec) -> None:
     assert spec == ORDERS, "the old add_deleted knew orders only"
     if not days:
         return
-    spans = _spans([date.fromisoformat(d) for d in days], tz)
+    spans = day_spans(days, tz)
     keys = [t["order_id"] for t in warehouse_rows(warehouse, tz, spans, spec=ORDERS)]
     if not keys:
         return

@@ -136,7 +136,7 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
         if result.max_lateness
         else 0.0,
         "future_rows": result.future_rows,
-        future: _keys(result.future_order_ids),
+        future: _keys(result.future_keys),
         # the declaration (core/warehouse/evolve.py): what the source has that nobody declared
         # (never read), the fingerprint the batch was written with, and what it changed
         "undeclared_columns": MetadataValue.json(list(result.undeclared_columns)),
@@ -148,7 +148,7 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
             if result.rows_deleted is None
             else {
                 "rows_deleted": result.rows_deleted,
-                deleted: _keys(result.deleted_order_ids),
+                deleted: _keys(result.deleted_keys),
                 "deleted_digest": result.deleted_digest or "none",
                 "mass_delete_allowed": result.mass_delete_allowed,
             }
@@ -334,6 +334,6 @@ def _log_batch(log, result: "LoadResult", table: TableSettings, *, warehouse_url
             f"{result.future_rows} row(s) are stamped after the run's time plus "
             f"{FUTURE_TOLERANCE}: loaded, but the watermark did not follow them "
             f"({spec.say('future_keys')} "
-            f"{[key_value(k) for k in result.future_order_ids]}); check the app's "
+            f"{[key_value(k) for k in result.future_keys]}); check the app's "
             "clock."
         )

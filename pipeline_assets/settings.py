@@ -79,9 +79,8 @@ class Settings:
 
 def files_location(settings: Settings, spec, files) -> str:
     """Where the day files ``files`` of the declared table ``spec`` live: the file's own
-    ``url``; for ``orders``' first file set, its setting (``spec.legacy``'s
-    ``files_url_variable``: PAID_ORDERS_URL) as always; else ``<PIPELINE_DATA_DIR>/<name>``.
-    A local path or an fsspec URL."""
+    ``url``; for ``orders``' first file set (``spec.legacy``), PAID_ORDERS_URL as always;
+    else ``<PIPELINE_DATA_DIR>/<name>``. A local path or an fsspec URL."""
     if files.url:
         return _location(files.url, Path.cwd())
     if spec.legacy is not None and files.name == spec.daily_files[0].name:

@@ -84,7 +84,7 @@ def test_a_range_load_deletes_what_the_source_lost_and_nothing_else(engines):
         source, 102, status="paid", amount="15.50", updated_at="2026-02-03", tz=UTC
     )  # moved out of the range: still the app's, not to be deleted
     result = load(engines, start=JANUARY[0], end=JANUARY[1])
-    assert result.rows_deleted == 2 and result.deleted_order_ids == (101, 104)
+    assert result.rows_deleted == 2 and result.deleted_keys == (101, 104)
     assert result.deleted_digest == hashlib.sha256(b"101\n104\n").hexdigest()
     assert not result.mass_delete_allowed and not result.skipped
     assert {"2026-01-03", "2026-01-15"} <= set(result.days_touched)  # the deleted days
@@ -103,7 +103,7 @@ def test_an_incremental_load_never_deletes_and_says_nothing_of_it(engines):
     load(engines)
     app_deletes(source, 106)  # inside the lookback window of the next load
     result = load(engines)
-    assert result.rows_deleted is None and result.deleted_order_ids == ()
+    assert result.rows_deleted is None and result.deleted_keys == ()
     assert 106 in stored_ids(warehouse)
     assert ledger(warehouse)[-1][:2] == ("incremental", None)
 
@@ -153,7 +153,7 @@ def test_a_dry_run_reports_the_deletes_and_writes_nothing(engines):
     app_deletes(source, 103)
     before = snapshot(engines)
     plan = load(engines, start=JANUARY[0], end=JANUARY[1], dry_run=True)
-    assert (plan.rows_deleted, plan.deleted_order_ids) == (1, (103,))
+    assert (plan.rows_deleted, plan.deleted_keys) == (1, (103,))
     assert snapshot(engines) == before
 
 

@@ -300,7 +300,7 @@ def test_rows_from_the_future_are_loaded_but_do_not_drag_the_watermark(engines):
     app_set(engines, 666, "paid", "1.00", "2027-01-01T00:00:00Z")  # the app's clock is wrong
     result = run(engines)  # NOW is 2026-01-27T06:00Z
     assert result.inserted == 7 and result.future_rows == 1
-    assert result.future_order_ids == (666,)
+    assert result.future_keys == (666,)
     assert result.watermark_after == to_instant("2026-01-21", UTC)
     app_set(engines, 107, "paid", "5.00", "2026-01-22")  # still caught by the next run
     assert run(engines).inserted == 1

@@ -110,7 +110,7 @@ def test_a_range_load_deletes_one_attempt_the_app_deleted(payments):
     result = run(payments, start=at("2026-01-20 00:00:00"), end=at("2026-01-21 00:00:00"))
 
     assert result.kind == "range" and result.rows_deleted == 1
-    assert result.deleted_order_ids == ((7, 10),)
+    assert result.deleted_keys == ((7, 10),)
     assert result.days_touched == ("2026-01-20",)
     assert result.watermark_after == result.watermark_before  # a range never moves it
     assert sorted(stored(payments[1])) == [(3, 1), (7, 9), (12, 1)]

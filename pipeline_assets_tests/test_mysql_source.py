@@ -262,7 +262,7 @@ def test_a_user_that_may_only_select_loads_senses_verifies_and_repairs(
     done = load_orders(
         source, warehouse, tz=UTC, lookback_days=2, now=NOW, start=JANUARY[0], end=JANUARY[1]
     )
-    assert done.deleted_order_ids == (103,)
+    assert done.deleted_keys == (103,)
     source.dispose()
     warehouse.dispose()
 

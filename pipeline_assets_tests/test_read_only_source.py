@@ -209,7 +209,7 @@ def test_a_range_load_deletes_what_a_read_only_source_lost(read_only_source, req
             start=datetime(2026, 1, 1, tzinfo=UTC),
             end=datetime(2026, 2, 1, tzinfo=UTC),
         )
-        assert (done.rows_deleted, done.deleted_order_ids) == (1, (103,))
+        assert (done.rows_deleted, done.deleted_keys) == (1, (103,))
         assert len(snapshot()) == CHAPTER_ROWS - 1
     finally:
         source.dispose()

@@ -383,7 +383,7 @@ class LoadHistories(RuleBasedStateMachine):
             result.unchanged,
             result.newest_read,
             result.rows_deleted,
-            result.deleted_order_ids,
+            result.deleted_keys,
         )
         want = (
             p.kind,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date, datetime, timedelta, tzinfo
 
-from .times import day_of, parse_day
+from .times import day_end, day_of, day_start, parse_day
 
 
 def runs(days: Iterable[str]) -> list[tuple[str, str]]:
@@ -26,6 +26,15 @@ def runs(days: Iterable[str]) -> list[tuple[str, str]]:
         else:
             out.append([day, day])
     return [(first.isoformat(), last.isoformat()) for first, last in out]
+
+
+def spans(days: Iterable[str | date], tz: tzinfo) -> list[tuple[datetime, datetime]]:
+    """The instants of :func:`runs` of ``days``: ``[day_start(first), day_end(last))`` in
+    ``tz``, which hold every instant of those days (a repeated midnight included)."""
+    return [
+        (day_start(parse_day(first), tz), day_end(parse_day(last), tz))
+        for first, last in runs(days)
+    ]
 
 
 def days_between(first: date, last: date) -> list[str]:

@@ -65,11 +65,11 @@ class LoadResult:
     max_lateness: timedelta | None = None  # how far the latest of them was behind it
     future_rows: int = 0  # rows stamped after now + tolerance: loaded, watermark not moved
     # the first 20 of them: keys (a tuple each for a key of several columns)
-    future_order_ids: tuple = ()
+    future_keys: tuple = ()
     duplicate_rows: int = 0  # older copies of a row in the source, not loaded
     # range loads only (None: an incremental load cannot see a deletion)
     rows_deleted: int | None = None  # rows deleted: the source no longer holds them
-    deleted_order_ids: tuple = ()  # the first 20 of their keys
+    deleted_keys: tuple = ()  # the first 20 of their keys
     deleted_digest: str | None = None  # SHA-256 of their keys (Deletions.digest)
     mass_delete_allowed: bool = False  # more than MAX_DELETE_SHARE, let through
     # the declaration (core/warehouse/evolve.py): source columns it does not name (never read), its
@@ -109,7 +109,7 @@ class Tally:
     future_limit: datetime | None = None  # rows newer than this do not move the watermark
     rows_read: int = 0
     duplicates: int = 0  # older copies of an order in the same batch, dropped
-    newest: datetime | None = None  # newest updated_at read, future rows excepted
+    newest: datetime | None = None  # newest change stamp read, future rows excepted
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
     future_rows: int = 0
     future_ids: list = field(default_factory=list)

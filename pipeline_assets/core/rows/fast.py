@@ -162,7 +162,7 @@ def in_range(instant, ok, zone: str) -> tuple[pa.Array, pa.Array]:
 
 
 def _keys(ids) -> tuple[pa.Array, pa.Array]:
-    """(int64 keys, ok) for an integer column (``order_id``) of integers or integer text."""
+    """(int64 keys, ok) for an integer key column of integers or integer text."""
     if pa.types.is_integer(ids.type):
         return pc.cast(pc.fill_null(ids, 0), pa.int64()), pc.is_valid(ids)
     if pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type):
@@ -173,7 +173,7 @@ def _keys(ids) -> tuple[pa.Array, pa.Array]:
 
 
 def keys_of(ids) -> pa.Array:
-    """The integer keys of an ``order_id`` column; null where a value is no integer key
+    """The integer keys of an integer key column; null where a value is no integer key
     (such a row is refused by validation, so it can never be an order the warehouse holds).
     """
     if isinstance(ids, pa.ChunkedArray):
@@ -194,7 +194,7 @@ def _key_or_none(value) -> int | None:
 
 
 def _instants(column, zone: str) -> tuple[pa.Array, pa.Array]:
-    """(instant, ok) for an ``updated_at`` column of any type the readers produce."""
+    """(instant, ok) for a timestamp column of any type the readers produce."""
     kind = column.type
     if pa.types.is_timestamp(kind) and kind.tz is not None:
         ok = pc.is_valid(column)
@@ -204,7 +204,7 @@ def _instants(column, zone: str) -> tuple[pa.Array, pa.Array]:
         instant, ok = localize(naive, zone)
         return instant, pc.and_(ok, pc.is_valid(column))
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise pa.ArrowTypeError(f"updated_at of type {kind}")
+        raise pa.ArrowTypeError(f"a change stamp of type {kind}")
     uniform = _uniform_text(pc.cast(column, pa.string()), zone)
     if uniform is not None:
         return uniform

@@ -79,7 +79,6 @@ LEGACY = Legacy(
     files_job="daily_files_job",
     daily_job="daily_job",
     schedule="daily_schedule",
-    files_url_variable="PAID_ORDERS_URL",
     totals_columns=("orders", "revenue"),
     totals_metadata=("orders", "revenue", "revenue_exact"),
     missing_table=(

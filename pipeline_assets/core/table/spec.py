@@ -107,7 +107,6 @@ class Legacy:
     files_job: str
     daily_job: str
     schedule: str
-    files_url_variable: str  # the setting that places its first file set's folder
     totals_columns: tuple[str, str]  # its totals table's count and sum columns
     totals_metadata: tuple[str, str, str]  # its totals' metadata: count, sum, exact sum
     missing_table: str  # the source lacks its table: what to do ({url}, {init})

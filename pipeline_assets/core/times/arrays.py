@@ -70,7 +70,7 @@ def canonical_text(instant: pa.Array) -> pa.Array:
 def local_text(instant: pa.Array, tz: tzinfo) -> pa.Array:
     """``moment.astimezone(tz).isoformat()`` of every instant, as Python writes it:
     ``2026-01-25T04:00:00+01:00``, the microseconds only when they are not zero. The form
-    a day file shows ``updated_at`` in
+    a day file shows a timestamp in
     (:func:`~pipeline_assets.core.daily_files.paid.paid_orders_by_day`); Arrow's zone rules where
     they agree with Python's, ``isoformat`` itself for the rest."""
     zone = zone_name(tz)
@@ -166,9 +166,9 @@ def day_text(number: int) -> str:
     return (EPOCH + timedelta(days=number)).isoformat()
 
 
-def days_of(updated_at: list[str], tz: tzinfo) -> set[str]:
+def days_of(stamps: list[str], tz: tzinfo) -> set[str]:
     """The days (in ``tz``) of canonical UTC texts, as the warehouse stores them."""
-    if not updated_at:
+    if not stamps:
         return set()
-    instants = pc.cast(pa.array(updated_at, pa.string()), INSTANT)
+    instants = pc.cast(pa.array(stamps, pa.string()), INSTANT)
     return {day_text(n) for n in pc.unique(day_numbers(instants, tz)).to_pylist()}

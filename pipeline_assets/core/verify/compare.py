@@ -25,14 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlalchemy.engine import Engine
 
-from ..days import runs
+from ..days import spans
 from ..errors import InvalidRowError, VerifyError
 from ..rows.digest import DayDigest, add_days
 from ..rows.keys import key_values, last_key, upto
 from ..source.scan import SCAN_BATCH, ahead
 from ..table import working
 from ..table.spec import TableSpec
-from ..times import EPOCH, day_end, day_start, parse_day
+from ..times import EPOCH
 from ..times.arrays import day_text
 from .counts import DayCounts
 from .lost import lost_keys
@@ -65,8 +65,8 @@ def compare_days(
             source,
             warehouse,
             tz,
-            source_spans=_spans(unread, tz),
-            warehouse_spans=_spans(days, tz),
+            source_spans=spans(unread, tz),
+            warehouse_spans=spans(days, tz),
             spec=spec,
         )
     except InvalidRowError as exc:
@@ -76,14 +76,6 @@ def compare_days(
         if digest is not None:
             read[(day - EPOCH).days] = digest
     return day_counts(read, stored)
-
-
-def _spans(days: list[date], tz: tzinfo) -> list[tuple]:
-    """Runs of consecutive days as ``[midnight, next midnight)`` ranges in ``tz``."""
-    return [
-        (day_start(parse_day(first), tz), day_end(parse_day(last), tz))
-        for first, last in runs(d.isoformat() for d in days)
-    ]
 
 
 def differing_days(days: dict[str, DayCounts]) -> list[str]:
@@ -112,12 +104,12 @@ def add_deleted(
         return
     from ..source.scan import inspect_source
 
-    spans = _spans([parse_day(d) for d in days], tz)
+    ranges = spans(days, tz)
     # the keys of those days first (8 bytes a row), then only the rows the source lost
-    keys = list(warehouse_keys(warehouse, spans, spec=spec))
+    keys = list(warehouse_keys(warehouse, ranges, spec=spec))
     if not keys:
         return
-    lost = lost_keys(source, inspect_source(source, spec), tz, pa.concat_tables(keys), spans)
+    lost = lost_keys(source, inspect_source(source, spec), tz, pa.concat_tables(keys), ranges)
     if not lost.num_rows:
         return
     lost = lost.sort_by([(pc.field(k), "ascending") for k in spec.primary_key])  # not a path

@@ -34,9 +34,9 @@ from ..daily_files import (
     shape_of,
 )
 from ..daily_files.views import day_rows
-from ..days import runs
+from ..days import spans
 from ..table.spec import DailyFiles, TableSpec
-from ..times import EPOCH, day_end, day_start, parse_day
+from ..times import EPOCH, parse_day
 from .sides import warehouse_rows
 
 # object stores: how long a day is re-checked while the head says a run is writing (a
@@ -138,11 +138,7 @@ def file_hashes(
     day it cannot vouch for is left out), in one ordered read of their ranges."""
     numbers = {(parse_day(day) - EPOCH).days: day for day in days}
     hashes = DayFileHashes(numbers, tz, spec, files)
-    spans = [
-        (day_start(parse_day(first), tz), day_end(parse_day(last), tz))
-        for first, last in runs(days)
-    ]
-    for table in warehouse_rows(warehouse, tz, spans, ordered=True, spec=spec):
+    for table in warehouse_rows(warehouse, tz, spans(days, tz), ordered=True, spec=spec):
         hashes.add(table)
     return {numbers[number]: found for number, found in hashes.result().items()}
 

@@ -77,12 +77,8 @@ class DateCodec(Codec):
     def file_value(self, t, value, who, name):
         if isinstance(value, date) and not isinstance(value, datetime):
             return value.isoformat()
-        if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
-            try:
-                date.fromisoformat(value)
-                return value
-            except ValueError:
-                pass
+        if isinstance(value, str) and _is_day(value):
+            return value
         raise DayFilesError(f"{who}: {name} {value!r} must be a date YYYY-MM-DD")
 
     def widens_to(self, t, other):
