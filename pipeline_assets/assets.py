@@ -30,6 +30,7 @@ from pydantic import Field
 
 from pipeline_assets.core.table.spec import TableSpec
 
+from .automation import COMPARISON_TAG, REASON_TAG
 from .core.commands import DEFINITIONS_MODULE
 from .core.secrets import redact
 from .core.times import to_instant, utc_now
@@ -219,9 +220,10 @@ def build_table_asset(
                 asset=names.asset,
                 description=f"Source and warehouse agree, day by day (count and row "
                 f"checksum), over the {horizon_days} days (RECONCILE_DAYS) ending at the "
-                "watermark, plus the days the batch touched: catches rows that arrived "
-                "later than the lookback window. Comparing no day while the warehouse "
-                "holds rows is a failure.",
+                "watermark, plus the days the batch read whole: catches rows that arrived "
+                "later than the lookback window. The daily schedule's run also compares "
+                "every day touched since its last comparison. Comparing no day while the "
+                "warehouse holds rows is a failure.",
             ),
         ],
         description=f"{what} upserted by key from the app database: the rows changed since "
@@ -266,9 +268,17 @@ def _load(
                 table.max_delete_share,
                 spec=table.spec,
                 module=table.module,
+                full_at=clock() if _full_comparison(context, table.spec) else None,
             ),
         ],
     )
+
+
+def _full_comparison(context: AssetExecutionContext, spec: TableSpec) -> bool:
+    """Whether this run's check makes the full comparison: the daily schedule's runs, or a
+    run tagged ``pipeline_assets/comparison=full``."""
+    tags = context.run.tags
+    return tags.get(REASON_TAG) == spec.names.schedule or tags.get(COMPARISON_TAG) == "full"
 
 
 def _load_batch(

@@ -40,6 +40,8 @@ from .sensor_runs import key_seed, runs_with_keys
 from .settings import Settings, files_location
 
 REASON_TAG = "pipeline_assets/reason"
+# A run tagged so makes the N_match_source check's full comparison (as the daily schedule's).
+COMPARISON_TAG = "pipeline_assets/comparison"
 ORDERS_BATCH_TAG = "pipeline_assets/orders_batch_id"  # pipeline_assets/<N>_batch_id
 ATTEMPT_TAG = "pipeline_assets/attempt"
 # Often enough that the demo reacts within a minute; each tick is one indexed query.

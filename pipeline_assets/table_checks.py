@@ -10,7 +10,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from pipeline_assets.core.table.spec import TableSpec
 
-from .core.commands import DEFINITIONS_MODULE
+from .core.commands import DEFINITIONS_MODULE, verify_command
 
 if TYPE_CHECKING:
     from pipeline_assets.core.load.result import LoadResult
@@ -63,10 +63,12 @@ def reconcile_check(
     *,
     spec: TableSpec,
     module: str = DEFINITIONS_MODULE,
+    full_at: datetime | None = None,
 ) -> AssetCheckResult:
     """Source and warehouse agree day by day over the days ending at the watermark (no
-    clock: the window is anchored on the data, core/verify/horizon.py), plus ``days_touched``;
-    the days the load just read whole are compared with what it read (``read_whole``)."""
+    clock: the window is anchored on the data, core/verify/horizon.py), plus the touched
+    days the load read whole, compared with what it read (``read_whole``). ``full_at``
+    (the daily schedule's run): also every day touched since the last full comparison."""
     from pipeline_assets.core.verify.horizon import reconcile_horizon
 
     from .core.verify import Repairs, VerifyError
@@ -83,28 +85,50 @@ def reconcile_check(
             max_delete_share=max_delete_share,
             spec=spec,
             repairs=Repairs(spec, module),
+            full_at=full_at,
         )
     except VerifyError as exc:
         return AssetCheckResult(check_name=check, passed=False, description=str(exc))
     return AssetCheckResult(
         check_name=check,
         passed=verdict.passed,
-        description=verdict.description,
-        metadata={
-            "anchored_on": h.anchored_on,
-            "anchor": h.anchor.isoformat() if h.anchor else "none",
-            "window": f"{h.first}...{h.last}" if h.first else "none",
-            "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
-            "days_compared": verdict.days_compared,
-            "differing_days": MetadataValue.json(verdict.differing),
-            "deleted_from_source": MetadataValue.json(
-                {
-                    d: key_value(days[d].only_in_warehouse)
-                    for d in verdict.differing
-                    if days[d].only_in_warehouse
-                }
-            ),
-            "repair": MetadataValue.json(verdict.repair),
-            **({"days_to_fill": MetadataValue.json(verdict.to_fill)} if verdict.to_fill else {}),
-        },
+        description=verdict.description or _deferred(h, module),
+        metadata=_metadata(h, days, verdict, full=full_at is not None),
+    )
+
+
+def _metadata(h, days, verdict, *, full: bool) -> dict:
+    """What the check's evaluation shows: its days, what differs, the repair."""
+    return {
+        "comparison": "full" if full else "load",
+        "anchored_on": h.anchored_on,
+        "anchor": h.anchor.isoformat() if h.anchor else "none",
+        "window": f"{h.first}...{h.last}" if h.first else "none",
+        "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
+        "deferred_days": MetadataValue.json([str(d) for d in h.deferred]),
+        "owed_days": MetadataValue.json([str(d) for d in h.owed]),
+        "days_compared": verdict.days_compared,
+        "differing_days": MetadataValue.json(verdict.differing),
+        "deleted_from_source": MetadataValue.json(
+            {
+                d: key_value(days[d].only_in_warehouse)
+                for d in verdict.differing
+                if days[d].only_in_warehouse
+            }
+        ),
+        "repair": MetadataValue.json(verdict.repair),
+        **({"days_to_fill": MetadataValue.json(verdict.to_fill)} if verdict.to_fill else {}),
+    }
+
+
+def _deferred(h, module: str) -> str | None:
+    """What a passing load's check left to the full comparison, if anything."""
+    if not h.deferred:
+        return None
+    return (
+        f"{len(h.deferred)} day(s) the batch touched outside the window without reading "
+        "them (rows left them for newer days) are left to the full comparison of the daily "
+        f"schedule's run and to `{verify_command(module)}`: "
+        + ", ".join(str(d) for d in h.deferred)
+        + "."
     )

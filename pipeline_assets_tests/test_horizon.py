@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from pipeline_assets import demo
+from pipeline_assets.automation import COMPARISON_TAG, REASON_TAG
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.times import UTC, resolve_relative
@@ -31,6 +32,7 @@ from pipeline_assets.core.verify.horizon import (
     judge,
     reconcile_horizon,
 )
+from pipeline_assets.core.verify.pending import owed_days
 from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
@@ -215,12 +217,13 @@ def setup(tmp_path: Path, **env):
     return settings, make_engine(settings.source_url, role="app")
 
 
-def run_orders(settings, instance, config: dict | None = None):
+def run_orders(settings, instance, config: dict | None = None, tags: dict | None = None):
     job = build_definitions(settings).resolve_job_def("orders_job")
     result = job.execute_in_process(
         instance=instance,
         raise_on_error=False,
         run_config={"ops": {"orders": {"config": config}}} if config else None,
+        tags=tags,
     )
     assert result.success
     (check,) = [
@@ -358,6 +361,85 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7, spec=ORDERS)
     assert fresh.differing == ["2026-01-16", "2026-01-20"]  # read again: both
     warehouse.dispose()
+
+
+def test_a_day_the_load_did_not_read_is_left_to_the_full_comparison(tmp_path):
+    """Cost follows the change: a load's check compares its window and the days the load
+    read, not every day a row left. The full comparison (the daily schedule's run)
+    compares every day touched since the last one that passed, and records it only then."""
+    from pipeline_assets_tests.orders import load_orders
+
+    settings, source = setup(tmp_path)
+    demo.init(source)
+    warehouse = make_engine(settings.warehouse_url, role="warehouse")
+    now = datetime(2026, 1, 27, 6, tzinfo=UTC)
+
+    def check(result=None, full=False):
+        return reconcile_horizon(
+            source,
+            warehouse,
+            UTC,
+            reconcile_days=2,
+            days_touched=result.days_touched if result else (),
+            read_whole=result.read_whole if result else None,
+            spec=ORDERS,
+            full_at=now if full else None,
+        )
+
+    load_orders(source, warehouse, tz=UTC, lookback_days=2, now=now)
+    owed = owed_days(warehouse, ORDERS)
+    chapter = ["2026-01-03", "2026-01-08", "2026-01-12", "2026-01-15", "2026-01-19"]
+    assert [str(x) for x in owed.days] == [*chapter, "2026-01-21"]
+    h, _, full = check(full=True)
+    assert full.passed and h.owed == tuple(map(d, chapter))  # beside the window
+    assert owed_days(warehouse, ORDERS).days == ()  # recorded: nothing owed any more
+
+    # order 104 leaves the 15th for the 22nd; order 108 arrives late, stamped on the 15th
+    demo.set_order(source, 104, status="paid", amount="12.75", updated_at="2026-01-22", tz=UTC)
+    demo.set_order(source, 108, status="paid", amount="9.00", updated_at="2026-01-15", tz=UTC)
+    moved = load_orders(source, warehouse, tz=UTC, lookback_days=2, now=now)
+    assert set(moved.days_touched) == {"2026-01-15", "2026-01-22"}
+    h, days, verdict = check(moved)
+    assert verdict.passed and h.deferred == (d("2026-01-15"),)
+    assert "2026-01-15" not in days  # not read: the load's check leaves it
+
+    for _ in range(2):  # a failing full comparison records nothing: the day stays owed
+        h, _, full = check(full=True)
+        assert not full.passed and full.differing == ["2026-01-15"]
+        assert h.deferred == () and d("2026-01-15") in h.owed
+
+    fixed = load_orders(
+        source,
+        warehouse,
+        tz=UTC,
+        lookback_days=2,
+        now=now,
+        start=datetime(2026, 1, 15, tzinfo=UTC),
+        end=datetime(2026, 1, 16, tzinfo=UTC),
+    )
+    assert fixed.inserted == 1
+    h, days, verdict = check(fixed)
+    assert verdict.passed and "2026-01-15" in days  # the range load read it whole
+    _, _, full = check(full=True)
+    assert full.passed and owed_days(warehouse, ORDERS).days == ()
+    warehouse.dispose()
+
+
+def test_the_daily_schedules_run_makes_the_full_comparison(tmp_path, instance):
+    settings, source = setup(tmp_path, RECONCILE_DAYS="2")
+    demo.init(source)
+    assert meta(run_orders(settings, instance))["comparison"] == "load"
+    demo.set_order(source, 104, status="paid", amount="12.75", updated_at="2026-01-22", tz=UTC)
+    demo.set_order(source, 108, status="paid", amount="9.00", updated_at="2026-01-15", tz=UTC)
+    check = run_orders(settings, instance)
+    assert check.passed and meta(check)["deferred_days"] == ["2026-01-15"]
+    assert "left to the full comparison of the daily schedule's run" in check.description
+
+    daily = {REASON_TAG: "daily_schedule"}  # what the schedule's run requests carry
+    for tags in (daily, {COMPARISON_TAG: "full"}):
+        check = run_orders(settings, instance, tags=tags)
+        assert not check.passed and meta(check)["comparison"] == "full"
+        assert meta(check)["differing_days"] == ["2026-01-15"]
 
 
 def test_the_check_names_the_orders_the_source_lost_and_its_repair_deletes_them(tmp_path, instance):

@@ -97,6 +97,15 @@ column_fills = sa.Table(
     sa.Column("rows_before", sa.BigInteger, nullable=False),  # rows the table held then
     sa.Column("days", sa.Text, nullable=False),  # JSON list of YYYY-MM-DD still unfilled
 )
+comparisons = sa.Table(
+    "pipeline_comparisons",
+    metadata,
+    # one row per table: the last ledger row (pipeline_batches.id) whose touched days the
+    # full comparison of the N_match_source check has compared (core/verify/pending.py)
+    sa.Column("table_name", sa.String(64), primary_key=True),
+    sa.Column("through_id", sa.BigInteger, nullable=False),
+    sa.Column("compared_at", sa.String(32), nullable=False),  # canonical UTC
+)
 # Columns added after a table's first release: a warehouse made before gains them.
 ADDED_COLUMNS = {
     "pipeline_batches": (
@@ -109,7 +118,14 @@ ADDED_COLUMNS = {
     "pipeline_watermark_history": ("table_name",),
 }
 # shared by every table; a warehouse made before a table existed gains it (create_all)
-STATE_TABLES = (watermark_state, watermark_history, batches, declarations, column_fills)
+STATE_TABLES = (
+    watermark_state,
+    watermark_history,
+    batches,
+    declarations,
+    column_fills,
+    comparisons,
+)
 
 
 def of_table(column: sa.Column, spec: TableSpec) -> sa.ColumnElement[bool]:

@@ -2,12 +2,17 @@
 
 The window is the ``RECONCILE_DAYS`` days ending on the day of the newest data the
 warehouse holds — the table's watermark, or, before any incremental load has set one, the
-newest cursor value stored (``updated_at`` for ``orders``) — plus every day the last batch
-touched. A window counted back
-from the wall clock would compare nothing whenever the source has been quiet for longer
-than the window (a stalled replica, a history loaded after the fact, a quiet season),
-which is exactly when the check is needed. And a check that compared no day while the
-warehouse holds rows fails, saying why: it never passes by comparing nothing.
+newest cursor value stored (``updated_at`` for ``orders``) — plus the days the last batch
+touched that it read whole. A window counted back from the wall clock would compare
+nothing whenever the source has been quiet for longer than the window (a stalled
+replica, a history loaded after the fact, a quiet season), which is exactly when the
+check is needed. And a check that compared no day while the warehouse holds rows fails,
+saying why: it never passes by comparing nothing.
+
+So a load's check costs the window plus what the load read, whatever else its rows
+touched. A day a batch touched without reading it (a row left it for a newer day) is
+compared by the full comparison of the daily schedule's run, with every day touched
+since the last one (:mod:`.pending`), and by ``verify``.
 
 :func:`horizon` is the window, a pure function of plain values; :func:`judge` turns the
 per-day comparison into the verdict; :func:`reconcile_horizon` reads the databases. Each
@@ -16,7 +21,7 @@ takes the declared table (``spec``; ``orders`` unless told, in the words it alwa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, tzinfo
 
@@ -32,6 +37,7 @@ from ..warehouse import watermark as wm
 from ..warehouse.evolve import Gap, days_to_fill, open_gaps
 from . import DayCounts, Repairs, compare_days, differing_days
 from .compare import add_deleted, deletes_to_allow
+from .pending import owed_days, record_compared
 from .report import deleted_ids
 
 WATERMARK = "watermark"
@@ -49,6 +55,8 @@ class Horizon:
     last: date | None
     touched: tuple[date, ...]  # days the batch touched outside first…last, sorted
     reconcile_days: int
+    deferred: tuple[date, ...] = ()  # of ``touched``: left to the full comparison
+    owed: tuple[date, ...] = ()  # days earlier batches touched, outside the window
 
     @property
     def days(self) -> list[date]:
@@ -57,7 +65,7 @@ class Horizon:
             if self.first is None
             else [parse_day(day) for day in days_between(self.first, self.last)]
         )
-        return sorted(set(window) | set(self.touched))
+        return sorted(set(window) | (set(self.touched) - set(self.deferred)) | set(self.owed))
 
     def spans(self) -> list[tuple[date, date]]:
         """The days as blocks of consecutive days, each ``(first, last)`` inclusive."""
@@ -70,8 +78,11 @@ class Horizon:
                 f"{self.first}…{self.last}, the {self.reconcile_days} day(s) ending "
                 f"at the {self.anchored_on} {self.anchor.isoformat()}"
             )
-        if self.touched:
-            parts.append("the touched day(s) " + ", ".join(map(str, self.touched)))
+        compared = [d for d in self.touched if d not in self.deferred]
+        if compared:
+            parts.append("the touched day(s) " + ", ".join(map(str, compared)))
+        if self.owed:
+            parts.append(f"{len(self.owed)} day(s) touched since the last full comparison")
         return " and ".join(parts) or "no day"
 
 
@@ -82,6 +93,8 @@ def horizon(
     days_touched: Iterable[str | date],
     reconcile_days: int,
     tz: tzinfo,
+    read_whole: Callable[[date], bool] | None = None,
+    owed: Iterable[date] = (),
 ) -> Horizon:
     """The days to compare, from the data alone (never the clock).
 
@@ -89,6 +102,11 @@ def horizon(
     newest cursor value the warehouse holds; without either, nothing (an empty
     warehouse). The window is the ``reconcile_days`` days ending on the anchor's day in
     ``tz``; the batch's ``days_touched`` are added, wherever they fall.
+
+    A load's own check passes ``read_whole`` (whether the load read a day whole): a
+    touched day outside the window that the load did not read (a row left it) is then
+    ``deferred`` to the full comparison, which passes the days ``owed`` to it instead
+    (:mod:`.pending`). Without either, every touched day is compared.
     """
     if reconcile_days < 0:
         raise ValueError(f"RECONCILE_DAYS={reconcile_days} must be 0 or more")
@@ -105,7 +123,9 @@ def horizon(
         first = last - timedelta(days=reconcile_days - 1)
     touched = sorted({d if isinstance(d, date) else parse_day(d) for d in days_touched})
     outside = tuple(d for d in touched if first is None or not first <= d <= last)
-    return Horizon(anchored_on, anchor, first, last, outside, reconcile_days)
+    deferred = () if read_whole is None else tuple(d for d in outside if not read_whole(d))
+    extra = tuple(sorted({d for d in owed if first is None or not first <= d <= last}))
+    return Horizon(anchored_on, anchor, first, last, outside, reconcile_days, deferred, extra)
 
 
 @dataclass(frozen=True)
@@ -260,6 +280,11 @@ def newest_row(warehouse: Engine, spec: TableSpec, *, tz: tzinfo = UTC) -> datet
     return from_canonical(newest)
 
 
+def _read_by(read_whole) -> Callable[[date], bool]:
+    """Whether the load of ``read_whole`` (None: no load) read a day whole."""
+    return lambda day: read_whole is not None and read_whole.covers(day)
+
+
 def reconcile_horizon(
     source: Engine,
     warehouse: Engine,
@@ -271,35 +296,43 @@ def reconcile_horizon(
     max_delete_share: float = 0.5,
     spec: TableSpec,
     repairs: Repairs | None = None,
+    full_at: datetime | None = None,
 ) -> tuple[Horizon, dict[str, DayCounts], Verdict]:
     """Compare source and warehouse of ``spec`` over the :func:`horizon`; one range read
     per span. ``repairs``: the table and code location the printed commands name.
 
     ``read_whole`` (the :class:`~pipeline_assets.core.load.batch.WholeDays` of the load that just
     ran) is the source side of the days that load read whole: the source as the load saw
-    it, which is what the warehouse must now hold. Every other day is read again.
+    it, which is what the warehouse must now hold. Every other day is read again. A
+    touched day outside the window that the load did not read whole is deferred.
+
+    ``full_at``: the full comparison, made at that instant (the daily schedule's run):
+    every touched day, and every day touched since the last full comparison that passed
+    (:mod:`.pending`); when this one passes, it is recorded.
     """
     newest = newest_row(warehouse, spec, tz=tz)
+    owed = owed_days(warehouse, spec) if full_at is not None else None
     h = horizon(
         watermark=wm.current(warehouse, table=spec.name),
         newest_row=newest,
         days_touched=days_touched,
         reconcile_days=reconcile_days,
         tz=tz,
+        read_whole=_read_by(read_whole) if owed is None else None,
+        owed=() if owed is None else owed.days,
     )
     days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
     add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)}, spec=spec)
     to_fill = open_gaps(warehouse, spec)
-    return (
+    verdict = judge(
         h,
         days,
-        judge(
-            h,
-            days,
-            warehouse_holds_rows=newest is not None,
-            max_delete_share=max_delete_share,
-            spec=spec,
-            repairs=repairs,
-            to_fill=to_fill,
-        ),
+        warehouse_holds_rows=newest is not None,
+        max_delete_share=max_delete_share,
+        spec=spec,
+        repairs=repairs,
+        to_fill=to_fill,
     )
+    if owed is not None and verdict.passed:
+        record_compared(warehouse, spec, owed, full_at)
+    return h, days, verdict
