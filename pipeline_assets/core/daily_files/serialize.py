@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 
 from ..errors import DayFilesError
 from ..table.spec import DailyFiles, TableSpec
@@ -49,7 +48,7 @@ def _json_value(
     :class:`DayFilesError` naming it."""
     if value is None and nullable:
         return None
-    if kind.kind == "text" and nonempty and (not isinstance(value, str) or not value):
+    if kind.codec.any_text and nonempty and (not isinstance(value, str) or not value):
         raise DayFilesError(f"{who}: {name} {value!r} must be non-empty text")
     return kind.codec.file_value(kind, value, who, name)
 
@@ -57,14 +56,7 @@ def _json_value(
 def _key_order(who: str, name: str, kind: ColumnType, value) -> object:
     """How a key value sorts: integers by value, text by code point, dates as their ISO
     text, timestamps as instants (so one without an offset cannot be a key)."""
-    if kind.kind != "timestamp":
-        return value
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise DayFilesError(
-            f"{who}: {name} {value!r} has no UTC offset; a key timestamp must name its instant"
-        )
-    return moment
+    return kind.codec.file_sort_key(kind, value, who, name)
 
 
 def _row_for_file(

@@ -82,7 +82,7 @@ def _day_range(c, spec: TableSpec, wanted: list, tz: tzinfo) -> list:
     """The cursor's range over the days ``wanted`` (sorted), each bound under a name of
     its own: SQLAlchemy names a bound value after its column otherwise, and a column's
     name may be any text (a space breaks an IN list)."""
-    if spec.column(spec.cursor).type.kind == "timestamp":
+    if spec.column(spec.cursor).type.codec.is_instant:
         low = canonical(day_start(wanted[0], tz))
         high = canonical(day_end(wanted[-1], tz))
         return [
@@ -121,7 +121,7 @@ def _read_days(
     ``out`` (rows of days not asked are dropped), sorted by the primary key."""
     cursor = spec.column(spec.cursor)
     day_of_row = _day_reader(cursor.type, tz)
-    shown_cursor = spec.cursor in files.columns and cursor.type.kind == "timestamp"
+    shown_cursor = spec.cursor in files.columns and cursor.type.codec.is_instant
     at = {n: i for i, n in enumerate(names)}
     readers = [
         (
@@ -133,7 +133,7 @@ def _read_days(
     ]
     cursor_at = at[spec.cursor]
     keys = [at[k] for k in spec.primary_key]
-    sorted_by_database = all(spec.column(k).type.kind == "integer" for k in spec.primary_key)
+    sorted_by_database = all(spec.column(k).type.codec.orders_numerically for k in spec.primary_key)
     per_day: dict[str, list[tuple]] = {}
     with guard(warehouse, _ENV):
         with warehouse.connect() as conn:
@@ -161,7 +161,7 @@ def _skip(value) -> None:
 
 def _day_reader(kind: ColumnType, tz: tzinfo) -> Callable:
     """stored cursor → (its day ``YYYY-MM-DD`` in ``tz``, the local datetime or None)."""
-    if kind.kind == "timestamp":
+    if kind.codec.is_instant:
 
         def read(value):
             if isinstance(value, str):
@@ -186,7 +186,7 @@ def json_reader(kind: ColumnType, tz: tzinfo) -> Callable[[object], object]:
     :meth:`~pipeline_assets.core.ColumnType.from_stored`). A plain ``decimal`` is kept as the text
     the warehouse holds (the source's spelling). A value not of the type comes back as it is,
     for :func:`.serialize_day` to refuse in its words."""
-    k = kind.kind
+    ready = kind.codec.json_as_stored(kind)  # written as stored: no conversion
 
     def convert(value):
         if value is None:
@@ -196,12 +196,8 @@ def json_reader(kind: ColumnType, tz: tzinfo) -> Callable[[object], object]:
         except (TypeValueError, ValueError, TypeError):
             return value
 
-    if k == "integer":
-        return lambda v: v if type(v) is int else convert(v)
-    if k == "text":
-        return lambda v: v if type(v) is str else convert(v)
-    if k == "decimal" and kind.scale is None:
-        return lambda v: v if type(v) is str else convert(v)
+    if ready is not None:
+        return lambda v: v if type(v) is ready else convert(v)
     return convert
 
 

@@ -34,7 +34,10 @@ def warehouse_table(spec: TableSpec) -> sa.Table:
     # On SQLite, a single INTEGER key (64-bit there too) is the table's rowid: one B-tree
     # instead of the table plus a key index, about half the cost of each insert and
     # lookup. A warehouse created with BIGINT before keeps working as it is.
-    rowid = len(spec.primary_key) == 1 and spec.column(spec.primary_key[0]).type.kind == "integer"
+    rowid = (
+        len(spec.primary_key) == 1
+        and spec.column(spec.primary_key[0]).type.codec.orders_numerically
+    )
     columns = [
         sa.Column(
             c.name,

@@ -103,7 +103,7 @@ def delete_lost(
     else:
         keys = tuple(zip(*(gone[k].to_pylist() for k in spec.primary_key), strict=True))
     stamps = gone[spec.cursor].to_pylist()
-    is_date = spec.column(spec.cursor).type.kind == "date"
+    is_date = spec.column(spec.cursor).type.codec.is_day
     days = frozenset(stamps if is_date else days_of(stamps, tz))
     crash_point("load_before_delete")
     if not dry_run:
@@ -120,7 +120,7 @@ def _held(source: Engine, src: SourceTable, unmatched: pa.Table) -> pa.Array:
     keys = src.spec.primary_key
     held = pa.array([False] * unmatched.num_rows)
     if len(keys) == 1:  # by value (an integer), else as text, as the key of several is
-        integer = src.spec.column(keys[0]).type.kind == "integer"
+        integer = src.spec.column(keys[0]).type.codec.orders_numerically
         mine = unmatched[keys[0]] if integer else _as_text(unmatched[keys[0]])
         for found in scan_keys(source, src):
             values = found.column(0)

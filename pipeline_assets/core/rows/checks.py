@@ -30,7 +30,7 @@ def parse_rows(raw, tz: tzinfo, spec: TableSpec, schema: pa.Schema) -> pa.Table:
         for name in names:
             out[name].append(spec.column(name).type.stored(row[name]))
         moment = row[spec.cursor]
-        if cursor.kind == "date":
+        if cursor.codec.is_day:
             out[working.INSTANT].append(day_start(moment, tz).astimezone(UTC))
             out[working.DAY].append((moment - EPOCH).days)
         else:

@@ -61,10 +61,12 @@ It is no cryptographic hash: it tells rows apart that differ by accident (a miss
 a changed amount), which is its job; anyone who can write the warehouse can make it say
 anything anyway.
 
-It runs in NumPy on the Arrow buffers (and :func:`feed_batch_digest` in Arrow's kernels),
-which release the GIL: a per-row Python loop over a million rows costs seconds, these
-tens of milliseconds. Only a float column's batch-digest text is made in Python, a value
-at a time (floats are rare in the tables this copies).
+Each kind's text and word are its codec's (``digest_text``, ``hash_words``,
+:mod:`~pipeline_assets.core.table.codecs`). It runs in NumPy on the Arrow buffers (and
+:func:`feed_batch_digest` in Arrow's kernels), which release the GIL: a per-row Python
+loop over a million rows costs seconds, these tens of milliseconds. Only a float
+column's batch-digest text is made in Python, a value at a time (floats are rare in the
+tables this copies).
 """
 
 from __future__ import annotations
@@ -72,7 +74,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -88,7 +89,6 @@ M = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, odd
 _MASK = (1 << 64) - 1
 GATHER_BYTES = 64  # texts up to this long are hashed as a block; longer ones one by one
 NULL_TEXT = "\x1e"  # a NULL in a batch-digest line
-TEXT_KINDS = ("text", "decimal", "date", "timestamp")  # hashed as their stored text
 
 
 @dataclass
@@ -131,22 +131,11 @@ def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec) -
 
 
 def _text(values, column: Column):
-    """A column's batch-digest texts, NULL as :data:`NULL_TEXT`."""
+    """A column's batch-digest texts (its codec's), NULL as :data:`NULL_TEXT`."""
     _check_nulls(values, column)
-    kind = column.type.kind
-    if kind == "float":
-        # repr(v + 0.0) of each (-0.0 is 0.0), through one NumPy list: a third faster
-        floats = pc.add(values, 0.0).fill_null(0.0).to_numpy(zero_copy_only=False)
-        texts = pa.array(list(map(float.__repr__, floats.tolist())), pa.string())
-        if values.null_count:
-            texts = pc.if_else(pc.is_valid(values), texts, pa.scalar(None, pa.string()))
-    elif kind == "boolean":
-        texts = pc.if_else(pc.cast(values, pa.bool_()), "true", "false")
-    elif values.type != pa.string():
-        texts = pc.cast(values, pa.string())  # integer's digits; a date32's ISO text
-    else:
-        texts = values
-    if column.nullable and kind == "text":  # the one kind whose value may start with it
+    kind = column.type
+    texts = kind.codec.digest_text(kind, values)
+    if column.nullable and kind.codec.any_text:  # a value may start with it
         texts = pc.replace_substring_regex(texts, f"^{NULL_TEXT}", NULL_TEXT * 2)
     if values.null_count:
         texts = pc.fill_null(texts, NULL_TEXT)
@@ -226,20 +215,11 @@ def text_hashes(column) -> np.ndarray:
     return state
 
 
-def value_words(values, kind: str) -> np.ndarray:
-    """The word of every value of a column of type ``kind`` (NULLs must be filled)."""
-    if kind == "integer":
-        return np.asarray(pc.cast(values, pa.int64())).view(np.uint64)
-    if kind in TEXT_KINDS:
-        return text_hashes(values)
-    if kind == "float":  # + 0.0 makes -0.0 into 0.0 and leaves every other value as it is
-        return (np.asarray(pc.cast(values, pa.float64()), np.float64) + 0.0).view(np.uint64)
-    if kind == "boolean":
-        return pc.cast(values, pa.bool_()).to_numpy(zero_copy_only=False).astype(np.uint64)
-    raise ValueError(f"no row hash for a column of type {kind}")
-
-
-_ZEROS = {"integer": 0, "float": 0.0, "boolean": False}  # what a NULL is filled with
+def value_words(values, kind: ColumnType) -> np.ndarray:
+    """The word of every value of a column of type ``kind`` (NULLs must be filled): its
+    codec's, or the hash of its stored text."""
+    words = kind.codec.hash_words(kind, values)
+    return text_hashes(values) if words is None else words
 
 
 def row_hashes(table: pa.Table, spec: TableSpec) -> np.ndarray:
@@ -248,13 +228,13 @@ def row_hashes(table: pa.Table, spec: TableSpec) -> np.ndarray:
     for column in spec.columns:
         values = _flat(table[column.name])
         _check_nulls(values, column)
-        kind = column.type.kind
+        kind = column.type
         if not column.nullable:
             state = _take(state, value_words(values, kind))
             continue
         present = np.asarray(values.is_valid())  # NULL: 0 then 0; a value: 1 then its word
         if values.null_count:
-            values = pc.fill_null(values, _ZEROS.get(kind, ""))
+            values = pc.fill_null(values, kind.codec.zero)
         state = _take(state, present.astype(np.uint64))
         state = _take(state, np.where(present, value_words(values, kind), np.uint64(0)))
     return _finish(state)
@@ -282,20 +262,7 @@ def kept_rows(table: pa.Table, spec: TableSpec, files: DailyFiles | None = None)
 def _allowed(values: pa.Array, column_type: ColumnType, allowed: Sequence) -> pa.Array:
     """Whether each value is one of ``allowed`` (parsed values; None: NULL), or NULL."""
     wanted = [v for v in allowed if v is not None]
-    hit = None
-    if wanted and column_type.kind == "decimal":  # stored text keeps its spelling: 40.0 = 40.00
-        codes = pc.dictionary_encode(values)
-        numbers = set(wanted)
-        hits = pa.array([Decimal(t) in numbers for t in codes.dictionary.to_pylist()], pa.bool_())
-        hit = pc.take(hits, codes.indices)
-    elif len(wanted) > 4 and column_type.kind != "float":  # is_in: -0.0 is not 0.0 there
-        hit = pc.is_in(
-            values, value_set=pa.array([column_type.stored(v) for v in wanted], values.type)
-        )
-    else:
-        for value in wanted:
-            equal = pc.equal(values, pa.scalar(column_type.stored(value), values.type))
-            hit = equal if hit is None else pc.or_(hit, equal)
+    hit = column_type.codec.equal_array(column_type, values, wanted) if wanted else None
     if len(wanted) < len(allowed):
         hit = values.is_null() if hit is None else pc.or_kleene(hit, values.is_null())
     return hit

@@ -80,13 +80,13 @@ def stored_keys(columns: Sequence, spec: TableSpec, tz: tzinfo) -> pa.Table:
     out = []
     for name, values in zip(spec.primary_key, columns, strict=True):
         kind = spec.column(name).type
-        if kind.kind == "integer":
+        if kind.codec.orders_numerically:
             out.append(
                 keys_of(values)
                 if isinstance(values, (pa.Array, pa.ChunkedArray))
                 else _integer_keys(values)
             )
-        elif kind.kind == "text" and isinstance(values, (pa.Array, pa.ChunkedArray)):
+        elif kind.codec.any_text and isinstance(values, (pa.Array, pa.ChunkedArray)):
             out.append(pc.cast(values, pa.string()))
         else:
             values = values.to_pylist() if not isinstance(values, list) else values
@@ -105,7 +105,7 @@ def _integer_keys(values: list) -> pa.Array:
 def _stored(kind, value, tz: tzinfo) -> str | None:
     if value is None:
         return None
-    if kind.kind == "text":
+    if kind.codec.any_text:
         return str(value)
     try:
         return kind.stored(kind.parse(value, tz))

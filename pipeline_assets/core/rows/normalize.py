@@ -30,9 +30,9 @@ import pyarrow.compute as pc
 from ..table import working
 from ..table.spec import TableSpec
 from ..times import UTC
-from ..times.arrays import INSTANT, localize, zone_day_numbers, zone_name
+from ..times.arrays import INSTANT, zone_name
 from .checks import parse_rows
-from .fast import fast_column, in_range, text_column
+from .fast import fast_column, text_column
 
 
 @lru_cache(maxsize=64)
@@ -82,7 +82,7 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
         values = raw.column(column.name)
         if pa.types.is_null(values.type):  # a reader's type for a batch of NULLs only
             values = pc.cast(values, pa.string())
-        if column.name in nonblank and column.type.kind == "text":
+        if column.name in nonblank and column.type.codec.any_text:
             stored, good = _nonblank(values, column.name)
             extra = None
         else:
@@ -95,15 +95,12 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
             cursor = extra
         out[column.name] = stored
         ok = good if ok is None else pc.and_(ok, good)
-    if spec.column(spec.cursor).type.kind == "timestamp":
-        out[working.INSTANT] = cursor
-        out[working.DAY] = zone_day_numbers(cursor, zone)  # rows outside the zone rules are not ok
-    else:  # a date: the day itself, and its midnight in the zone
-        instant, good = localize(pc.cast(cursor, pa.timestamp("us")), zone)
-        instant, good = in_range(instant, good, zone)
+    # a timestamp: its instants and their days (rows outside the zone rules are not ok);
+    # a date: its midnight in the zone, and the day itself
+    kind = spec.column(spec.cursor).type
+    out[working.INSTANT], out[working.DAY], good = kind.codec.stamp_arrays(kind, cursor, zone)
+    if good is not None:
         ok = pc.and_(ok, good)
-        out[working.INSTANT] = instant
-        out[working.DAY] = pc.cast(cursor, pa.int32())
     return pa.table(out, schema=schema), ok
 
 

@@ -176,7 +176,7 @@ def _sqlite_key_mix(spec: TableSpec) -> str:
     """The integer key columns mixed into one number below :data:`_P` (``0``: none)."""
     mix = None
     for name in spec.primary_key:
-        if spec.column(name).type.kind != "integer":
+        if not spec.column(name).type.codec.orders_numerically:
             continue
         term = f"({quote(name, 'sqlite')} % {_P})"
         mix = term if mix is None else f"(({mix} * 1000003 + {term}) % {_P})"
@@ -210,7 +210,7 @@ def observe(
     dialect = dialect_of(source)
     key, cursor = quote(spec.primary_key[0], dialect), quote(spec.cursor, dialect)
     table = table_sql(spec, dialect)
-    summed = spec.column(spec.primary_key[0]).type.kind == "integer"
+    summed = spec.column(spec.primary_key[0]).type.codec.orders_numerically
     with guard(source, "SOURCE_DATABASE_URL"):
         with source.connect() as conn:
             if start is None:

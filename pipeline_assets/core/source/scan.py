@@ -245,7 +245,7 @@ def scan_keys(
 
     from ..rows.fast import keys_of
 
-    integer = [src.spec.column(k).type.kind == "integer" for k in src.spec.primary_key]
+    integer = [src.spec.column(k).type.codec.orders_numerically for k in src.spec.primary_key]
 
     def keys(batch):
         columns = [

@@ -106,23 +106,11 @@ def _read_as(src: SourceTable, column: Column, dialect: str) -> str:
     """One declared column as the scan selects it (the rules: :func:`scan_sql`)."""
     name = quote(column.name, dialect)
     col_type = src.table.c[column.name].type
-    kind = column.type.kind
     stored = src.cursor_kind if column.name == src.spec.cursor else _kind(dialect, col_type)
     if dialect == "sqlite":
         return f"CAST({name} AS TEXT) AS {name}"
-    if kind == "integer" and isinstance(col_type, sa.Integer):
-        return name
-    if dialect == MYSQL:
-        if kind in ("timestamp", "date") and stored == "timestamptz":
-            return f"CONCAT(CAST({name} AS CHAR), '+00:00') AS {name}"
-        if kind == "boolean" and type(col_type).__name__ == "BIT":
-            return f"CAST({name} + 0 AS CHAR) AS {name}"  # BIT(1) as 0/1, not a byte
-        return f"CAST({name} AS CHAR) AS {name}"
-    if kind in ("timestamp", "date") and stored != "text":
-        return name
-    if kind == "boolean" and isinstance(col_type, sa.Boolean):
-        return name
-    return f"CAST({name} AS TEXT) AS {name}"
+    read = column.type.codec.source_select(column.type, name, col_type, stored, dialect)
+    return name if read is None else f"{read} AS {name}"
 
 
 def _numeric_key(column: str, dialect: str) -> str:
@@ -144,11 +132,11 @@ def _order_by(src: SourceTable, dialect: str, *, plus: bool) -> str:
     table = table_sql(src.spec, dialect)
     terms = []
     for key in src.spec.primary_key:
-        kind = src.spec.column(key).type.kind
+        codec = src.spec.column(key).type.codec
         col_type = src.table.c[key].type
         # the column, qualified: a bare name is the text alias of the select list
         column = f"{table}.{quote(key, dialect)}"
-        if kind == "integer":
+        if codec.orders_numerically:
             terms.append(
                 _numeric_key(column, dialect)
                 if not isinstance(col_type, sa.Integer)
@@ -156,11 +144,7 @@ def _order_by(src: SourceTable, dialect: str, *, plus: bool) -> str:
                 if plus
                 else column
             )
-        elif (
-            dialect != "sqlite"
-            and kind in ("date", "timestamp")
-            and _kind(dialect, col_type) != "text"
-        ):
+        elif dialect != "sqlite" and codec.is_moment and _kind(dialect, col_type) != "text":
             terms.append(column)  # a native date or instant orders as one
         elif dialect == "sqlite":  # BINARY: code point order of UTF-8, whatever the column's
             terms.append(f"{'+' if plus else ''}{column} COLLATE BINARY")

@@ -275,7 +275,7 @@ def newest_row(warehouse: Engine, spec: TableSpec, *, tz: tzinfo = UTC) -> datet
         newest = conn.exec_driver_sql(through_sqlalchemy(sql, dialect)).scalar()
     if not newest:
         return None
-    if spec.column(spec.cursor).type.kind == "date":
+    if spec.column(spec.cursor).type.codec.is_day:
         return day_start(parse_day(newest), tz)
     return from_canonical(newest)
 

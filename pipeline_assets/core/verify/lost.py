@@ -149,10 +149,10 @@ def _key_kind(src: SourceTable, dialect: str) -> str | None:
     numeric or uuid column, a date or timestamp key), where only the scan of every key
     reads it as the load does."""
     column = src.table.c[_key_name(src)].type
-    declared = src.spec.column(_key_name(src)).type.kind
-    if declared == "text":
+    declared = src.spec.column(_key_name(src)).type.codec
+    if declared.any_text:
         return "exact" if dialect == "sqlite" or isinstance(column, sa.String) else None
-    if declared != "integer":
+    if not declared.orders_numerically:
         return None
     if dialect == "sqlite":
         return "spelled"  # a SQLite column holds any type in any row, whatever it declares

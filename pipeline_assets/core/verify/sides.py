@@ -227,7 +227,7 @@ def _key_halves(warehouse: Engine, spec: TableSpec) -> list[tuple[int, int]] | N
     value falls in one half), or None when there is nothing to split."""
     if (
         warehouse.dialect.name != "sqlite"
-        or spec.column(spec.primary_key[0]).type.kind != "integer"
+        or not spec.column(spec.primary_key[0]).type.codec.orders_numerically
         or not has_table(warehouse, spec.name, _ENV)
     ):
         return None

@@ -41,10 +41,10 @@ class Stored:
         )
         text_order = ' COLLATE "C"' if dialect == "postgresql" else ""  # code point order
         self.order = ", ".join(
-            quote(k, dialect) + ("" if spec.column(k).type.kind == "integer" else text_order)
+            quote(k, dialect) + ("" if spec.column(k).type.codec.orders_numerically else text_order)
             for k in spec.primary_key
         )
-        self.date_cursor = spec.column(spec.cursor).type.kind == "date"
+        self.date_cursor = spec.column(spec.cursor).type.codec.is_day
 
     def condition(self, start, end, keys, column: str | None = None) -> str:
         column = column or self.cursor

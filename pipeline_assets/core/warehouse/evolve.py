@@ -46,7 +46,7 @@ from ..db.state import column_fills, declarations
 from ..errors import SchemaChangeRefused, TypeChangeRefused
 from ..table.spec import TableSpec
 from ..table.types import ColumnType
-from ..times import canonical, day_start, parse_day
+from ..times import canonical
 from .declaration import Recorded, fingerprint
 
 _WAS = "__pipeline_was"  # suffix of a SQLite column being retyped, for one statement
@@ -85,7 +85,7 @@ def widening(stored: ColumnType, declared: ColumnType) -> str | None:
     ``decimal(P,S)`` with fewer than 19 digits before the point), or None: refused."""
     if stored.widens_to(declared):
         return "always"
-    if stored.kind == "integer" and declared.kind == "decimal":
+    if stored.codec.fit_digits(stored, declared) is not None:
         return "if the values fit"
     return None
 
@@ -169,82 +169,75 @@ def _allowed(conn: sa.Connection, spec: TableSpec, change: Widening) -> Widening
     if how == "always":
         return change
     if how is None:
-        if old.kind == new.kind == "decimal":
-            why = "that is a narrowing: a stored value may have more digits than it holds"
-        else:
-            why = f"{old} values are not {new} values"
-        raise refuse(why)
+        raise refuse(old.codec.refusal(old, new))
     # integer -> decimal(P,S) with fewer than 19 digits before the point: the stored ones
+    digits = old.codec.fit_digits(old, new)
     q = conn.dialect.identifier_preparer.quote
     low, high = conn.exec_driver_sql(
         f"SELECT min({q(change.column)}), max({q(change.column)}) FROM {q(spec.name)}"
     ).one()
-    limit = 10 ** (new.precision - new.scale)
     worst = max((v for v in (low, high) if v is not None), key=abs, default=0)
-    if abs(int(worst)) >= limit:
+    if abs(int(worst)) >= 10**digits:
         raise refuse(
-            f"a stored value ({int(worst)}) has more than {new.precision - new.scale} digits "
-            "before the point"
+            f"a stored value ({int(worst)}) has more than {digits} digits before the point"
         )
     return change
 
 
 def _rewrite(conn: sa.Connection, spec: TableSpec, change: Widening, tz: tzinfo) -> None:
-    """Each stored value of the column in the declared type's stored form."""
+    """Each stored value of the column in the declared type's stored form, as the stored
+    type's codec says: in SQL (``widen_sql``), or value by value (``widen_value``)."""
     q = conn.dialect.identifier_preparer.quote
     table, column = q(spec.name), q(change.column)
     old, new = change.stored, change.declared
     pg = conn.dialect.name == "postgresql"
-    if old.kind == "integer":  # 64-bit integers become exact text: 5 -> "5" or "5.00"
-        places = "." + "0" * new.scale if new.scale else ""
-        tail = f" || '{places}'" if places else ""
+    widened = old.codec.widen_sql(old, new, column)
+    was, now = (column_sql_type(t).compile(dialect=conn.dialect) for t in (old, new))
+    if old.codec.arrow_type != new.codec.arrow_type:  # a number becomes text: 5 -> "5.00"
         if pg:
             conn.exec_driver_sql(
-                f"ALTER TABLE {table} ALTER COLUMN {column} TYPE TEXT "
-                f"USING CAST({column} AS TEXT){tail}"
+                f"ALTER TABLE {table} ALTER COLUMN {column} TYPE {now} USING {widened}"
             )
             return
         # SQLite: a column of integer affinity would store "5.10" as the float 5.1
-        was = q(change.column + _WAS)
-        conn.exec_driver_sql(f"ALTER TABLE {table} RENAME COLUMN {column} TO {was}")
-        conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-        conn.exec_driver_sql(f"UPDATE {table} SET {column} = CAST({was} AS TEXT){tail}")
-        conn.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {was}")
+        renamed = q(change.column + _WAS)
+        conn.exec_driver_sql(f"ALTER TABLE {table} RENAME COLUMN {column} TO {renamed}")
+        conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {now}")
+        from_renamed = old.codec.widen_sql(old, new, renamed)
+        conn.exec_driver_sql(f"UPDATE {table} SET {column} = {from_renamed}")
+        conn.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {renamed}")
         return
-    if old.kind == "decimal":  # exact text stays text; more places are written out
-        if new.scale is None or old.scale is None or new.scale == old.scale:
-            return  # the stored spelling is a value of the new type as it is
-        zeros = "0" * (new.scale - old.scale)
-        more = f"'{zeros}'" if old.scale else f"'.{zeros}'"
-        conn.exec_driver_sql(
-            f"UPDATE {table} SET {column} = {column} || {more} WHERE {column} IS NOT NULL"
-        )
+    if pg and was != now:  # text that grows: VARCHAR(10) -> VARCHAR(32)
+        conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE {now}")
+    if widened is not None:  # text rewritten in SQL: more places written out
+        conn.exec_driver_sql(f"UPDATE {table} SET {column} = {widened} WHERE {column} IS NOT NULL")
         return
-    if old.kind == "date":  # YYYY-MM-DD -> the canonical instant of its midnight in tz
-        if pg:
-            conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR(32)")
-        days = [
-            d
-            for (d,) in conn.exec_driver_sql(
-                f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL"
-            )
-        ]
-        mapping = [{"old": d, "new": canonical(day_start(parse_day(d), tz))} for d in days]
-        if not mapping:
-            return
-        conn.exec_driver_sql(
-            "CREATE TEMP TABLE pipeline_retyped (old VARCHAR(10) PRIMARY KEY, new VARCHAR(32))"
+    rewrite = old.codec.widen_value(old, new, tz)
+    if rewrite is not None:
+        _rewrite_values(conn, table, column, rewrite, (was, now))
+
+
+def _rewrite_values(conn: sa.Connection, table: str, column: str, rewrite, types) -> None:
+    """Each distinct stored value of ``column`` (SQL names) as ``rewrite`` gives it;
+    ``types``: the SQL types of the values before and after."""
+    values = [
+        d
+        for (d,) in conn.exec_driver_sql(
+            f"SELECT DISTINCT {column} FROM {table} WHERE {column} IS NOT NULL"
         )
-        conn.execute(
-            sa.text("INSERT INTO pipeline_retyped (old, new) VALUES (:old, :new)"), mapping
-        )
-        conn.exec_driver_sql(
-            f"UPDATE {table} SET {column} = (SELECT new FROM pipeline_retyped r "
-            f"WHERE r.old = {table}.{column}) WHERE {column} IS NOT NULL"
-        )
-        conn.exec_driver_sql("DROP TABLE pipeline_retyped")
+    ]
+    mapping = [{"old": d, "new": rewrite(d)} for d in values]
+    if not mapping:
         return
-    raise AssertionError(f"no rewrite from {old} to {new}")  # widening() allows no other
+    conn.exec_driver_sql(
+        f"CREATE TEMP TABLE pipeline_retyped (old {types[0]} PRIMARY KEY, new {types[1]})"
+    )
+    conn.execute(sa.text("INSERT INTO pipeline_retyped (old, new) VALUES (:old, :new)"), mapping)
+    conn.exec_driver_sql(
+        f"UPDATE {table} SET {column} = (SELECT new FROM pipeline_retyped r "
+        f"WHERE r.old = {table}.{column}) WHERE {column} IS NOT NULL"
+    )
+    conn.exec_driver_sql("DROP TABLE pipeline_retyped")
 
 
 def _stored_days(conn: sa.Connection, spec: TableSpec, tz: tzinfo) -> tuple[int, tuple[str, ...]]:
@@ -256,7 +249,7 @@ def _stored_days(conn: sa.Connection, spec: TableSpec, tz: tzinfo) -> tuple[int,
     rows = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar() or 0
     if not rows:
         return 0, ()
-    if spec.column(spec.cursor).type.kind == "date":
+    if spec.column(spec.cursor).type.codec.is_day:
         found = conn.exec_driver_sql(f"SELECT DISTINCT {cursor} FROM {table}")
         return rows, tuple(sorted(d for (d,) in found))
     minutes = conn.exec_driver_sql(f"SELECT DISTINCT substr({cursor}, 1, 16) FROM {table}")

@@ -17,13 +17,9 @@ from ..db.quoting import quote
 from ..errors import DatabaseError
 from ..table import working
 from ..table.spec import TableSpec
+from ..table.types import INTEGER
 from ..times import canonical, day_of, day_start, from_canonical
 from ..times.arrays import days_of
-
-SQL_TYPES = {  # the stage's column types: the stored forms of core/table/types.py
-    "sqlite": {"integer": "INTEGER", "float": "REAL", "boolean": "INTEGER"},
-    "postgresql": {"integer": "BIGINT", "float": "DOUBLE PRECISION", "boolean": "BOOLEAN"},
-}
 
 
 class StageSql:
@@ -75,18 +71,17 @@ class StageSql:
         q = self.q
         differs = " OR ".join(self._distinct(f"o.{q(c)}", f"s.{q(c)}") for c in self.values)
         new = f"o.{q(self.keys[0])} IS NULL" + (f" OR {differs}" if differs else "")
-        kinds = {c.name: c.type.kind for c in self.spec.columns}
+        kinds = {c.name: c.type.codec for c in self.spec.columns}
         columns = [
             *((c, f"s.{q(c)}", kinds[c]) for c in self.columns),
-            (working.DAY, f"s.{q(working.DAY)}", "integer"),
+            (working.DAY, f"s.{q(working.DAY)}", INTEGER.codec),
             (working.EXISTED, f"o.{q(self.keys[0])}", kinds[self.keys[0]]),
             *((working.old(c), f"o.{q(c)}", kinds[c]) for c in self.old),
         ]
         # SQLite: no declared type, so no affinity converts a value (as the AS SELECT did)
-        types = SQL_TYPES[self.dialect]
         declared = ", ".join(
-            q(name) + ("" if self.dialect == "sqlite" else f" {types.get(kind, 'TEXT')}")
-            for name, _, kind in columns
+            q(name) + ("" if self.dialect == "sqlite" else f" {codec.stage_type(self.dialect)}")
+            for name, _, codec in columns
         )
         # The stage is the outer loop (a LEFT JOIN keeps it there on SQLite too): one
         # probe of the table's key per staged row.
@@ -116,15 +111,14 @@ class StageSql:
         )
 
     def _stage_ddl(self) -> str:
-        types = SQL_TYPES[self.dialect]
         rowid = (
             self.dialect == "sqlite"
             and len(self.keys) == 1
-            and self.spec.column(self.keys[0]).type.kind == "integer"
+            and self.spec.column(self.keys[0]).type.codec.orders_numerically
         )
         parts = []
         for column in self.spec.columns:
-            sql = f"{self.q(column.name)} {types.get(column.type.kind, 'TEXT')}"
+            sql = f"{self.q(column.name)} {column.type.codec.stage_type(self.dialect)}"
             if rowid and column.name == self.keys[0]:
                 sql += " PRIMARY KEY"  # the rowid: rows arrive in key order, appended
             elif not column.nullable:
@@ -163,7 +157,7 @@ class StageSql:
     # --- the change stamp, as the tables store it -------------------------------------
 
     def _is_date(self) -> bool:
-        return self.spec.column(self.spec.cursor).type.kind == "date"
+        return self.spec.column(self.spec.cursor).type.codec.is_day
 
     def _late(self, late_before: datetime | None, tz: tzinfo) -> tuple[str, object]:
         """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows,

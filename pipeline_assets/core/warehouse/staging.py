@@ -45,7 +45,6 @@ from ..table.spec import TableSpec
 from ..times.arrays import day_text
 from .stage_sql import StageSql
 
-_ARROW = {"integer": pa.int64(), "float": pa.float64(), "boolean": pa.bool_()}  # else text
 ROWS_PER_INSERT = 100  # rows per SQLite INSERT of the stage (see Stage._insert_runs)
 
 
@@ -248,7 +247,7 @@ class Stage(StageSql):
         Before the merge, in the transaction. (``tz`` is needed for a date stamp only.)"""
         q = self.tq  # every statement below is sa.text
         picked = list(dict.fromkeys((*self.keys, *self.old[1:], self.spec.cursor)))
-        types = {name: _ARROW.get(self.spec.column(name).type.kind, pa.string()) for name in picked}
+        types = {name: self.spec.column(name).type.codec.arrow_type for name in picked}
         empty = pa.table({name: pa.array([], types[name]) for name in picked})
         if self.direct:  # the table was empty: nothing there to lose
             return 0, empty

@@ -1,7 +1,9 @@
 """One codec per column kind: the one place that says, for its kind, how a source value
-is read and checked, how the warehouse stores it (its SQL and Arrow types), how it is
-read back (a driver's values as Arrow), how a day file writes it (from a Python value
-or a whole Arrow array), how it is totalled, and which stored kind may become which.
+is read and checked (one value or a whole Arrow column, and the source's SQL for it), how
+the warehouse stores it (its SQL, stage and Arrow types), how it is read back, how a day
+file writes and sorts it, how it is totalled, hashed and compared, and which stored kind
+may become which. What is asked of a kind (a day? an instant? an integer key? any text?)
+is an attribute of its codec.
 
 :class:`~..types.ColumnType` (a declared type: its kind, and a ``decimal(P,S)``'s
 precision and scale) asks :data:`CODECS` for its kind's codec; every method takes that
@@ -18,17 +20,19 @@ there); ``date`` a day with no zone. ``integer`` is 64-bit; ``boolean`` takes wh
 databases store for one (``0``/``1``, ``t``/``f``, ``true``/``false``).
 
 - :mod:`.base`: :class:`~.base.Codec`, every facet and its default.
-- :mod:`.plain`: the kinds kept as they are: integer, float, boolean, text.
+- :mod:`.plain`: the kinds kept as they are: integer, float, text.
+- :mod:`.booleans`: ``boolean``.
 - :mod:`.decimals`: ``decimal`` and ``decimal(P,S)``, and the one pattern of exact text.
-- :mod:`.moments`: ``date`` and ``timestamp``.
+- :mod:`.moments`: ``date`` and ``timestamp``; :mod:`.instants` reads whole columns of them.
 """
 
 from __future__ import annotations
 
 from .base import Codec
+from .booleans import BooleanCodec
 from .decimals import DecimalCodec
 from .moments import DateCodec, TimestampCodec
-from .plain import BooleanCodec, FloatCodec, IntegerCodec, TextCodec
+from .plain import FloatCodec, IntegerCodec, TextCodec
 
 _ALL = (IntegerCodec, TextCodec, DecimalCodec, FloatCodec, BooleanCodec, DateCodec, TimestampCodec)
 CODECS: dict[str, Codec] = {codec.kind: codec for codec in (c() for c in _ALL)}

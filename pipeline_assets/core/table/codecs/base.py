@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import tzinfo
 
 import sqlalchemy as sa
+
+
+def text_column(values, what: str):
+    """A text column as ``string``; any other type is not ``what`` (ArrowTypeError)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        raise pa.ArrowTypeError(f"{what} of type {values.type}")
+    return pc.cast(values, pa.string())
 
 
 class Codec:
@@ -17,6 +27,16 @@ class Codec:
     key = False  # it may be part of a primary key (an exact, orderable value)
     native = False  # a driver hands it over as Arrow holds it; every other kind as text
     arrow_name = "string"  # the Arrow type of its stored form (pyarrow's function)
+    zero: object = ""  # a stored value put where a NULL is, when a value is needed
+    any_text = False  # a value may be any text (blank, or starting with any character)
+    is_day = False  # a calendar day with no zone, stored as YYYY-MM-DD
+    is_instant = False  # an instant, stored as canonical UTC text
+    orders_numerically = False  # an integer: a key is read as int64 and sorted by value
+
+    @property
+    def is_moment(self) -> bool:
+        """A day or an instant: a source's native column of it reads and orders as one."""
+        return self.is_day or self.is_instant
 
     def parse(self, t, value: object, tz: tzinfo | None):
         """The value as the pipeline holds it, or :class:`TypeValueError`; ``value`` is
@@ -90,3 +110,89 @@ class Codec:
         if pa.types.is_decimal(array.type):
             array = pc.cast(array, pa.string())
         return (array if array.type == pa.string() else pc.cast(array, pa.string())), None
+
+    def parse_array(self, t, values, zone: str):
+        """``(stored, ok, moment)``: :meth:`parse` for a whole Arrow column as a reader
+        gave it (native or text), in :meth:`stored` form. ``ok`` marks the rows it vouches
+        for (the others' values are meaningless; the exact parser reads them); ``moment``
+        is what :meth:`stamp_arrays` takes (a cursor kind's), else None."""
+        raise NotImplementedError
+
+    def stamp_arrays(self, t, moment, zone: str):
+        """``(instant, day number, ok or None)`` of a cursor column, from the ``moment``
+        :meth:`parse_array` gave; ``ok``: the rows it vouches for, None for all."""
+        raise TypeError(f"a {t.name} column is no change stamp")
+
+    def source_select(self, t, name: str, col_type, stored: str, dialect: str) -> str | None:
+        """A source column (quoted ``name``, of SQLAlchemy type ``col_type``, comparing as
+        ``stored``: text, date, timestamp, timestamptz) as PostgreSQL or MySQL selects it,
+        or None: as the driver gives it. Here: its text."""
+        return f"CAST({name} AS {'CHAR' if dialect == 'mysql' else 'TEXT'})"
+
+    def stage_type(self, dialect: str) -> str:
+        """Its column's SQL type in a load's stage table (``sqlite`` or ``postgresql``)."""
+        return "TEXT"
+
+    def digest_text(self, t, values):
+        """Each stored value's text in a batch-digest line (NULL left NULL)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return values if values.type == pa.string() else pc.cast(values, pa.string())
+
+    def hash_words(self, t, values):
+        """Each stored value's 64-bit word in a row hash (NumPy ``uint64``; NULLs filled
+        with :attr:`zero`), or None: it is hashed as its stored text."""
+        return None
+
+    def equal_array(self, t, values, wanted: Sequence):
+        """Whether each stored value (an Arrow array) equals one of ``wanted`` (parsed
+        values, one at least), as the values compare."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if len(wanted) > 4:
+            stored = pa.array([self.stored(t, v) for v in wanted], values.type)
+            return pc.is_in(values, value_set=stored)
+        return self.any_equal(t, values, wanted)
+
+    def any_equal(self, t, values, wanted: Sequence):
+        """:meth:`equal_array` as one comparison per wanted value."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        hit = None
+        for value in wanted:
+            equal = pc.equal(values, pa.scalar(self.stored(t, value), values.type))
+            hit = equal if hit is None else pc.or_(hit, equal)
+        return hit
+
+    def json_as_stored(self, t) -> type | None:
+        """The Python type of a stored value that a day file writes as it is, or None."""
+        return None
+
+    def file_sort_key(self, t, value, who: str, name: str):
+        """How a key value of a day file (as :meth:`file_value` gave it) sorts, or a
+        :class:`DayFilesError` naming it."""
+        return value
+
+    # Widening a stored column (see widens_to): what evolve asks.
+
+    def fit_digits(self, t, other) -> int | None:
+        """How many digits each stored value may have for a column of ``t`` to become
+        ``other`` (checked on the stored values), or None: no such widening."""
+        return None
+
+    def refusal(self, t, other) -> str:
+        """Why a stored column of ``t`` cannot become ``other``."""
+        return f"{t} values are not {other} values"
+
+    def widen_sql(self, t, other, column: str) -> str | None:
+        """A stored value of ``t`` (the SQL ``column``) in ``other``'s stored form, as
+        SQL; None when SQL need not or cannot say it (:meth:`widen_value`)."""
+        return None
+
+    def widen_value(self, t, other, tz: tzinfo) -> Callable[[str], str] | None:
+        """A stored value of ``t`` in ``other``'s stored form, one by one (the pipeline's
+        zone), where SQL cannot say it; None: nothing to rewrite value by value."""
+        return None

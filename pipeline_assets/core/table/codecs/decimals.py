@@ -3,11 +3,12 @@ numbers, never binary floats, and the one pattern of their text."""
 
 from __future__ import annotations
 
+import decimal
 import re
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Decimal, InvalidOperation, localcontext
 
 from ...errors import DayFilesError, TypeValueError
-from .base import Codec
+from .base import Codec, text_column
 
 # The one pattern of an exact decimal as text: what the source may spell, what a day file
 # and the warehouse hold. An optional sign, digits, optional fraction; no exponent.
@@ -15,6 +16,7 @@ DECIMAL_TEXT = r"[+-]?\d+(?:\.\d+)?"
 # Its plain subset: the texts :func:`format_decimal` writes back unchanged (no ``+``, no
 # leading zeros). Vectorized readers take these as they are and leave the rest to parse.
 PLAIN_DECIMAL_TEXT = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?"
+_AMOUNT = f"^{PLAIN_DECIMAL_TEXT}$"
 _DECIMAL_RE = re.compile(DECIMAL_TEXT)
 _FILE_DECIMAL_RE = re.compile(f"^{DECIMAL_TEXT}$")
 
@@ -110,6 +112,58 @@ class DecimalCodec(Codec):
         integer = "0" if whole == 0 else f"(0|[1-9][0-9]{{0,{whole - 1}}})"
         fraction = rf"\.[0-9]{{{t.scale}}}" if t.scale else ""
         return f"^-?{integer}{fraction}$"
+
+    def parse_array(self, t, values, zone):
+        """Plain decimal text as it is; a ``decimal(P,S)`` within its precision, padded to
+        S places (``1.1`` → ``1.10``) as ``format_decimal(quantize(...))`` writes it."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        text = pc.utf8_trim_whitespace(text_column(values, "decimal"))
+        if t.precision is None:
+            return text, pc.fill_null(pc.match_substring_regex(text, _AMOUNT), False), None
+        scale = t.scale
+        # the exact parser quantizes in Decimal's context, which holds `prec` digits in all
+        room = min(t.precision - scale, decimal.getcontext().prec - scale)
+        if scale >= decimal.getcontext().prec:
+            return text, pa.array([False] * len(text), pa.bool_()), None
+        whole = f"(0|[1-9][0-9]{{0,{room - 1}}})" if room >= 1 else "0"
+        places = rf"(\.[0-9]{{1,{scale}}})?" if scale else ""
+        ok = pc.fill_null(pc.match_substring_regex(text, f"^-?{whole}{places}$"), False)
+        if not scale:
+            return text, ok, None
+        dot = pc.find_substring(text, ".")
+        places_now = pc.if_else(
+            pc.less(dot, 0), -1, pc.subtract(pc.subtract(pc.binary_length(text), dot), 1)
+        )
+        missing = pc.if_else(ok, pc.subtract(scale, places_now), 0)  # scale + 1: no point yet
+        pads = pa.array(["0" * i for i in range(scale + 1)] + ["." + "0" * scale], pa.string())
+        return pc.binary_join_element_wise(text, pc.take(pads, missing), ""), ok, None
+
+    def equal_array(self, t, values, wanted):
+        """As numbers: the stored text keeps its spelling (40.0 is 40.00)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        codes = pc.dictionary_encode(values)
+        numbers = set(wanted)
+        hits = pa.array([Decimal(v) in numbers for v in codes.dictionary.to_pylist()], pa.bool_())
+        return pc.take(hits, codes.indices)
+
+    def json_as_stored(self, t):
+        return str if t.scale is None else None  # the source's spelling, as stored
+
+    def refusal(self, t, other):
+        if other.kind == "decimal":
+            return "that is a narrowing: a stored value may have more digits than it holds"
+        return super().refusal(t, other)
+
+    def widen_sql(self, t, other, column):
+        """Exact text stays text; more places are written out."""
+        if other.scale is None or t.scale is None or other.scale == t.scale:
+            return None  # the stored spelling is a value of the new type as it is
+        zeros = "0" * (other.scale - t.scale)
+        return f"{column} || " + (f"'{zeros}'" if t.scale else f"'.{zeros}'")
 
     def widens_to(self, t, other):
         if other.kind != "decimal":

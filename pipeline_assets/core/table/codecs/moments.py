@@ -9,7 +9,7 @@ from datetime import date, datetime
 import sqlalchemy as sa
 
 from ...errors import DayFilesError, TimeValueError, TypeValueError
-from ...times import UTC, canonical, from_canonical, to_instant
+from ...times import UTC, canonical, day_start, from_canonical, parse_day, to_instant
 from .base import Codec
 
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -44,10 +44,46 @@ def _is_day(text: str) -> bool:
         return False
 
 
-class DateCodec(Codec):
+class _Moment(Codec):
+    """What a day and an instant share: how a source's column of one is read."""
+
+    key = True
+
+    def source_select(self, t, name, col_type, stored, dialect):
+        if dialect == "mysql":
+            if stored == "timestamptz":  # a MySQL TIMESTAMP: UTC, in the session's zone
+                return f"CONCAT(CAST({name} AS CHAR), '+00:00')"
+        elif stored != "text":
+            return None  # a native date or timestamp
+        return super().source_select(t, name, col_type, stored, dialect)
+
+
+class DateCodec(_Moment):
     """A calendar day with no zone, stored and written as ``YYYY-MM-DD``."""
 
-    kind, key = "date", True
+    kind, is_day = "date", True
+
+    def parse_array(self, t, values, zone):
+        """The day's date32 as its moment."""
+        from .instants import days
+
+        return days(values)
+
+    def stamp_arrays(self, t, moment, zone):
+        """The day's midnight in the zone, and the day itself."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from ...times.arrays import localize
+        from .instants import in_range
+
+        instant, ok = localize(pc.cast(moment, pa.timestamp("us")), zone)
+        instant, ok = in_range(instant, ok, zone)
+        return instant, pc.cast(moment, pa.int32()), ok
+
+    def widen_value(self, t, other, tz):
+        """YYYY-MM-DD -> the canonical instant of its midnight in ``tz``."""
+        return lambda day: canonical(day_start(parse_day(day), tz))
 
     def parse(self, t, value, tz):
         if isinstance(value, datetime):
@@ -88,11 +124,33 @@ class DateCodec(Codec):
         return array, _bad_days(array), True
 
 
-class TimestampCodec(Codec):
+class TimestampCodec(_Moment):
     """An instant: stored as canonical UTC text (which sorts as it compares), written in
     the pipeline's zone."""
 
-    kind, key = "timestamp", True
+    kind, is_instant = "timestamp", True
+
+    def parse_array(self, t, values, zone):
+        """The instants as the moment."""
+        from ...times.arrays import canonical_text
+        from .instants import in_range, instants
+
+        instant, ok = in_range(*instants(values, zone), zone)
+        return canonical_text(instant), ok, instant
+
+    def stamp_arrays(self, t, moment, zone):
+        from ...times.arrays import zone_day_numbers
+
+        return moment, zone_day_numbers(moment, zone), None
+
+    def file_sort_key(self, t, value, who, name):
+        """As an instant: one without an offset cannot be a key."""
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            raise DayFilesError(
+                f"{who}: {name} {value!r} has no UTC offset; a key timestamp must name its instant"
+            )
+        return moment
 
     def file_text(self, t, array, tz):
         """``isoformat`` in the pipeline's zone, as the writer gives it."""
