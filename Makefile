@@ -56,7 +56,7 @@ format: install
 	$(BIN)/ruff check --fix pipeline_assets pipeline_assets_tests benchmarks
 
 # Every benchmark at full size (about half an hour on 2 cores), PostgreSQL too when
-# BENCH_POSTGRES is reachable, and the peer benchmark with the `bench` extra (dlt).
+# BENCH_POSTGRES is reachable, and the peer benchmarks with the `bench` extra (dlt, Sling).
 BENCH_POSTGRES ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
@@ -74,6 +74,8 @@ bench: install
 	$(BIN)/python benchmarks/bench_deletes.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_tables.py
 	$(BIN)/python benchmarks/bench_tables.py --postgres-if-reachable '$(BENCH_POSTGRES)'
+	$(BIN)/python benchmarks/bench_payments_peers.py
+	$(BIN)/python benchmarks/bench_payments_peers.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_schema.py
 	$(BIN)/python benchmarks/bench_schema.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_history.py

@@ -76,6 +76,7 @@ from common import (  # noqa: E402
     postgres_url,
     workdir_for,
 )
+from dlt_child import run_pipeline  # noqa: E402
 from sqlalchemy import make_url  # noqa: E402
 
 from pipeline_assets.core.db.engines import make_engine
@@ -575,30 +576,20 @@ def part_rate(args, backend, n: int, cache: dict) -> dict:
 
 
 def dlt_first_load(credentials: str, folder: Path, label: str) -> tuple[float, int]:
-    import dlt
-    from dlt.sources.sql_database import sql_table
+    """dlt's first load into duckdb, in this process (``dlt_child.run_pipeline``)."""
+    return run_pipeline(credentials, folder=folder, name=f"payments_{label}")
 
-    pipeline = dlt.pipeline(
-        pipeline_name=f"payments_{label}",
-        pipelines_dir=str(folder / "pipelines"),
-        destination=dlt.destinations.duckdb(str(folder / f"payments_{label}.duckdb")),
-        dataset_name="peer",
-    )
-    table = sql_table(
-        credentials=credentials,
-        table="payments",
-        backend="connectorx",
-        primary_key=["payment_id", "attempt"],
-        incremental=dlt.sources.incremental("modified_at"),
-        write_disposition="merge",
-    )
-    started = time.perf_counter()
-    info = pipeline.run(table)
-    seconds = time.perf_counter() - started
-    info.raise_on_failed_jobs()
-    trace = pipeline.last_trace
-    counts = trace.last_normalize_info.row_counts if trace and trace.last_normalize_info else {}
-    return seconds, int(counts.get("payments", 0))
+
+def offset_free_copy(backend, url: str, label: str) -> str:
+    """A copy of the SQLite payments source at ``url`` whose stamps are written without
+    their offset (the same instants): connectorx cannot parse the app's "…+00:00"."""
+    copy = backend.new_url(label)
+    shutil.copyfile(make_url(url).database, make_url(copy).database)
+    conn = backend.raw_connect(copy)
+    conn.execute("UPDATE payments SET modified_at = substr(modified_at, 1, 19)")
+    conn.commit()
+    conn.close()
+    return copy
 
 
 def part_peer(
@@ -619,12 +610,7 @@ def part_peer(
     dlt_url, ours_on_copy = payments_url, None
     if backend.name == "sqlite":  # connectorx cannot parse the app's "…+00:00" stamps
         # (dlt reads a copy whose stamps are written without the offset: the same instants)
-        dlt_url = backend.new_url(f"payments_{n}_naive")
-        shutil.copyfile(make_url(payments_url).database, make_url(dlt_url).database)
-        conn = backend.raw_connect(dlt_url)
-        conn.execute("UPDATE payments SET modified_at = substr(modified_at, 1, 19)")
-        conn.commit()
-        conn.close()
+        dlt_url = offset_free_copy(backend, payments_url, f"payments_{n}_naive")
         if not args.quick:
             ours_on_copy = load_child(
                 "payments", dlt_url, backend.new_url("warehouse_payments_naive")
