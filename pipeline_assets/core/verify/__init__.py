@@ -24,7 +24,8 @@ report (``orders`` keeps the ones it always had: ``spec.legacy``).
   problem). The ``N_match_source`` asset check compares per-day totals only
   (:func:`compare_days`, :func:`differing_days`); on the days that differ it tells the
   rows the source deleted from those that moved by asking the source about only the
-  keys that left those days, by key (:mod:`.lost`).
+  keys that left those days, by key (:mod:`.lost`). Its days are :mod:`.horizon`'s; the
+  days a full comparison still owes (touched since the last one) are :mod:`.pending`'s.
 
 Plain Python, no Dagster: the caller passes the engines, the folder, the time zone and
 ``today`` (from its clock), and prints the :class:`VerifyResult`.
