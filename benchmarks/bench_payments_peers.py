@@ -58,8 +58,8 @@ at the end (WRONG). One table per destination: case, rows the run read (ours:
 inserted), seconds per round (the trivial run: one per case), median, ratio to dlt →
 duckdb of the same case, and for ours the ratio to the trivial run. Without the ``bench``
 extra the missing peers are named and ours is measured all the same. ``--quick`` (the
-smoke test): 5,000 rows, 200 changed, one round, the trivial run once. Nothing is written
-in the checkout.
+smoke test): 5,000 rows, 200 changed, one round, the trivial run once, Sling into SQLite
+by one path. Nothing is written in the checkout.
 """
 
 from __future__ import annotations
@@ -315,8 +315,9 @@ def sling_version(ctx) -> tuple[str | None, str]:
     return found.group(1), ""
 
 
-def peer_contenders(ctx) -> list:
-    """The peers installed here; the missing ones are named."""
+def peer_contenders(ctx, quick: bool = False) -> list:
+    """The peers installed here; the missing ones are named (``quick``: Sling into SQLite
+    by one path only)."""
     found, missing = [], []
     postgres = ctx.backend.name == "postgresql"
     if all(importlib.util.find_spec(m) for m in ("dlt", "duckdb", "connectorx")):
@@ -337,7 +338,7 @@ def peer_contenders(ctx) -> list:
         found.append(Sling(ctx))
     else:  # its bulk path needs a sqlite3 CLI (Sling downloads one: not from here)
         cli = shutil.which("sqlite3")
-        found.extend([Sling(ctx, cli), Sling(ctx)] if cli else [Sling(ctx)])
+        found.extend([Sling(ctx, cli), Sling(ctx)][: 1 if quick else 2] if cli else [Sling(ctx)])
         if not cli:
             print("Sling's bulk path into SQLite skipped: no sqlite3 CLI on the PATH")
     print(f"sling binary: {version or '-'}")
@@ -500,7 +501,7 @@ def main(argv=None) -> int:
     backend = backend_for(folder, postgres_url(args))
     try:
         ctx = Context(args, backend, folder)
-        contenders = [Ours(ctx), Ours(ctx, trivial=True), *peer_contenders(ctx)]
+        contenders = [Ours(ctx), Ours(ctx, trivial=True), *peer_contenders(ctx, args.quick)]
         print(f"versions: {versions()}", flush=True)
         if not args.quick:  # the instance's storage, made once (--quick: by its first run)
             materialize(clean_env(DAGSTER_HOME=str(ctx.home)), folder, *TRIVIAL)

@@ -308,7 +308,9 @@ class LoadHistories(RuleBasedStateMachine):
     def _at(self, spec) -> tuple[str, datetime]:
         """(text, instant) for a drawn (day, clock, form): the instant comes first."""
         day, clock, form = spec
-        naive = datetime.combine(FIRST_DAY + timedelta(days=day), clock)
+        # text carries no fold: a drawn fold=1 (st.times draws it) would put a clock of the
+        # DST gap or overlap an hour from where the core reads its text, fold=0
+        naive = datetime.combine(FIRST_DAY + timedelta(days=day), clock.replace(fold=0))
         instant = naive.replace(tzinfo=self.tz)  # a DST-gap clock reads as the core reads it
         return render(instant, form, self.tz, naive), instant.astimezone(UTC)
 
