@@ -93,7 +93,7 @@ def horizon(
     days_touched: Iterable[str | date],
     reconcile_days: int,
     tz: tzinfo,
-    read_whole: Callable[[date], bool] | None = None,
+    read_by_load: Callable[[date], bool] | None = None,
     owed: Iterable[date] = (),
 ) -> Horizon:
     """The days to compare, from the data alone (never the clock).
@@ -103,7 +103,7 @@ def horizon(
     warehouse). The window is the ``reconcile_days`` days ending on the anchor's day in
     ``tz``; the batch's ``days_touched`` are added, wherever they fall.
 
-    A load's own check passes ``read_whole`` (whether the load read a day whole): a
+    A load's own check passes ``read_by_load`` (whether the load read a day whole): a
     touched day outside the window that the load did not read (a row left it) is then
     ``deferred`` to the full comparison, which passes the days ``owed`` to it instead
     (:mod:`.pending`). Without either, every touched day is compared.
@@ -123,7 +123,7 @@ def horizon(
         first = last - timedelta(days=reconcile_days - 1)
     touched = sorted({d if isinstance(d, date) else parse_day(d) for d in days_touched})
     outside = tuple(d for d in touched if first is None or not first <= d <= last)
-    deferred = () if read_whole is None else tuple(d for d in outside if not read_whole(d))
+    deferred = () if read_by_load is None else tuple(d for d in outside if not read_by_load(d))
     extra = tuple(sorted({d for d in owed if first is None or not first <= d <= last}))
     return Horizon(anchored_on, anchor, first, last, outside, reconcile_days, deferred, extra)
 
@@ -318,7 +318,7 @@ def reconcile_horizon(
         days_touched=days_touched,
         reconcile_days=reconcile_days,
         tz=tz,
-        read_whole=_read_by(read_whole) if owed is None else None,
+        read_by_load=_read_by(read_whole) if owed is None else None,
         owed=() if owed is None else owed.days,
     )
     days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)

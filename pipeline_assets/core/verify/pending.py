@@ -32,21 +32,19 @@ class Owed:
 
     days: tuple[date, ...]
     through_id: int | None  # None: no batch since (nothing to record)
-    since_id: int | None  # the ledger row of the last full comparison; None: never
 
 
 def owed_days(warehouse: Engine, spec: TableSpec) -> Owed:
     """The days ``spec``'s batches touched after its last full comparison (all of its
-    batches, when none has run), read in one transaction."""
-    if not has_table(warehouse, batches.name, _ENV):
-        return Owed((), None, None)
+    batches, when none has run), read in one transaction; nothing before a load of this
+    release made the state tables (every check follows a load)."""
+    if not has_table(warehouse, comparisons.name, _ENV):  # made with the state tables
+        return Owed((), None)
     b = batches.c
     with guard(warehouse, _ENV), warehouse.connect() as conn:
-        since = None
-        if has_table(warehouse, comparisons.name, _ENV):
-            since = conn.execute(
-                sa.select(comparisons.c.through_id).where(comparisons.c.table_name == spec.name)
-            ).scalar()
+        since = conn.execute(
+            sa.select(comparisons.c.through_id).where(comparisons.c.table_name == spec.name)
+        ).scalar()
         query = sa.select(b.id, b.days_touched).where(of_table(b.table_name, spec))
         if since is not None:
             query = query.where(b.id > since)
@@ -55,18 +53,17 @@ def owed_days(warehouse: Engine, spec: TableSpec) -> Owed:
         for row_id, text in conn.execute(query):
             days.update(json.loads(text))
             through = row_id if through is None else max(through, row_id)
-    return Owed(tuple(sorted(parse_day(d) for d in days)), through, since)
+    return Owed(tuple(sorted(parse_day(d) for d in days)), through)
 
 
 def record_compared(warehouse: Engine, spec: TableSpec, owed: Owed, at: datetime) -> None:
     """Record that the days of ``owed`` were compared and agreed (nothing, when no batch
-    was owed)."""
+    was owed). The table exists: the load before the check made it (``ensure_schema``)."""
     if owed.through_id is None:
         return
     row = {"through_id": owed.through_id, "compared_at": canonical(at)}
     c = comparisons.c
     with guard(warehouse, _ENV), writing(warehouse).begin() as conn:
-        comparisons.create(conn, checkfirst=True)
         done = conn.execute(
             sa.update(comparisons)
             .where(c.table_name == spec.name, c.through_id < owed.through_id)
