@@ -240,3 +240,16 @@ def paid_folder(request, tmp_path):
     from upath import UPath
 
     return UPath(request.getfixturevalue("bucket") + "/paid_orders")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first (``long``, then the other ``e2e`` tests): xdist hands out
+    tests in this order, so a run of several minutes started last would leave every other
+    worker idle while it ends the suite. The order within each kind is kept."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("long"):
+            return 0
+        return 1 if item.get_closest_marker("e2e") else 2
+
+    items.sort(key=rank)

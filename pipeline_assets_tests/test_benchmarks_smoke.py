@@ -42,6 +42,7 @@ def test_every_benchmark_script_is_run_by_make_bench_and_documented():
 
 
 @pytest.mark.e2e
+@pytest.mark.long
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_benchmark_runs_quick(script: str, tmp_path: Path):
     if script == "bench_peer.py" and not os.environ.get("CI"):  # CI installs the extra

@@ -89,6 +89,7 @@ def run(typed: list[str], cwd: Path, env: dict[str, str]) -> list[tuple[str, int
 
 
 @pytest.mark.e2e
+@pytest.mark.long
 def test_your_own_tables_runs_as_written(tmp_path):
     readme = section((ROOT / "README.md").read_text(encoding="utf-8"))
     found = blocks(readme)

@@ -647,6 +647,7 @@ def declare_in(root, module: str, attributes: dict) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.long
 def test_the_story_of_a_schema_change_in_a_users_project(shop, cli):
     """A column the app adds is listed, then declared: the next run adds it and names the
     days to fill; verify's printed commands, run as printed, fill them and rebuild the

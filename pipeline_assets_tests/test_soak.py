@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.long,
     pytest.mark.postgres,
     pytest.mark.mysql,
     pytest.mark.s3,

@@ -113,6 +113,7 @@ def refresh_requests(shop: Shop, sensor: str, monkeypatch) -> list[list[str]]:
 
 
 @pytest.mark.e2e
+@pytest.mark.long
 def test_two_declared_tables_tell_the_whole_story(tmp_path, monkeypatch):
     root = project(tmp_path / "shop")
     declare(root, "orders", ORDERS_ATTRIBUTES)
