@@ -218,12 +218,13 @@ def build_table_asset(
             AssetCheckSpec(
                 names.match_check,
                 asset=names.asset,
-                description=f"Source and warehouse agree, day by day (count and row "
-                f"checksum), over the {horizon_days} days (RECONCILE_DAYS) ending at the "
-                "watermark, plus the days the batch read whole: catches rows that arrived "
-                "later than the lookback window. The daily schedule's run also compares "
-                "every day touched since its last comparison. Comparing no day while the "
-                "warehouse holds rows is a failure.",
+                description="Source and warehouse agree, day by day (count and row "
+                "checksum). After each load: the days it read whole, compared with what it "
+                "read. The daily schedule's run (the full comparison) also compares the "
+                f"{horizon_days} days (RECONCILE_DAYS) ending at the watermark, which "
+                "catches rows that arrived later than the lookback window, and every day "
+                "touched since its last comparison. Comparing no day while the warehouse "
+                "holds rows is a failure.",
             ),
         ],
         description=f"{what} upserted by key from the app database: the rows changed since "

@@ -65,10 +65,11 @@ def reconcile_check(
     module: str = DEFINITIONS_MODULE,
     full_at: datetime | None = None,
 ) -> AssetCheckResult:
-    """Source and warehouse agree day by day over the days ending at the watermark (no
-    clock: the window is anchored on the data, core/verify/horizon.py), plus the touched
-    days the load read whole, compared with what it read (``read_whole``). ``full_at``
-    (the daily schedule's run): also every day touched since the last full comparison."""
+    """Source and warehouse agree day by day over the days the load read whole, compared
+    with what it read (``read_whole``), within the window ending at the watermark (no
+    clock: the window is anchored on the data, core/verify/horizon.py) and beyond it.
+    ``full_at`` (the daily schedule's run): the whole window, and every day touched since
+    the last full comparison."""
     from pipeline_assets.core.verify.horizon import reconcile_horizon
 
     from .core.verify import Repairs, VerifyError
@@ -106,6 +107,7 @@ def _metadata(h, days, verdict, *, full: bool) -> dict:
         "window": f"{h.first}...{h.last}" if h.first else "none",
         "touched_outside_window": MetadataValue.json([str(d) for d in h.touched]),
         "deferred_days": MetadataValue.json([str(d) for d in h.deferred]),
+        "window_days_left": MetadataValue.json([str(d) for d in h.left]),
         "owed_days": MetadataValue.json([str(d) for d in h.owed]),
         "days_compared": verdict.days_compared,
         "differing_days": MetadataValue.json(verdict.differing),
@@ -123,12 +125,23 @@ def _metadata(h, days, verdict, *, full: bool) -> dict:
 
 def _deferred(h, module: str) -> str | None:
     """What a passing load's check left to the full comparison, if anything."""
-    if not h.deferred:
+    parts = []
+    if h.left:
+        parts.append(
+            f"{len(h.left)} day(s) of the window this load did not read ("
+            + ", ".join(str(d) for d in h.left)
+            + ")"
+        )
+    if h.deferred:
+        parts.append(
+            f"{len(h.deferred)} day(s) the batch touched outside the window without reading "
+            "them (rows left them for newer days: " + ", ".join(str(d) for d in h.deferred) + ")"
+        )
+    if not parts:
         return None
     return (
-        f"{len(h.deferred)} day(s) the batch touched outside the window without reading "
-        "them (rows left them for newer days) are left to the full comparison of the daily "
-        f"schedule's run and to `{verify_command(module)}`: "
-        + ", ".join(str(d) for d in h.deferred)
-        + "."
+        "Compared the days this load read. "
+        + " and ".join(parts)
+        + " are left to the full comparison of the daily schedule's run and to "
+        f"`{verify_command(module)}`, which find a row later than the lookback window."
     )

@@ -246,9 +246,13 @@ def test_a_history_far_behind_the_clock_is_still_compared(tmp_path, instance):
     assert meta(check)["window"] == "2026-01-15...2026-01-21"
     assert meta(check)["days_compared"] == 6  # every chapter day, all touched by the load
 
-    # a row that arrived beyond the lookback, inside the window: caught, not vacuous
+    # a row that arrived beyond the lookback, inside the window: the load never reads it,
+    # so its check leaves the 16th, and the full comparison catches it, not vacuous
     demo.set_order(source, 107, status="paid", amount="9.00", updated_at="2026-01-16", tz=UTC)
     check = run_orders(settings, instance)
+    assert check.passed and "2026-01-16" in meta(check)["window_days_left"]
+    assert "left to the full comparison" in check.description
+    check = run_orders(settings, instance, tags={COMPARISON_TAG: "full"})
     assert not check.passed
     assert meta(check)["differing_days"] == ["2026-01-16"]
 
@@ -260,7 +264,13 @@ def test_a_stalled_source_keeps_being_compared(tmp_path, instance):
     again = run_orders(settings, instance)  # nothing new: the load touched no day
     assert again.passed
     assert meta(again)["touched_outside_window"] == []
-    assert meta(again)["days_compared"] == 3  # 15th, 19th, 21st: the days with rows
+    assert meta(again)["days_compared"] == 2  # the lookback read the 19th…21st: two with rows
+    full = run_orders(settings, instance, tags={COMPARISON_TAG: "full"})
+    assert full.passed
+    # the window (15th, 19th, 21st have rows) and the days owed since the first load: all six
+    assert meta(full)["days_compared"] == 6
+    again = run_orders(settings, instance, tags={COMPARISON_TAG: "full"})
+    assert again.passed and meta(again)["days_compared"] == 3  # nothing owed: the window
 
 
 def test_a_row_stamped_in_the_future_is_compared_on_its_day(tmp_path, instance):
@@ -353,10 +363,11 @@ def test_the_days_a_load_read_whole_are_compared_with_what_it_read(tmp_path):
     demo.set_order(
         source, 108, status="paid", amount="9.00", updated_at="2026-01-16", tz=UTC
     )  # before the window: no incremental load will ever read it
-    _, days, verdict = reconcile_horizon(
+    h, days, verdict = reconcile_horizon(
         source, warehouse, UTC, reconcile_days=7, read_whole=again.read_whole, spec=ORDERS
     )
-    assert not verdict.passed and verdict.differing == ["2026-01-16"]
+    assert verdict.passed and d("2026-01-16") in h.left  # not read: the load's check leaves it
+    assert "2026-01-16" not in days
     assert "2026-01-20" not in days  # as the load read it: no row that day, on either side
     _, _, fresh = reconcile_horizon(source, warehouse, UTC, reconcile_days=7, spec=ORDERS)
     assert fresh.differing == ["2026-01-16", "2026-01-20"]  # read again: both
@@ -448,7 +459,8 @@ def test_the_check_names_the_orders_the_source_lost_and_its_repair_deletes_them(
     run_orders(settings, instance)
     with source.begin() as conn:  # the app erases order 104 (paid, 01-15: in the window)
         conn.exec_driver_sql("DELETE FROM orders WHERE order_id = 104")
-    check = run_orders(settings, instance)
+    assert run_orders(settings, instance).passed  # the load did not read the 15th
+    check = run_orders(settings, instance, tags={COMPARISON_TAG: "full"})
     assert not check.passed
     assert meta(check)["differing_days"] == ["2026-01-15"]
     assert meta(check)["deleted_from_source"] == {"2026-01-15": 1}

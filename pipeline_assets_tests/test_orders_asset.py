@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from pipeline_assets import demo
+from pipeline_assets.automation import COMPARISON_TAG
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table import ORDERS
 from pipeline_assets.core.warehouse import watermark as wm
@@ -27,11 +28,15 @@ def make_settings(tmp_path: Path, db_urls: dict | None = None, **env):
     return from_env(environ, cwd=tmp_path)
 
 
-def materialize_orders(settings, instance, config: dict | None = None, monkeypatch=None):
+def materialize_orders(
+    settings, instance, config: dict | None = None, monkeypatch=None, tags: dict | None = None
+):
     defs = build_definitions(settings)
     job = defs.resolve_job_def("orders_job")
     run_config = {"ops": {"orders": {"config": config}}} if config else None
-    return job.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False)
+    return job.execute_in_process(
+        instance=instance, run_config=run_config, raise_on_error=False, tags=tags
+    )
 
 
 def last_metadata(instance, result) -> dict:
@@ -172,7 +177,9 @@ def test_rows_later_than_the_lookback_are_caught_by_the_reconciliation_check(tmp
     )
     missed = materialize_orders(settings, instance)
     assert last_metadata(instance, missed)["inserted"] == 0
-    check = checks_by_name(missed)["orders_match_source"]
+    assert checks_by_name(missed)["orders_match_source"].passed  # the load did not read it
+    full = materialize_orders(settings, instance, tags={COMPARISON_TAG: "full"})
+    check = checks_by_name(full)["orders_match_source"]
     assert not check.passed
     assert check.metadata["differing_days"].value == ["2026-01-10"]
     (repair,) = check.metadata["repair"].value

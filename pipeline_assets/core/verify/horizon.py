@@ -9,10 +9,14 @@ replica, a history loaded after the fact, a quiet season), which is exactly when
 check is needed. And a check that compared no day while the warehouse holds rows fails,
 saying why: it never passes by comparing nothing.
 
-So a load's check costs the window plus what the load read, whatever else its rows
-touched. A day a batch touched without reading it (a row left it for a newer day) is
-compared by the full comparison of the daily schedule's run, with every day touched
-since the last one (:mod:`.pending`), and by ``verify``.
+A load's own check proves what that load did, at a cost that follows what it read: it
+compares the days the load read whole (the lookback window, a range load's range, a
+first load's everything), the source side taken from that read, with what the
+warehouse now holds. The days of the window the load did not read (``left``), and the
+days its rows left without it reading them (``deferred``), are compared by the full
+comparison of the daily schedule's run, with every day touched since the last one
+(:mod:`.pending`), and by ``verify``: a row later than the lookback window is found
+there, within a day.
 
 :func:`horizon` is the window, a pure function of plain values; :func:`judge` turns the
 per-day comparison into the verdict; :func:`reconcile_horizon` reads the databases. Each
@@ -57,15 +61,18 @@ class Horizon:
     reconcile_days: int
     deferred: tuple[date, ...] = ()  # of ``touched``: left to the full comparison
     owed: tuple[date, ...] = ()  # days earlier batches touched, outside the window
+    left: tuple[date, ...] = ()  # days of the window a load did not read: as ``deferred``
+
+    @property
+    def window(self) -> list[date]:
+        if self.first is None:
+            return []
+        return [parse_day(day) for day in days_between(self.first, self.last)]
 
     @property
     def days(self) -> list[date]:
-        window = (
-            []
-            if self.first is None
-            else [parse_day(day) for day in days_between(self.first, self.last)]
-        )
-        return sorted(set(window) | (set(self.touched) - set(self.deferred)) | set(self.owed))
+        window = set(self.window) - set(self.left)
+        return sorted(window | (set(self.touched) - set(self.deferred)) | set(self.owed))
 
     def spans(self) -> list[tuple[date, date]]:
         """The days as blocks of consecutive days, each ``(first, last)`` inclusive."""
@@ -73,10 +80,11 @@ class Horizon:
 
     def describe(self) -> str:
         parts = []
-        if self.first is not None:
+        if self.first is not None and len(self.left) < len(self.window):
             parts.append(
                 f"{self.first}…{self.last}, the {self.reconcile_days} day(s) ending "
                 f"at the {self.anchored_on} {self.anchor.isoformat()}"
+                + (" (those the load read)" if self.left else "")
             )
         compared = [d for d in self.touched if d not in self.deferred]
         if compared:
@@ -104,9 +112,10 @@ def horizon(
     ``tz``; the batch's ``days_touched`` are added, wherever they fall.
 
     A load's own check passes ``read_by_load`` (whether the load read a day whole): a
-    touched day outside the window that the load did not read (a row left it) is then
-    ``deferred`` to the full comparison, which passes the days ``owed`` to it instead
-    (:mod:`.pending`). Without either, every touched day is compared.
+    day of the window the load did not read is then ``left``, and a touched day outside
+    the window it did not read (a row left it) ``deferred``, both to the full
+    comparison, which passes the days ``owed`` to it instead (:mod:`.pending`). Without
+    either, the whole window and every touched day are compared.
     """
     if reconcile_days < 0:
         raise ValueError(f"RECONCILE_DAYS={reconcile_days} must be 0 or more")
@@ -125,7 +134,10 @@ def horizon(
     outside = tuple(d for d in touched if first is None or not first <= d <= last)
     deferred = () if read_by_load is None else tuple(d for d in outside if not read_by_load(d))
     extra = tuple(sorted({d for d in owed if first is None or not first <= d <= last}))
-    return Horizon(anchored_on, anchor, first, last, outside, reconcile_days, deferred, extra)
+    h = Horizon(anchored_on, anchor, first, last, outside, reconcile_days, deferred, extra)
+    if read_by_load is None:
+        return h
+    return replace(h, left=tuple(d for d in h.window if not read_by_load(d)))
 
 
 @dataclass(frozen=True)
@@ -322,6 +334,9 @@ def reconcile_horizon(
         owed=() if owed is None else owed.days,
     )
     days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
+    if not days and h.left:  # the load read no day with rows: never compare nothing
+        h = replace(h, left=())
+        days = compare_days(source, warehouse, tz, h.days, known=read_whole, spec=spec)
     add_deleted(source, warehouse, tz, {d: days[d] for d in differing_days(days)}, spec=spec)
     to_fill = open_gaps(warehouse, spec)
     verdict = judge(
