@@ -3,6 +3,7 @@ what ``pipeline-assets … -m MODULE`` runs against must be what Dagster runs.""
 
 from __future__ import annotations
 
+import importlib
 import sys
 import textwrap
 from pathlib import Path
@@ -25,9 +26,14 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("PIPELINE_DATA_DIR", "SOURCE_DATABASE_URL", "PAID_ORDERS_URL"):
         monkeypatch.delenv(name, raising=False)
-    before = set(sys.modules)
+    _forget_users_modules()  # a test before, on this worker, may have left its own `shop`
+    importlib.invalidate_caches()
     yield tmp_path
-    for name in set(sys.modules) - before:
+    _forget_users_modules()
+
+
+def _forget_users_modules() -> None:
+    for name in list(sys.modules):
         if name.split(".")[0] in ("shop", "plain_location", "two_locations"):
             del sys.modules[name]
 
