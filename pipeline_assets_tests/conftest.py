@@ -243,13 +243,33 @@ def paid_folder(request, tmp_path):
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first (``long``, then the other ``e2e`` tests): xdist hands out
-    tests in this order, so a run of several minutes started last would leave every other
-    worker idle while it ends the suite. The order within each kind is kept."""
+    """The longest first: the two stacks' groups (each a chain of whole-stack tests on one
+    worker, the suite's longest path), then ``long``, then the other ``e2e`` tests. xdist
+    hands out tests in this order, so a run of several minutes started last would leave
+    every other worker idle while it ends the suite. The order within each kind is kept."""
 
     def rank(item: pytest.Item) -> int:
-        if item.get_closest_marker("long"):
+        if item.get_closest_marker("xdist_group"):
             return 0
-        return 1 if item.get_closest_marker("e2e") else 2
+        if item.get_closest_marker("long"):
+            return 1
+        return 2 if item.get_closest_marker("e2e") else 3
 
     items.sort(key=rank)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under ``--dist loadgroup`` (make test) a test of an ``xdist_group`` carries the
+    group in its node id: that is how pytest-xdist sends a group to one worker. Where the
+    versions installed lose it (pytest-xdist#1386), the tests that start a whole stack
+    would all run at once: each fails instead, saying why."""
+    if (
+        getattr(item.config.option, "loadgroup", False)  # set on xdist's workers
+        and item.get_closest_marker("xdist_group")
+        and "@" not in item.nodeid
+    ):
+        pytest.fail(
+            f"pytest-xdist lost this test's xdist_group under pytest {pytest.__version__} "
+            "(pytest-xdist#1386): reinstall the pinned versions with make install",
+            pytrace=False,
+        )
