@@ -36,6 +36,7 @@ from .core import sensing
 from .core.days import yesterday
 from .core.errors import PipelineError
 from .core.times import utc_now
+from .pools import pool_name, unstick_pool
 from .sensor_runs import key_seed, runs_with_keys
 from .settings import Settings, files_location
 
@@ -228,6 +229,9 @@ def build_refresh_sensor(
     )
     def refresh_sensor(context: SensorEvaluationContext):
         now = clock()
+        unstuck = unstick_pool(context.instance, pool_name(files.name))
+        if unstuck:
+            context.log.warning(unstuck)
         result, notes = _refresh_tick(context.instance, context.cursor, now, of)
         for note in notes:
             context.log.info(note)

@@ -36,6 +36,7 @@ from .assets import OWNER, Clock, TableResources, TableSettings
 from .core.commands import daily_assets
 from .core.times import utc_now
 from .io_manager import DECLARED_IN, FILES_NAME, REBUILD_METADATA, SHAPE_METADATA
+from .pools import pool_name
 from .settings import Settings, files_location
 from .step_failure import failing_step
 
@@ -80,7 +81,7 @@ def _build_files_asset(
         backfill_policy=BackfillPolicy.single_run(),
         deps=[table_asset],
         io_manager_key=keys.files[files.name],
-        pool=f"{files.name}_files",
+        pool=pool_name(files.name),
         group_name="daily_files",
         code_version="1",
         owners=[OWNER],
