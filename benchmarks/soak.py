@@ -39,7 +39,7 @@ within 1.2× of five minutes in; the median load run and tick of the last ten mi
 within 1.2× of the first ten). ``--plot`` draws them (matplotlib, the ``bench`` extra).
 Everything it measured is also in ``<workdir>/soak.json``.
 
-``--minutes 1 --kill-every 10`` is the smoke that ``make test`` runs (about six kills).
+``--minutes 2`` is the smoke that ``make test`` runs.
 """
 
 from __future__ import annotations
