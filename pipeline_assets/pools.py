@@ -30,7 +30,7 @@ def unstick_pool(instance, pool: str) -> str | None:
     if not waiting or handed >= info.slot_count:
         return None
     storage.assign_pending_steps([pool])
-    oldest = min(waiting, key=lambda s: (-s.priority, s.enqueued_timestamp))
+    oldest = min(waiting, key=lambda s: (-(s.priority or 0), s.enqueued_timestamp))
     return (
         f"pool {pool}: a slot was free while step {oldest.step_key} of run "
         f"{oldest.run_id} waited for it (a slot freed as the step was queued); handed it on"
