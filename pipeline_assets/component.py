@@ -72,7 +72,12 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
     )
     cursor: str = Field(
         description="the change stamp (timestamp or date): the watermark, "
-        "and the day a row belongs to"
+        "and by default the day a row belongs to"
+    )
+    day_column: Optional[str] = Field(  # noqa: UP045
+        default=None,
+        description="the timestamp or date column whose day a row belongs to, where it is "
+        "not the cursor (a payment's captured_at): day files, totals, verify and range loads",
     )
     columns: dict[str, Any] = Field(
         description="column: type (integer, text, decimal, decimal(P,S), float, boolean, "

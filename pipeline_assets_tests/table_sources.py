@@ -81,9 +81,18 @@ class TableSource:
         """The key of row ``n``: ``n`` in the first column, ``n % 3 + 1`` in the others."""
         return tuple(n if i == 0 else n % 3 + 1 for i, _ in enumerate(self.spec.primary_key))
 
-    def row(self, n: int, at: datetime, *, filed: bool = True, version: int = 0) -> dict:
+    def row(
+        self,
+        n: int,
+        at: datetime,
+        *,
+        filed: bool = True,
+        version: int = 0,
+        day: datetime | date | None = None,
+    ) -> dict:
         """Row ``n`` stamped ``at``: in the first daily file's view (``filed``) or not;
-        ``version`` changes its values."""
+        ``version`` changes its values; ``day``: its day column's value, where the table
+        declares one apart from the cursor (default ``at``, or ``at``'s date)."""
         where = dict(self.spec.daily_files[0].where)
         values = {}
         for c in self.spec.columns:
@@ -109,6 +118,10 @@ class TableSource:
             values[c.name] = value
         values.update(zip(self.spec.primary_key, self.key(n), strict=True))
         values[self.spec.cursor] = at
+        if self.spec.day_apart:
+            is_date = self.spec.column(self.spec.day).type.kind == "date"
+            day = at if day is None else day
+            values[self.spec.day] = day.date() if is_date and isinstance(day, datetime) else day
         return values
 
     def _q(self, name: str) -> str:
@@ -127,12 +140,14 @@ class TableSource:
         with self.engine.begin() as conn:
             conn.execute(table.delete().where(self._is(table, n)))
 
-    def restamp(self, n: int, at: datetime) -> None:
-        """Only the cursor changes (the app backdates or touches a row)."""
+    def restamp(self, n: int, at: datetime, *, column: str | None = None) -> None:
+        """Only the cursor (or ``column``) changes (the app backdates or touches a row)."""
         table = self._table()
         with self.engine.begin() as conn:
             conn.execute(
-                table.update().where(self._is(table, n)).values({self.spec.cursor: self._param(at)})
+                table.update()
+                .where(self._is(table, n))
+                .values({column or self.spec.cursor: self._param(at)})
             )
 
     def _table(self) -> sa.TableClause:

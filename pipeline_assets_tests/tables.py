@@ -83,6 +83,32 @@ HOSTILE_ATTRIBUTES = {
 }
 HOSTILE: TableSpec = declare(HOSTILE_ATTRIBUTES)
 
+# A table whose rows belong to the day they were captured, not the day they were last
+# changed: ``day_column`` apart from the cursor (a date day column: ``settled_on``).
+CAPTURES_ATTRIBUTES = {
+    "table": "captures",
+    "primary_key": ["capture_id", "attempt"],
+    "cursor": "modified_at",
+    "day_column": "captured_at",
+    "columns": {
+        "capture_id": "integer",
+        "attempt": "integer",
+        "status": "text",
+        "amount": "decimal(10,2)",
+        "note": {"type": "text", "nullable": True},
+        "captured_at": "timestamp",
+        "modified_at": "timestamp",
+    },
+    "daily_files": [
+        {
+            "name": "captured_files",
+            "where": {"status": "captured"},
+            "totals": {"name": "captured_totals", "sum": ["amount"]},
+        }
+    ],
+}
+CAPTURES: TableSpec = declare(CAPTURES_ATTRIBUTES)
+
 
 # --- a payments table in a real source -----------------------------------------------
 

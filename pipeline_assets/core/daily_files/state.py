@@ -314,7 +314,7 @@ class Shape:
                 "it wrote " + ", ".join(f"{c} as {had[c]} (now {has[c]})" for c in retyped)
             )
         if not parts:
-            parts.append("its filter or key differs")
+            parts.append("its filter, key or day column differs")
         return f"written with shape {written}, declared now {self.current}: " + "; ".join(parts)
 
 

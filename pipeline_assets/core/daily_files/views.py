@@ -3,14 +3,14 @@ view on each day, and their exact totals.
 
 A view is a :class:`~pipeline_assets.core.table.spec.DailyFiles` of a
 :class:`~pipeline_assets.core.table.spec.TableSpec`: the rows of the warehouse table ``spec.name``
-matching its ``where``, whose cursor falls on the day in the pipeline's zone, holding exactly the
-file's columns, sorted by the primary key (integers by value, text by code point: sorted here, never
-by the database's collation).
+matching its ``where``, whose day column (the cursor by default) falls on the day in the
+pipeline's zone, holding exactly the file's columns, sorted by the primary key (integers by
+value, text by code point: sorted here, never by the database's collation).
 
 One query per run, over the whole range of days asked for, however many days that is: a
-timestamp cursor is stored as canonical UTC text, which sorts as it compares, so a day in
+timestamp day column is stored as canonical UTC text, which sorts as it compares, so a day in
 any time zone is a plain indexed range ``[midnight, next midnight)`` on that column; a
-date cursor is stored as ``YYYY-MM-DD`` text, and the day is that date.
+date column is stored as ``YYYY-MM-DD`` text, and the day is that date.
 
 The warehouse keeps each value in its stored form
 (:meth:`~pipeline_assets.core.table.types.ColumnType.stored`); the view gives each in the form a day
@@ -50,7 +50,7 @@ def day_rows(
 ) -> dict[str, list[dict]]:
     """``{day: [row, …]}`` for every day asked (an empty list for a day with no row):
     the rows of ``files`` (default: the declaration's first daily file) of ``spec``
-    (default: ``orders``) whose cursor falls on the day in ``tz``, each a dict of exactly
+    (default: ``orders``) whose day column falls on the day in ``tz``, each a dict of exactly
     the file's columns in JSON-ready form (a timestamp in ``tz``, so a reader sees the
     local time that put the row on that day), sorted by the primary key.
 
@@ -61,7 +61,7 @@ def day_rows(
     out: dict[str, list[dict]] = {d.isoformat(): [] for d in wanted}
     if not wanted:
         return out
-    names = list(dict.fromkeys([*files.columns, *(c for c, _ in files.where), spec.cursor]))
+    names = list(dict.fromkeys([*files.columns, *(c for c, _ in files.where), spec.day]))
     c = warehouse_table(spec).c
     conditions = [*_day_range(c, spec, wanted, tz), *_view_filter(c, spec, files)]
     # A read: no schema creation and no write transaction (verify calls this per span).
@@ -79,19 +79,19 @@ def day_rows(
 
 
 def _day_range(c, spec: TableSpec, wanted: list, tz: tzinfo) -> list:
-    """The cursor's range over the days ``wanted`` (sorted), each bound under a name of
+    """The day column's range over the days ``wanted`` (sorted), each bound under a name of
     its own: SQLAlchemy names a bound value after its column otherwise, and a column's
     name may be any text (a space breaks an IN list)."""
-    if spec.column(spec.cursor).type.codec.is_instant:
+    if spec.column(spec.day).type.codec.is_instant:
         low = canonical(day_start(wanted[0], tz))
         high = canonical(day_end(wanted[-1], tz))
         return [
-            c[spec.cursor] >= sa.bindparam("low", low),
-            c[spec.cursor] < sa.bindparam("high", high),
+            c[spec.day] >= sa.bindparam("low", low),
+            c[spec.day] < sa.bindparam("high", high),
         ]
     return [  # a date: the day is the date itself
-        c[spec.cursor] >= sa.bindparam("low", wanted[0].isoformat()),
-        c[spec.cursor] <= sa.bindparam("high", wanted[-1].isoformat()),
+        c[spec.day] >= sa.bindparam("low", wanted[0].isoformat()),
+        c[spec.day] <= sa.bindparam("high", wanted[-1].isoformat()),
     ]
 
 
@@ -119,19 +119,19 @@ def _read_days(
 ) -> None:
     """Each row of ``query`` (columns ``names``) in JSON-ready form, under its day in
     ``out`` (rows of days not asked are dropped), sorted by the primary key."""
-    cursor = spec.column(spec.cursor)
+    cursor = spec.column(spec.day)
     day_of_row = _day_reader(cursor.type, tz)
-    shown_cursor = spec.cursor in files.columns and cursor.type.codec.is_instant
+    shown_cursor = spec.day in files.columns and cursor.type.codec.is_instant
     at = {n: i for i, n in enumerate(names)}
     readers = [
         (
             n,
             at[n],
-            _skip if shown_cursor and n == spec.cursor else json_reader(spec.column(n).type, tz),
+            _skip if shown_cursor and n == spec.day else json_reader(spec.column(n).type, tz),
         )
         for n in files.columns
     ]
-    cursor_at = at[spec.cursor]
+    cursor_at = at[spec.day]
     keys = [at[k] for k in spec.primary_key]
     sorted_by_database = all(spec.column(k).type.codec.orders_numerically for k in spec.primary_key)
     per_day: dict[str, list[tuple]] = {}
@@ -143,7 +143,7 @@ def _read_days(
                     continue
                 row = {name: read(stored[i]) for name, i, read in readers}
                 if shown_cursor:  # the local time that put the row on this day
-                    row[spec.cursor] = local.isoformat()
+                    row[spec.day] = local.isoformat()
                 if sorted_by_database:
                     out[day].append(row)
                 else:

@@ -54,6 +54,8 @@ def warehouse_table(spec: TableSpec) -> sa.Table:
         spec.name, sa.MetaData(), *columns, sa.PrimaryKeyConstraint(*spec.primary_key), quote=True
     )
     sa.Index(index_name(spec), table.c[spec.cursor])
+    if spec.day_apart:  # what day files, verify and range loads select by
+        sa.Index(index_name(spec, spec.day), table.c[spec.day])
     return table
 
 
@@ -82,9 +84,10 @@ def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
     )
 
 
-def index_name(spec: TableSpec) -> str:
-    """``<name>_<cursor>_idx``, as ``orders_updated_at_idx`` (kept within SQL's 63)."""
-    return f"{spec.name}_{spec.cursor}_idx"[:63]
+def index_name(spec: TableSpec, column: str | None = None) -> str:
+    """``<name>_<cursor>_idx``, as ``orders_updated_at_idx`` (kept within SQL's 63); the
+    index of another ``column`` likewise."""
+    return f"{spec.name}_{column or spec.cursor}_idx"[:63]
 
 
 def present_columns(bind: sa.Engine | sa.Connection, name: str) -> set[str]:
@@ -113,5 +116,9 @@ def missing_columns(bind: sa.Engine | sa.Connection, spec: TableSpec) -> frozens
 
 def ensure_table(conn: sa.Connection, spec: TableSpec) -> None:
     """Create the warehouse table of ``spec`` and its index if missing, in ``conn``'s
-    transaction."""
-    warehouse_table(spec).create(conn, checkfirst=True)
+    transaction; a table made before its ``day_column`` was declared gains that index."""
+    table = warehouse_table(spec)
+    table.create(conn, checkfirst=True)
+    if spec.day_apart:
+        for index in table.indexes:
+            index.create(conn, checkfirst=True)

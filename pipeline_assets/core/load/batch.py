@@ -149,6 +149,9 @@ class _Committed:
 
 def _tally(window: Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
     first, last = whole_days(window.start, window.end, tz)
+    if spec.day_apart and window.kind == "incremental" and window.start is not None:
+        # a window on the cursor holds no day of another column whole
+        first, last = EPOCH + timedelta(days=1), EPOCH
     tally = Tally(
         tz,
         (
@@ -211,7 +214,9 @@ def _scan_and_stage(
     stage.create(direct=direct)
 
     def scanned_and_prepared() -> Iterator:  # runs in ahead()'s thread
-        for rows, older_copies in scan_table(source, src, tz, window.start, window.end, chunk_size):
+        by_day = window.kind == "range"  # a range is of days; an incremental window, not
+        scanned = scan_table(source, src, tz, window.start, window.end, chunk_size, by_day=by_day)
+        for rows, older_copies in scanned:
             tally.count(rows, older_copies)
             yield stage.prepare(rows)
 

@@ -102,8 +102,8 @@ def delete_lost(
         keys = tuple(gone[spec.primary_key[0]].to_pylist())
     else:
         keys = tuple(zip(*(gone[k].to_pylist() for k in spec.primary_key), strict=True))
-    stamps = gone[spec.cursor].to_pylist()
-    is_date = spec.column(spec.cursor).type.codec.is_day
+    stamps = gone[spec.day].to_pylist()
+    is_date = spec.column(spec.day).type.codec.is_day
     days = frozenset(stamps if is_date else days_of(stamps, tz))
     crash_point("load_before_delete")
     if not dry_run:

@@ -24,19 +24,23 @@ def parse_rows(raw, tz: tzinfo, spec: TableSpec, schema: pa.Schema) -> pa.Table:
     """The exact parser, row by row, into ``schema`` (``spec``'s NORMAL table)."""
     names = spec.column_names
     out = {name: [] for name in schema.names}
-    cursor = spec.column(spec.cursor).type
+    cursor_is_day = spec.column(spec.cursor).type.codec.is_day
+    day_is_day = spec.column(spec.day).type.codec.is_day
     for values in zip(*(raw.column(name).to_pylist() for name in names), strict=True):
         row = parse_row(dict(zip(names, values, strict=True)), tz, spec)
         for name in names:
             out[name].append(spec.column(name).type.stored(row[name]))
-        moment = row[spec.cursor]
-        if cursor.codec.is_day:
-            out[working.INSTANT].append(day_start(moment, tz).astimezone(UTC))
-            out[working.DAY].append((moment - EPOCH).days)
-        else:
-            out[working.INSTANT].append(moment)
-            out[working.DAY].append((day_of(moment, tz) - EPOCH).days)
+        out[working.INSTANT].append(_instant(row[spec.cursor], cursor_is_day, tz))
+        moment = row[spec.day]
+        if spec.day_apart:
+            out[working.DAY_AT].append(_instant(moment, day_is_day, tz))
+        out[working.DAY].append(((moment if day_is_day else day_of(moment, tz)) - EPOCH).days)
     return pa.table(out, schema=schema)
+
+
+def _instant(moment, is_day: bool, tz: tzinfo):
+    """A timestamp as it is; a date: its midnight in ``tz``."""
+    return day_start(moment, tz).astimezone(UTC) if is_day else moment
 
 
 def parse_row(values: dict, tz: tzinfo, spec: TableSpec) -> dict:

@@ -4,7 +4,8 @@ A scanned batch (a :class:`~pipeline_assets.core.table.spec.TableSpec`'s declare
 source holds them) becomes that table's NORMAL table (:func:`normal_schema`): each declared column
 as the warehouse stores it (:meth:`~pipeline_assets.core.table.types.ColumnType.stored`: exact
 decimal text, canonical UTC timestamps, ``YYYY-MM-DD`` dates), plus the row's ``instant`` (its
-cursor as an instant) and ``day`` (the cursor's day in the pipeline's zone).
+cursor as an instant) and ``day`` (the day column's day in the pipeline's zone; the day
+column is the cursor unless the declaration names another, whose instant is then kept too).
 
 Each column takes a vectorized fast path for its common forms (:mod:`.fast`).
 Every row the fast path does not vouch for (a ``+`` sign, ``1e3``, a comma, a DST-gap
@@ -39,11 +40,13 @@ from .fast import fast_column, text_column
 def normal_schema(spec: TableSpec) -> pa.Schema:
     """The NORMAL table of ``spec``: its declared columns in their stored form, in declared
     order, then ``instant`` (the cursor as an instant; a ``date`` cursor is midnight of
-    its day in the pipeline's zone) and ``day`` (the cursor's day in that zone, as days
-    since 1970-01-01). Every field is nullable (a nullable column's NULL stays NULL)."""
+    its day in the pipeline's zone), ``day`` (the day column's day in that zone, as days
+    since 1970-01-01) and, where the day column is not the cursor, ``day_at`` (the day
+    column as an instant). Every field is nullable (a nullable column's NULL stays NULL)."""
     return pa.schema(
         [(c.name, c.type.codec.arrow_type) for c in spec.columns]
         + [(working.INSTANT, INSTANT), (working.DAY, pa.int32())]
+        + ([(working.DAY_AT, INSTANT)] if spec.day_apart else [])
     )
 
 
@@ -77,7 +80,7 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
     """(the NORMAL table, ok): ``ok`` marks the rows the fast path vouches for; the
     values of the other rows are meaningless (the exact parser reads those rows)."""
     nonblank = spec.legacy.nonblank if spec.legacy else ()
-    out, ok, cursor = {}, None, None
+    out, ok, extras = {}, None, {}
     for column in spec.columns:
         values = raw.column(column.name)
         if pa.types.is_null(values.type):  # a reader's type for a batch of NULLs only
@@ -91,16 +94,25 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
             present = pc.is_valid(values)
             good = pc.or_(good, pc.invert(present))
             stored = pc.if_else(present, stored, pa.scalar(None, stored.type))
-        if column.name == spec.cursor:
-            cursor = extra
+        if column.name in (spec.cursor, spec.day):
+            extras[column.name] = extra
         out[column.name] = stored
         ok = good if ok is None else pc.and_(ok, good)
     # a timestamp: its instants and their days (rows outside the zone rules are not ok);
     # a date: its midnight in the zone, and the day itself
     kind = spec.column(spec.cursor).type
-    out[working.INSTANT], out[working.DAY], good = kind.codec.stamp_arrays(kind, cursor, zone)
+    out[working.INSTANT], out[working.DAY], good = kind.codec.stamp_arrays(
+        kind, extras[spec.cursor], zone
+    )
     if good is not None:
         ok = pc.and_(ok, good)
+    if spec.day_apart:  # the day (and the instant a range selects it by): the day column's
+        kind = spec.column(spec.day).type
+        out[working.DAY_AT], out[working.DAY], good = kind.codec.stamp_arrays(
+            kind, extras[spec.day], zone
+        )
+        if good is not None:
+            ok = pc.and_(ok, good)
     return pa.table(out, schema=schema), ok
 
 
@@ -111,12 +123,17 @@ def _nonblank(values, name: str) -> tuple[pa.Array, pa.Array]:
     return stored, pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(stored), ""), False)
 
 
-def within(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.Table:
-    """Only the rows with ``start <= instant < end`` (either side open)."""
+def within(
+    table: pa.Table, start: datetime | None, end: datetime | None, *, by_day: bool = False
+) -> pa.Table:
+    """Only the rows with ``start <= instant < end`` (either side open): the cursor's
+    instant, or (``by_day``: a range load) the day column's, where it has its own."""
+    apart = by_day and working.DAY_AT in table.column_names
+    at = table[working.DAY_AT if apart else working.INSTANT]
     mask = None
     if start is not None:
-        mask = pc.greater_equal(table[working.INSTANT], pa.scalar(start.astimezone(UTC), INSTANT))
+        mask = pc.greater_equal(at, pa.scalar(start.astimezone(UTC), INSTANT))
     if end is not None:
-        upper = pc.less(table[working.INSTANT], pa.scalar(end.astimezone(UTC), INSTANT))
+        upper = pc.less(at, pa.scalar(end.astimezone(UTC), INSTANT))
         mask = upper if mask is None else pc.and_(mask, upper)
     return table if mask is None else table.filter(mask)

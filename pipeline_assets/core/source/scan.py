@@ -104,7 +104,8 @@ def inspect_source(engine: Engine, spec: TableSpec) -> SourceTable:
         )
     undeclared = sorted(c.name for c in table.columns if c.name not in declared)
     kind = _kind(dialect_of(engine), table.c[spec.cursor].type)
-    return SourceTable(table, kind, spec, undeclared)
+    day_kind = _kind(dialect_of(engine), table.c[spec.day].type) if spec.day_apart else None
+    return SourceTable(table, kind, spec, undeclared, day_kind)
 
 
 def _exact_mysql_names(conn, schema: str, name: str, columns: list[dict]) -> list[dict]:
@@ -127,11 +128,16 @@ def _exact_mysql_names(conn, schema: str, name: str, columns: list[dict]) -> lis
 
 
 def _small_sqlite_window(
-    cur, src: SourceTable, tz: tzinfo, start: datetime | None, end: datetime | None
+    cur,
+    src: SourceTable,
+    tz: tzinfo,
+    start: datetime | None,
+    end: datetime | None,
+    by_day: bool = False,
 ) -> bool:
     """Whether an index serves the window's filter and it holds < :data:`SMALL_WINDOW` rows
     (counted through that index, at most that many: bounded whatever the table)."""
-    where = window_filter(src, "sqlite", tz, start, end)
+    where = window_filter(src, "sqlite", tz, start, end, by_day=by_day)
     if not where:
         return False
     table = table_sql(src.spec, "sqlite")
@@ -165,9 +171,12 @@ def scan_window(
     start: datetime | None,
     end: datetime | None,
     batch_rows: int = SCAN_BATCH,
+    *,
+    by_day: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The raw rows of the window's SQL superset as Arrow batches, in key order: the
-    declared columns, typed as :func:`scan_sql` reads them.
+    declared columns, typed as :func:`scan_sql` reads them. ``by_day``: the window is on
+    the day column (a range load), not the cursor.
 
     Read through the Arrow ADBC driver of the source database (SQLite, or PostgreSQL
     over binary ``COPY``), or connectorx for MySQL and MariaDB, streamed: at most a few
@@ -176,7 +185,8 @@ def scan_window(
     """
     dialect = dialect_of(engine)
     if dialect == MYSQL:
-        yield from mysql_batches(engine, scan_sql(src, dialect, tz, start, end), batch_rows)
+        sql = scan_sql(src, dialect, tz, start, end, by_day=by_day)
+        yield from mysql_batches(engine, sql, batch_rows)
         return
     nullable = _nullable(src.spec) if dialect == "sqlite" else []
     try:
@@ -186,7 +196,7 @@ def scan_window(
         ):
             by_index = False
             if dialect == "sqlite":
-                by_index = _small_sqlite_window(cur, src, tz, start, end)
+                by_index = _small_sqlite_window(cur, src, tz, start, end, by_day)
                 cur.adbc_statement.set_options(
                     **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))}
                 )
@@ -194,7 +204,7 @@ def scan_window(
                 cur.adbc_statement.set_options(
                     **{"adbc.postgresql.batch_size_hint_bytes": str(PG_BATCH_BYTES)}
                 )
-            cur.execute(scan_sql(src, dialect, tz, start, end, by_index=by_index))
+            cur.execute(scan_sql(src, dialect, tz, start, end, by_index=by_index, by_day=by_day))
             reader = cur.fetch_record_batch()
             for batch in reader:
                 if nullable:
@@ -284,10 +294,13 @@ def scan_table(
     start: datetime | None,
     end: datetime | None,
     batch_rows: int = SCAN_BATCH,
+    *,
+    by_day: bool = False,
 ) -> Iterator[tuple[pa.Table, int]]:
     """The window's rows of ``src.spec``, validated and normalized, one row per primary
     key, in ascending key order across all batches, with the number of older copies
-    dropped (a source without a primary key): the newest copy of a key wins.
+    dropped (a source without a primary key): the newest copy of a key wins. ``by_day``:
+    the window is on the day column (a range load), not the cursor.
 
     The source is read in key order, so every copy of a key is in the same scanned batch
     or the next: the rows of the key the batch ends with (its last row's) wait for the
@@ -302,10 +315,10 @@ def scan_table(
 
     spec = src.spec
     held = None
-    for raw in scan_window(source, src, tz, start, end, batch_rows):
+    for raw in scan_window(source, src, tz, start, end, batch_rows, by_day=by_day):
         if raw.num_rows == 0:
             continue
-        rows = within(normalize(raw, tz, spec), start, end)
+        rows = within(normalize(raw, tz, spec), start, end, by_day=by_day)
         last = normalize(raw.slice(raw.num_rows - 1), tz, spec)
         if held is not None:
             rows = pa.concat_tables([held, rows])

@@ -41,6 +41,16 @@ class SourceTable:
     cursor_kind: str
     spec: TableSpec
     undeclared: list[str] = field(default_factory=list, hash=False)
+    day_kind: str | None = None  # how the day column compares, where it is not the cursor
+
+    def kind_of(self, by_day: bool) -> str:
+        """How the window's column compares: the cursor's, or (``by_day``) the day
+        column's."""
+        return self.day_kind if by_day and self.day_kind else self.cursor_kind
+
+    def window_column(self, by_day: bool) -> str:
+        """The declared column a window selects by: the cursor, or (``by_day``) the day's."""
+        return self.spec.day if by_day else self.spec.cursor
 
 
 def _kind(dialect: str, col_type) -> str:
@@ -55,17 +65,17 @@ def _kind(dialect: str, col_type) -> str:
     return "date"
 
 
-def _sql_bound(src: SourceTable, instant: datetime, tz: tzinfo, *, lower: bool):
-    """A value of the cursor column's own type that bounds ``instant`` loosely enough."""
-    if src.cursor_kind == "timestamptz":
+def _sql_bound(kind: str, instant: datetime, tz: tzinfo, *, lower: bool):
+    """A value of a column's own type (``kind``) that bounds ``instant`` loosely enough."""
+    if kind == "timestamptz":
         return instant
-    if src.cursor_kind == "text":
+    if kind == "text":
         # Any offset or zone shifts a local date by at most one day from UTC: the
         # string 'YYYY-MM-DD' one day (lower) or two days (upper) out is a superset.
         day = instant.astimezone(UTC).date() + timedelta(days=-1 if lower else 2)
         return day.isoformat()
     local = instant.astimezone(tz)
-    if src.cursor_kind == "date":
+    if kind == "date":
         return local.date() if lower else local.date() + timedelta(days=1)
     shift = timedelta(days=-1 if lower else 1)  # DST folds: a day is always enough
     return local.replace(tzinfo=None) + shift
@@ -106,7 +116,13 @@ def _read_as(src: SourceTable, column: Column, dialect: str) -> str:
     """One declared column as the scan selects it (the rules: :func:`scan_sql`)."""
     name = quote(column.name, dialect)
     col_type = src.table.c[column.name].type
-    stored = src.cursor_kind if column.name == src.spec.cursor else _kind(dialect, col_type)
+    stored = (
+        src.cursor_kind
+        if column.name == src.spec.cursor
+        else src.kind_of(True)
+        if column.name == src.spec.day
+        else _kind(dialect, col_type)
+    )
     if dialect == "sqlite":
         return f"CAST({name} AS TEXT) AS {name}"
     read = column.type.codec.source_select(column.type, name, col_type, stored, dialect)
@@ -187,6 +203,7 @@ def scan_sql(
     end: datetime | None,
     *,
     by_index: bool = False,
+    by_day: bool = False,
 ) -> str:
     """The window's rows as plain SQL for the Arrow reader: the declared columns, in
     declaration order, ordered by the primary key.
@@ -225,10 +242,12 @@ def scan_sql(
     ``+updated_at``: SQLite, which keeps no statistics, would otherwise read a range of a
     month through the index and sort it all (3.5 s for a million rows, against 1 s for the
     scan in key order).
+
+    ``by_day``: the window is on the day column (a range load), not on the cursor.
     """
-    cursor = quote(src.spec.cursor, dialect)
+    cursor = quote(src.window_column(by_day), dialect)
     filtered = f"+{cursor}" if dialect == "sqlite" and not by_index else cursor
-    where = window_filter(src, dialect, tz, start, end, column=filtered)
+    where = window_filter(src, dialect, tz, start, end, column=filtered, by_day=by_day)
     order = _order_by(src, dialect, plus=bool(by_index and where))
     return (
         f"SELECT {', '.join(_select_list(src, dialect))} FROM {table_sql(src.spec, dialect)}"
@@ -244,27 +263,27 @@ def window_filter(
     end: datetime | None,
     *,
     column: str | None = None,
+    by_day: bool = False,
 ) -> str:
-    """`` WHERE …`` on the cursor for ``[start, end)``, in the column's own type ("" for
-    all): the window rule of every reader. For a text column it is the safe superset
-    :func:`_sql_bound` gives; readers of rows apply the exact bounds after parsing.
-    ``column``: the cursor as SQL (default: its quoted name); ``+updated_at`` keeps SQLite
-    from reading the window through the index."""
+    """`` WHERE …`` on the cursor (``by_day``: on the day column) for ``[start, end)``, in
+    the column's own type ("" for all): the window rule of every reader. For a text
+    column it is the safe superset :func:`_sql_bound` gives; readers of rows apply the
+    exact bounds after parsing. ``column``: that column as SQL (default: its quoted name);
+    ``+updated_at`` keeps SQLite from reading the window through the index."""
     if column is None:
-        column = quote(src.spec.cursor, dialect)
+        column = quote(src.window_column(by_day), dialect)
+    kind = src.kind_of(by_day)
     cast = (
-        {"timestamptz": "::timestamptz", "timestamp": "::timestamp", "date": "::date"}.get(
-            src.cursor_kind, ""
-        )
+        {"timestamptz": "::timestamptz", "timestamp": "::timestamp", "date": "::date"}.get(kind, "")
         if dialect == "postgresql"
         else ""
     )
     where = []
     if start is not None:
-        bound = _literal(_sql_bound(src, start, tz, lower=True), dialect)
+        bound = _literal(_sql_bound(kind, start, tz, lower=True), dialect)
         where.append(f"{column} >= {bound}{cast}")
     if end is not None:
-        bound = _literal(_sql_bound(src, end, tz, lower=False), dialect)
+        bound = _literal(_sql_bound(kind, end, tz, lower=False), dialect)
         where.append(f"{column} < {bound}{cast}")
     return " WHERE " + " AND ".join(where) if where else ""
 

@@ -25,7 +25,14 @@ from functools import cache
 from ..errors import DeclarationError
 from ..times import UTC
 from .orders import LEGACY, ORDERS_ATTRIBUTES
-from .parts import check_name, read_columns, read_cursor, read_daily_files, read_primary_key
+from .parts import (
+    check_name,
+    read_columns,
+    read_cursor,
+    read_daily_files,
+    read_day_column,
+    read_primary_key,
+)
 from .spec import TableSpec
 
 # --- reading a declaration ----------------------------------------------------------------
@@ -61,28 +68,33 @@ def _orders_shape() -> tuple:
     return _shape(_declare(ORDERS_ATTRIBUTES, UTC, None))
 
 
-def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
-    if not isinstance(attributes, Mapping):
-        raise DeclarationError("attributes", attributes, "a declaration is a mapping")
-    _refuse_placeholders(attributes)
-    known = {
+ATTRIBUTES = frozenset(
+    {
         "table",
         "name",
         "source_url",
         "primary_key",
         "cursor",
+        "day_column",
         "columns",
         "lookback_days",
         "reconcile_days",
         "max_delete_share",
         "daily_files",
     }
+)
+
+
+def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
+    if not isinstance(attributes, Mapping):
+        raise DeclarationError("attributes", attributes, "a declaration is a mapping")
+    _refuse_placeholders(attributes)
     for key in attributes:
-        if key not in known:
+        if key not in ATTRIBUTES:
             raise DeclarationError(
                 str(key),
                 attributes[key],
-                "unknown attribute; the attributes are " + ", ".join(sorted(known)),
+                "unknown attribute; the attributes are " + ", ".join(sorted(ATTRIBUTES)),
             )
     table = _required_text(attributes, "table")
     if not re.fullmatch(r"[^.\s\"`]+(\.[^.\s\"`]+)?", table):
@@ -98,12 +110,14 @@ def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
     by_name = {c.name: c for c in columns}
     primary_key = read_primary_key(attributes.get("primary_key"), by_name)
     cursor = read_cursor(attributes.get("cursor"), by_name)
+    day_column = read_day_column(attributes.get("day_column"), by_name, cursor)
     files = read_daily_files(attributes.get("daily_files"), by_name, primary_key, tz)
     spec = TableSpec(
         name=name,
         table=table,
         primary_key=primary_key,
         cursor=cursor,
+        day_column=day_column,
         columns=columns,
         daily_files=files,
         source_url=_optional_text(attributes, "source_url"),

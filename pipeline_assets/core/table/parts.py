@@ -120,6 +120,34 @@ def read_cursor(raw: object, by_name: Mapping[str, Column]) -> str:
     return raw
 
 
+def read_day_column(raw: object, by_name: Mapping[str, Column], cursor: str) -> str | None:
+    """The column a row's day is read from, or None: the cursor's (the default, and a
+    ``day_column`` naming the cursor itself)."""
+    if raw is None or raw == cursor:
+        return None
+    if not isinstance(raw, str) or raw not in by_name:
+        raise DeclarationError(
+            "day_column",
+            raw,
+            "a declared column of type timestamp or date (the day each row belongs to), "
+            "or leave it out: the day of the cursor",
+        )
+    column = by_name[raw]
+    if column.type.kind not in CURSOR_KINDS:
+        raise DeclarationError(
+            "day_column",
+            raw,
+            f"a row's day must come from a timestamp or a date, not {column.type}",
+        )
+    if column.nullable:
+        raise DeclarationError(
+            "day_column",
+            raw,
+            "the day column cannot be nullable: every row needs a day to be in a day's file",
+        )
+    return raw
+
+
 def read_daily_files(
     raw: object, by_name: Mapping[str, Column], primary_key: tuple[str, ...], tz: tzinfo
 ) -> tuple[DailyFiles, ...]:

@@ -4,7 +4,8 @@ dataclasses (:func:`.declare.declare` builds them, and every layer imports them 
 
 A :class:`TableSpec` says which source table to read (``table``), what to call it here
 (``name``: the asset and the warehouse table), its key (``primary_key``, one column or
-several), its change stamp (``cursor``: the watermark, and the day a row belongs to), the
+several), its change stamp (``cursor``: the watermark), the column whose day a row belongs to
+(``day_column``: by default the cursor), the
 columns copied and their types (:mod:`.types`), and its outputs: daily files of a
 filtered view (:class:`DailyFiles`), each with optional per-day totals (:class:`Totals`).
 Its :attr:`~TableSpec.names` are every Dagster name of the declaration (:class:`Names`,
@@ -149,6 +150,8 @@ class TableSpec:
     lookback_days: int | None = None
     reconcile_days: int | None = None
     max_delete_share: float | None = None
+    # the column a row's day is read from, where it is not the cursor (None: the cursor)
+    day_column: str | None = None
     # the attributes it was declared from (plain values): a code location carries them in
     # its table asset's metadata, and the CLI declares the same spec again from them
     attributes: Mapping | None = field(default=None, compare=False, repr=False, hash=False)
@@ -168,6 +171,18 @@ class TableSpec:
             if column.name == name:
                 return column
         raise KeyError(name)
+
+    @property
+    def day(self) -> str:
+        """The column a row's day is read from: ``day_column``, else the cursor. Day files,
+        their partitions, totals, ``verify`` and range loads go by it; the watermark and
+        the lookback by the cursor."""
+        return self.day_column or self.cursor
+
+    @property
+    def day_apart(self) -> bool:
+        """Whether the day is read from another column than the cursor."""
+        return self.day_column is not None
 
     @property
     def column_names(self) -> tuple[str, ...]:

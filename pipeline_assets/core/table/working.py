@@ -18,6 +18,8 @@ PREFIX = "__pipeline_"  # no declared column may start with it (core/table/decla
 
 INSTANT = PREFIX + "instant"  # the cursor as an instant (UTC); a date: its midnight in the zone
 DAY = PREFIX + "day"  # the day a row belongs to: days since 1970-01-01 (int32)
+# the day column as an instant (a date: its midnight), where it is not the cursor
+DAY_AT = PREFIX + "day_at"
 FILED = PREFIX + "filed"  # whether one of the table's daily files keeps the row
 FILE = PREFIX + "file"  # the name of a daily file, in a per-file tally
 COLUMN = PREFIX + "column"  # the name of a declared column, in a per-column tally

@@ -77,7 +77,7 @@ def _lost(
     spec = src.spec
     with _reader(source, dialect, src, tz) as read:
         stamped = [
-            read(keys_sql(src, dialect) + window_filter(src, dialect, tz, start, end))
+            read(keys_sql(src, dialect) + window_filter(src, dialect, tz, start, end, by_day=True))
             for start, end in spans
         ]
         missing = not_in(keys, stamped, spec)

@@ -64,7 +64,7 @@ def source_rows(
     :class:`~pipeline_assets.core.rows.orders.InvalidRowError`, which each caller words."""
     src = inspect_source(source, spec)
     for start, end in spans:
-        for rows, _ in scan_table(source, src, tz, start, end, batch_rows):
+        for rows, _ in scan_table(source, src, tz, start, end, batch_rows, by_day=True):
             yield rows
 
 

@@ -28,7 +28,7 @@ class Stored:
     ):
         self.spec, self.dialect, self.tz = spec, dialect, tz
         self.table = quote(spec.name, dialect)
-        self.cursor = quote(spec.cursor, dialect)
+        self.by = quote(spec.day, dialect)  # the day column (the cursor by default)
         names = [quote(c.name, dialect) for c in spec.columns]
         # a declared column the table lacks yet (the next load adds it) reads as NULL
         self.columns = ", ".join(
@@ -44,10 +44,10 @@ class Stored:
             quote(k, dialect) + ("" if spec.column(k).type.codec.orders_numerically else text_order)
             for k in spec.primary_key
         )
-        self.date_cursor = spec.column(spec.cursor).type.codec.is_day
+        self.date_day = spec.column(spec.day).type.codec.is_day
 
     def condition(self, start, end, keys, column: str | None = None) -> str:
-        column = column or self.cursor
+        column = column or self.by
         where = []
         if start is not None:
             where.append(f"{column} >= '{self._bound(start)}'")
@@ -59,13 +59,13 @@ class Stored:
         return " AND ".join(where)
 
     def _bound(self, instant: datetime) -> str:
-        """Canonical UTC text sorts as the instants do; a date cursor's bound is the date
+        """Canonical UTC text sorts as the instants do; a date day column's bound is the date
         of the span's midnight (spans are whole days)."""
-        return instant.date().isoformat() if self.date_cursor else canonical(instant)
+        return instant.date().isoformat() if self.date_day else canonical(instant)
 
     def sql(self, start, end, *, ordered: bool, keys=None, plus: bool = False) -> str:
-        """The rows in ``[start, end)``, by the cursor's index (``plus``: not through it)."""
-        condition = self.condition(start, end, keys, f"+{self.cursor}" if plus else None)
+        """The rows in ``[start, end)``, by the day column's index (``plus``: not through it)."""
+        condition = self.condition(start, end, keys, f"+{self.by}" if plus else None)
         return (
             f"SELECT {self.columns} FROM {self.table}"
             + (f" WHERE {condition}" if condition else "")
@@ -94,8 +94,8 @@ class Stored:
         return table.append_column(working.DAY, self._days(table))
 
     def _days(self, table: pa.Table) -> pa.Array:
-        text = table[self.spec.cursor]
-        if self.date_cursor:
+        text = table[self.spec.day]
+        if self.date_day:
             try:
                 return pc.cast(pc.cast(text, pa.date32()), pa.int32())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -126,7 +126,7 @@ class Stored:
         key = tuple(table[k][i].as_py() for k in spec.primary_key)
         return VerifyError(
             f"the warehouse row of {spec.row_name(key[0] if len(key) == 1 else key)} has "
-            f"{spec.cursor} {text!r}, which is not {what}; reload it with an "
+            f"{spec.day} {text!r}, which is not {what}; reload it with an "
             f"explicit-range {spec.name} run"
         )
 

@@ -53,6 +53,7 @@ def describe(spec: TableSpec) -> dict:
         "table": spec.table,
         "primary_key": list(spec.primary_key),
         "cursor": spec.cursor,
+        **({"day_column": spec.day_column} if spec.day_apart else {}),
         "columns": {c.name: {"type": str(c.type), "nullable": c.nullable} for c in spec.columns},
         "daily_files": {
             f.name: {
@@ -69,13 +70,15 @@ def describe(spec: TableSpec) -> dict:
 
 def describe_files(spec: TableSpec, files: DailyFiles) -> dict:
     """What defines the bytes of ``spec``'s day files ``files``: the table, its key and
-    change stamp (the rows' order and day), the file's columns with their types, and its
-    filter. A manifest records its :func:`files_fingerprint`."""
+    change stamp and day column (the rows' order and day), the file's columns with their
+    types, and its filter. A manifest records its :func:`files_fingerprint`: a changed
+    ``day_column`` makes every committed day stale."""
     whole = describe(spec)
     return {
         "table": spec.name,
         "primary_key": list(spec.primary_key),
         "cursor": spec.cursor,
+        **({"day_column": spec.day_column} if spec.day_apart else {}),
         "columns": {name: whole["columns"][name]["type"] for name in files.columns},
         "where": whole["daily_files"][files.name]["where"],
     }

@@ -242,17 +242,19 @@ def _rewrite_values(conn: sa.Connection, table: str, column: str, rewrite, types
 
 def _stored_days(conn: sa.Connection, spec: TableSpec, tz: tzinfo) -> tuple[int, tuple[str, ...]]:
     """How many rows the table holds, and the days they are on in ``tz``: read through the
-    change stamp's index (distinct minutes of canonical UTC text, each on one day in any
-    zone whose offset is whole minutes), once, when a column is added."""
+    day column's index (distinct minutes of canonical UTC text, each on one day in any
+    zone whose offset is whole minutes), once, when a column is added. (A day column
+    added with it is NULL in every stored row: no day yet.)"""
     q = conn.dialect.identifier_preparer.quote
-    table, cursor = q(spec.name), q(spec.cursor)
+    table, day = q(spec.name), q(spec.day)
     rows = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar() or 0
     if not rows:
         return 0, ()
-    if spec.column(spec.cursor).type.codec.is_day:
-        found = conn.exec_driver_sql(f"SELECT DISTINCT {cursor} FROM {table}")
+    held = f"FROM {table} WHERE {day} IS NOT NULL"
+    if spec.column(spec.day).type.codec.is_day:
+        found = conn.exec_driver_sql(f"SELECT DISTINCT {day} {held}")
         return rows, tuple(sorted(d for (d,) in found))
-    minutes = conn.exec_driver_sql(f"SELECT DISTINCT substr({cursor}, 1, 16) FROM {table}")
+    minutes = conn.exec_driver_sql(f"SELECT DISTINCT substr({day}, 1, 16) {held}")
     days = {datetime.fromisoformat(f"{m}:00+00:00").astimezone(tz).date() for (m,) in minutes}
     return rows, tuple(sorted(d.isoformat() for d in days))
 

@@ -47,11 +47,11 @@ class StageSql:
         self.keys = spec.primary_key
         self.columns = spec.column_names
         self.values = tuple(c for c in self.columns if c not in self.keys)
-        # old values kept per changed row: the change stamp (its old day) and what the
+        # old values kept per changed row: the day column (its old day) and what the
         # daily files filter on (whether that old day's file held it)
         self.old = (
-            spec.cursor,
-            *sorted({c for f in spec.daily_files for c, _ in f.where} - {spec.cursor}),
+            spec.day,
+            *sorted({c for f in spec.daily_files for c, _ in f.where} - {spec.day}),
         )
 
     # --- statements ------------------------------------------------------------------
@@ -156,16 +156,17 @@ class StageSql:
 
     # --- the change stamp, as the tables store it -------------------------------------
 
-    def _is_date(self) -> bool:
-        return self.spec.column(self.spec.cursor).type.codec.is_day
+    def _is_date(self, column: str | None = None) -> bool:
+        """Whether the day column (or ``column``) is a date."""
+        return self.spec.column(column or self.spec.day).type.codec.is_day
 
     def _late(self, late_before: datetime | None, tz: tzinfo) -> tuple[str, object]:
-        """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows,
-        and its bound."""
+        """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows
+        (by the cursor), and its bound."""
         cursor = self.tq(self.spec.cursor)
         if late_before is None:
             return f"{cursor} < :late", None
-        if not self._is_date():
+        if not self._is_date(self.spec.cursor):
             return f"{cursor} < :late", canonical(late_before)
         # a date is stamped at its midnight: before late_before up to the first day whose
         # midnight is not
@@ -177,7 +178,8 @@ class StageSql:
         return day if day_start(day, tz) >= moment else day + timedelta(days=1)
 
     def _instant(self, stored: str, tz: tzinfo) -> datetime:
-        if self._is_date():
+        """A stored cursor value as an instant."""
+        if self._is_date(self.spec.cursor):
             return day_start(datetime.strptime(stored, "%Y-%m-%d").date(), tz)
         return from_canonical(stored)
 

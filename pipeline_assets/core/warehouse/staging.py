@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
-from ..db.schema import index_name, warehouse_table
+from ..db.schema import warehouse_table
 from ..table import working
 from ..table.spec import TableSpec
 from ..times.arrays import day_text
@@ -91,7 +91,8 @@ class Stage(StageSql):
         """
         self.direct = direct
         if self.direct:
-            self._index().drop(self.conn)
+            for index in self._indexes():
+                index.drop(self.conn, checkfirst=self.spec.day_apart)
             if self.dialect == "postgresql":
                 # and the key's index: built once from the sorted rows at the end, a third
                 # of COPY's time on a million rows of a two-column key, instead of
@@ -116,10 +117,9 @@ class Stage(StageSql):
                 self.conn.exec_driver_sql(f"DROP TABLE IF EXISTS pg_temp.{self.q(name)}")
         self.conn.exec_driver_sql(self._stage_ddl())
 
-    def _index(self) -> sa.Index:
-        return next(
-            i for i in warehouse_table(self.spec).indexes if i.name == index_name(self.spec)
-        )
+    def _indexes(self) -> list[sa.Index]:
+        """The table's indexes: the cursor's, and the day column's where it has one."""
+        return sorted(warehouse_table(self.spec).indexes, key=lambda i: i.name)
 
     def prepare(self, table: pa.Table) -> tuple[int, object]:
         """What :meth:`write` sends for ``table``: Python rows for SQLite's
@@ -229,7 +229,7 @@ class Stage(StageSql):
         in_files, params = self._old_in_files()
         old = self.conn.execute(
             sa.text(  # an old day whose file held the row changes too
-                f"SELECT DISTINCT {self.tq(working.old(self.spec.cursor))} FROM {self.changed} "
+                f"SELECT DISTINCT {self.tq(working.old(self.spec.day))} FROM {self.changed} "
                 f"WHERE {self.tq(working.EXISTED)} IS NOT NULL AND ({in_files})"
             ),
             params,
@@ -246,12 +246,12 @@ class Stage(StageSql):
         hold: the key columns, the daily files' filter columns and the change stamp.
         Before the merge, in the transaction. (``tz`` is needed for a date stamp only.)"""
         q = self.tq  # every statement below is sa.text
-        picked = list(dict.fromkeys((*self.keys, *self.old[1:], self.spec.cursor)))
+        picked = list(dict.fromkeys((*self.keys, *self.old[1:], self.spec.day)))
         types = {name: self.spec.column(name).type.codec.arrow_type for name in picked}
         empty = pa.table({name: pa.array([], types[name]) for name in picked})
         if self.direct:  # the table was empty: nothing there to lose
             return 0, empty
-        cursor = q(self.spec.cursor)
+        cursor = q(self.spec.day)  # a range is of days
         bounds = self._bounds(start, end, tz)
         in_range = self.conn.execute(
             sa.text(
@@ -266,7 +266,7 @@ class Stage(StageSql):
             # so is a changed one whose old stamp was: when they are all the range holds,
             # no row lacks its source row, and the anti-join below (1.2 s for a month of a
             # million rows on SQLite) is not needed.
-            old_cursor = q(working.old(self.spec.cursor))
+            old_cursor = q(working.old(self.spec.day))
             moved_in = self.conn.execute(
                 sa.text(
                     f"SELECT count(*) FROM {self.changed} WHERE {q(working.EXISTED)} IS NOT NULL "
@@ -331,7 +331,8 @@ class Stage(StageSql):
                     f"ALTER TABLE {self.target} ADD CONSTRAINT {self.q(self.primary_key)} "
                     f"PRIMARY KEY ({keys})"
                 )
-            self._index().create(self.conn)
+            for index in self._indexes():
+                index.create(self.conn)
             return
         if self.rows == 0:
             return
