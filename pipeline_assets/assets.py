@@ -132,6 +132,13 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
         "unchanged": result.unchanged,
         "days_touched": MetadataValue.json(list(result.days_touched)),
         "days_touched_count": len(result.days_touched),
+        # a table with a day_column: the days rows moved between, which the refresh
+        # sensor rebuilds in one run
+        **(
+            {"days_moved": MetadataValue.json([list(m) for m in result.days_moved])}
+            if spec.day_apart
+            else {}
+        ),
         "late_rows": result.late_rows,
         "max_lateness_hours": round(result.max_lateness.total_seconds() / 3600, 3)
         if result.max_lateness

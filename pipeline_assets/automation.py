@@ -319,7 +319,10 @@ def _touched(records, first_day: date, last_day: date) -> tuple[list[sensing.Tou
             )
         if not days:
             notes.append(f"batch {batch} (run {record.run_id}) touched no day to rebuild")
-        touched.append(sensing.Touched(record.storage_id, tuple(days), batch))
+        moves = meta["days_moved"].value if "days_moved" in meta else []
+        touched.append(
+            sensing.Touched(record.storage_id, tuple(days), batch, tuple(map(tuple, moves)))
+        )
     return touched, notes
 
 

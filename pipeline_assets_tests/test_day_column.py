@@ -19,8 +19,9 @@ from datetime import date, timedelta
 
 import pytest
 import sqlalchemy as sa
-from dagster import AssetKey
+from dagster import AssetKey, build_sensor_context
 
+from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files import read_committed_day, write_day_files
 from pipeline_assets.core.daily_files.state import shape_of, stale_days
 from pipeline_assets.core.daily_files.views import day_rows
@@ -46,14 +47,21 @@ ROWS = {
     3: ("2026-01-08T08:00", "2026-01-08T07:00", True),
     4: ("2026-01-08T09:00", "2026-01-05T12:00", True),
 }
+RANGE = ("start", "end")
 DAYS = [(date(2026, 1, 1) + timedelta(n)).isoformat() for n in range(12)]
 
 
-@pytest.fixture
-def captures(engines):
+# the day column as a timestamp, and as a date (the day is the date itself)
+BY_DATE = declare(
+    {**CAPTURES_ATTRIBUTES, "columns": {**CAPTURES_ATTRIBUTES["columns"], "captured_at": "date"}}
+)
+
+
+@pytest.fixture(params=[CAPTURES, BY_DATE], ids=["timestamp", "date"])
+def captures(engines, request):
     """(TableSource, warehouse, the first load's result) of ``captures``: four rows."""
     source, warehouse = engines
-    app = TableSource(source, CAPTURES)
+    app = TableSource(source, request.param)
     app.create()
     for n, (at, day, filed) in ROWS.items():
         app.put(n, stamp(at), day=stamp(day), filed=filed)
@@ -76,10 +84,10 @@ def load(app: TableSource, warehouse, start: str | None = None, end: str | None 
     )
 
 
-def files_by_day(warehouse) -> dict[str, list[int]]:
+def files_by_day(warehouse, spec=CAPTURES) -> dict[str, list[int]]:
     """The capture ids each day's file holds (days with none left out)."""
-    view = CAPTURES.daily_files[0]
-    rows = day_rows(warehouse, DAYS, UTC, CAPTURES, view)
+    view = spec.daily_files[0]
+    rows = day_rows(warehouse, DAYS, UTC, spec, view)
     return {day: [r["capture_id"] for r in held] for day, held in rows.items() if held}
 
 
@@ -87,7 +95,11 @@ def test_a_row_belongs_to_the_day_of_its_day_column(captures):
     app, warehouse, first = captures
     assert first.days_touched == ("2026-01-03", "2026-01-04", "2026-01-05", "2026-01-08")
     assert first.watermark_after == stamp("2026-01-08T09:00")  # the cursor's newest
-    assert files_by_day(warehouse) == {"2026-01-03": [1], "2026-01-05": [4], "2026-01-08": [3]}
+    assert files_by_day(warehouse, app.spec) == {
+        "2026-01-03": [1],
+        "2026-01-05": [4],
+        "2026-01-08": [3],
+    }
 
 
 def test_a_new_stamp_touches_the_rows_day_and_no_day_the_stamp_fell_on(captures):
@@ -101,9 +113,38 @@ def test_a_new_stamp_touches_the_rows_day_and_no_day_the_stamp_fell_on(captures)
 def test_a_row_whose_day_changes_leaves_its_old_day_for_its_new_one(captures):
     app, warehouse, _ = captures
     app.put(4, stamp("2026-01-09T12:00"), day=stamp("2026-01-06T12:00"))
+    app.put(2, stamp("2026-01-09T13:00"), day=stamp("2026-01-10T09:00"), filed=False)
     result = load(app, warehouse)
-    assert result.days_touched == ("2026-01-05", "2026-01-06")
-    assert files_by_day(warehouse) == {"2026-01-03": [1], "2026-01-06": [4], "2026-01-08": [3]}
+    # row 2 was in no file: only its new day is touched, and it is no move of a file's row
+    assert result.days_touched == ("2026-01-05", "2026-01-06", "2026-01-10")
+    assert result.days_moved == (("2026-01-05", "2026-01-06"),)
+    assert files_by_day(warehouse, app.spec) == {
+        "2026-01-03": [1],
+        "2026-01-06": [4],
+        "2026-01-08": [3],
+    }
+
+
+@pytest.mark.parametrize(
+    ("moved_to", "runs"),
+    [
+        # the days between are rebuilt with the two: one run, one manifest
+        ("2026-01-09", [("2026-01-03", "2026-01-09")]),
+        ("2026-02-02", [("2026-01-03", "2026-02-02")]),  # 31 days: the widest joined
+        ("2026-02-03", [("2026-01-03", "2026-01-03"), ("2026-02-03", "2026-02-03")]),
+    ],
+)
+def test_the_two_days_of_a_moved_row_are_rebuilt_in_one_run(moved_to, runs):
+    touched = sensing.Touched(1, ("2026-01-03", moved_to), "b1", (("2026-01-03", moved_to),))
+    tick = sensing.refresh_tick(sensing.RefreshCursor(), [touched], {}, 0.0, files="f")
+    assert [(r.first, r.last) for r in tick.requests] == runs
+    # a day no move joins stays a run of its own, as every touched day is
+    apart = sensing.Touched(1, ("2026-01-03", "2026-01-09"), "b1")
+    tick = sensing.refresh_tick(sensing.RefreshCursor(), [apart], {}, 0.0, files="f")
+    assert [(r.first, r.last) for r in tick.requests] == [
+        ("2026-01-03", "2026-01-03"),
+        ("2026-01-09", "2026-01-09"),
+    ]
 
 
 def test_a_range_load_reads_and_replaces_the_rows_of_its_days(captures):
@@ -116,7 +157,7 @@ def test_a_range_load_reads_and_replaces_the_rows_of_its_days(captures):
     gone = load(app, warehouse, "2026-01-03", "2026-01-04")
     assert (gone.rows_read, gone.rows_deleted, gone.days_touched) == (0, 1, ("2026-01-03",))
     assert gone.watermark_after == gone.watermark_before  # a range leaves the watermark
-    assert files_by_day(warehouse) == {"2026-01-05": [4], "2026-01-08": [3]}
+    assert files_by_day(warehouse, app.spec) == {"2026-01-05": [4], "2026-01-08": [3]}
 
 
 def test_verify_compares_by_the_day_column_and_its_repair_agrees(captures, tmp_path):
@@ -130,14 +171,14 @@ def test_verify_compares_by_the_day_column_and_its_repair_agrees(captures, tmp_p
             tz=UTC,
             today=NOW.date(),
             partitions_start=date(2026, 1, 1),
-            spec=CAPTURES,
+            spec=app.spec,
         )
 
     assert not [p for p in check().problems if p.kind == DIFFERS_FROM_SOURCE]
     app.put(4, stamp("2026-01-08T09:00"), day=stamp("2026-01-05T12:00"), version=1)
     result = check()  # changed with the same stamp: no incremental load sees it
     assert result.failing_days == ["2026-01-05"]
-    assert result.repair == tuple(Repairs(CAPTURES).commands(["2026-01-05"], ["2026-01-05"]))
+    assert result.repair == tuple(Repairs(app.spec).commands(["2026-01-05"], ["2026-01-05"]))
     load(app, warehouse, "2026-01-05", "2026-01-06")  # what the printed command runs
     assert not [p for p in check().problems if p.kind == DIFFERS_FROM_SOURCE]
 
@@ -255,6 +296,41 @@ def test_through_dagster_files_and_totals_go_by_the_day_column(tmp_path, instanc
         "2026-01-05": [4],
         "2026-01-08": [3],
     }
-    app.put(4, stamp("2026-01-09T12:00"), day=stamp("2026-01-06T12:00"))
-    assert load_job()["days_touched"] == ["2026-01-05", "2026-01-06"]
-    assert build("2026-01-05", "2026-01-06") == {"2026-01-06": [4]}
+    (first,) = instance.fetch_materializations(AssetKey(CAPTURES.name), limit=1).records
+    app.put(4, stamp("2026-01-09T12:00"), day=stamp("2026-01-09T10:00"))
+    moved = load_job()
+    assert moved["days_touched"] == ["2026-01-05", "2026-01-09"]
+    assert moved["days_moved"] == [["2026-01-05", "2026-01-09"]]
+    # the refresh sensor asks for both days in one run, the days between with them
+    sensor = defs.resolve_sensor_def(names.files["captured_files"].refresh_sensor)
+    cursor = sensing.RefreshCursor(after=first.storage_id).to_cursor()
+    with build_sensor_context(
+        instance=instance, cursor=cursor, definitions=defs, resources=defs.resources
+    ) as context:
+        (request,) = sensor.evaluate_tick(context).run_requests
+    first_day, last_day = (request.tags[f"dagster/asset_partition_range_{e}"] for e in RANGE)
+    assert (first_day, last_day) == ("2026-01-05", "2026-01-09")
+    assert build(first_day, last_day) == {"2026-01-08": [3], "2026-01-09": [4]}
+
+
+def test_a_day_column_declared_on_a_loaded_table_takes_effect_in_place(engines):
+    source, warehouse = engines
+    stamped = declare({k: v for k, v in CAPTURES_ATTRIBUTES.items() if k != "day_column"})
+    app = TableSource(source, CAPTURES)
+    app.create()
+    for n, (at, day, filed) in ROWS.items():
+        app.put(n, stamp(at), day=stamp(day), filed=filed)
+    before = load(TableSource(source, stamped), warehouse)
+    assert before.days_touched == ("2026-01-05", "2026-01-08")  # by the stamp
+    assert files_by_day(warehouse, stamped) == {"2026-01-05": [1], "2026-01-08": [3, 4]}
+
+    after = load(app, warehouse)  # nothing changed in the rows: nothing touched
+    assert (after.inserted, after.updated, after.days_touched) == (0, 0, ())
+    assert after.watermark_after == before.watermark_after
+    indexed = {tuple(i["column_names"]) for i in sa.inspect(warehouse).get_indexes(CAPTURES.name)}
+    assert ("captured_at",) in indexed
+    assert files_by_day(warehouse, CAPTURES) == {
+        "2026-01-03": [1],
+        "2026-01-05": [4],
+        "2026-01-08": [3],
+    }

@@ -371,6 +371,7 @@ def _result(
         columns_removed=window.evolution.removed,
         columns_widened=tuple(w.to_json() for w in window.evolution.widened),
         days_to_fill=tuple(evolve.unread(window.evolution.gap_days, *_days_read_whole(tally))),
+        days_moved=tuple(sorted(changes.moves)),
     )
 
 

@@ -80,11 +80,15 @@ class LoadResult:
     columns_removed: tuple[str, ...] = ()  # declared no more: kept, no longer written
     columns_widened: tuple[dict, ...] = ()  # {"column", "from", "to"}: values rewritten
     days_to_fill: tuple[str, ...] = ()  # days whose rows were stored without the added
+    # (old day, new day) of rows a file held that moved day (a day_column's tables only)
+    days_moved: tuple[tuple[str, str], ...] = ()
     read_whole: WholeDays | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         out = asdict(self)
         out.pop("read_whole")
+        if not self.days_moved:  # a day_column's tables only: the others' JSON as it was
+            out.pop("days_moved")
         for key, value in out.items():
             if isinstance(value, datetime):
                 out[key] = value.isoformat()

@@ -159,6 +159,7 @@ class Touched:
     storage_id: int
     days: tuple[str, ...]  # its days_touched that exist as partitions
     batch: str = "unknown"
+    moves: tuple[tuple[str, str], ...] = ()  # its days_moved (old day, new day)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def _owe(
     owed = dict(cursor.owed)
     after = cursor.after
     for event in touched:
-        for day in event.days:
+        for day in (*event.days, *joining(event)):
             owed[day] = max(
                 owed.get(day, (event.storage_id, event.batch)), (event.storage_id, event.batch)
             )
@@ -250,6 +251,28 @@ def _owe(
             owed[day] = max(owed.get(day, mark), mark)
         shape = declaration
     return owed, after, shape
+
+
+# The widest span of days a moved row's two days are rebuilt in as one run: the days
+# between are rebuilt with them (unchanged, so written as the same bytes). Farther apart,
+# the two days are two runs, each committed on its own.
+JOINED_DAYS = 31
+
+
+def joining(event: Touched) -> list[str]:
+    """The days between the two days of each of ``event``'s moves (both partitions, at
+    most :data:`JOINED_DAYS` apart): owed with them, they make one block of consecutive
+    days, one run and one manifest, so no reader sees a moved row on both days or on
+    neither."""
+    partitions = set(event.days)
+    out = set()
+    for old, new in event.moves:
+        if old not in partitions or new not in partitions:
+            continue
+        first, last = sorted((parse_day(old), parse_day(new)))
+        if (last - first).days < JOINED_DAYS:
+            out.update(days_between(first, last))
+    return sorted(out - partitions)
 
 
 def _settle(

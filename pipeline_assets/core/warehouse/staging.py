@@ -46,6 +46,7 @@ from ..times.arrays import day_text
 from .stage_sql import StageSql
 
 ROWS_PER_INSERT = 100  # rows per SQLite INSERT of the stage (see Stage._insert_runs)
+MOVES_KEPT = 1_000  # day moves a load reports (Changes.moves), at most
 
 
 @dataclass
@@ -58,6 +59,9 @@ class Changes:
     days: set[str] = field(default_factory=set)
     late_rows: int = 0
     oldest_late: datetime | None = None  # the latest-arriving changed row's change stamp
+    # (old day, new day) of the rows a file held that moved to another day: with a
+    # day_column only (the refresh sensor rebuilds both in one run)
+    moves: set[tuple[str, str]] = field(default_factory=set)
 
 
 class Stage(StageSql):
@@ -236,7 +240,28 @@ class Stage(StageSql):
         )
         for part in old.partitions(65_536):
             changes.days |= self._days([text for (text,) in part], tz)
+        if self.spec.day_apart:
+            changes.moves = self._moves(in_files, params, tz)
         return changes
+
+    def _moves(self, in_files: str, params: dict, tz: tzinfo) -> set[tuple[str, str]]:
+        """The distinct (old day, new day) of the changed rows a file held on another day
+        than the one they are on now (at most :data:`MOVES_KEPT`: a bulk change of days
+        is rebuilt as the touched days it is)."""
+        q = self.tq
+        found = self.conn.execute(
+            sa.text(
+                f"SELECT DISTINCT {q(working.old(self.spec.day))}, {q(working.DAY)} "
+                f"FROM {self.changed} WHERE {q(working.EXISTED)} IS NOT NULL AND ({in_files})"
+            ),
+            params,
+        )
+        moves = set()
+        for old_value, new_day in found.fetchmany(4 * MOVES_KEPT):
+            (old_day,) = self._days([old_value], tz)
+            if old_day != day_text(new_day):
+                moves.add((old_day, day_text(new_day)))
+        return set(sorted(moves)[:MOVES_KEPT])
 
     def unmatched(
         self, start: datetime, end: datetime, tz: tzinfo | None = None
