@@ -136,7 +136,7 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
         # sensor rebuilds in one run
         **(
             {"days_moved": MetadataValue.json([list(m) for m in result.days_moved])}
-            if spec.day_apart
+            if spec.day_column is not None
             else {}
         ),
         "late_rows": result.late_rows,

@@ -110,8 +110,14 @@ def build_new_rows_sensor(
         minimum_interval_seconds=NEW_ORDERS_INTERVAL_SECONDS,
         default_status=_default_status(settings, DefaultSensorStatus),
         required_resource_keys={source_key, watermark_key},
-        description=f"Asks the source one indexed question about the lookback window "
-        f"(rows, {key_sum}, newest {spec.cursor}, fingerprint) and loads {spec.name} when "
+        description=(
+            f"Asks the source one question about the whole table, which has no change "
+            f"stamp (rows, {key_sum}, newest {spec.stamp}, a hash of every column's value)"
+            if spec.compares_whole
+            else f"Asks the source one indexed question about the lookback window "
+            f"(rows, {key_sum}, newest {spec.stamp}, fingerprint)"
+        )
+        + f" and loads {spec.name} when "
         "the answer differs from the last one, late rows included; requests the load "
         "again when its run failed or was canceled, and waits while it is queued or "
         "running.",

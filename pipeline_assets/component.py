@@ -70,9 +70,10 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
     primary_key: Union[str, list[str]] = Field(  # noqa: UP007
         description="the key: one column or a list of columns"
     )
-    cursor: str = Field(
-        description="the change stamp (timestamp or date): the watermark, "
-        "and by default the day a row belongs to"
+    cursor: Optional[str] = Field(  # noqa: UP045
+        description="the change stamp (timestamp or date): the watermark, and by default "
+        "the day a row belongs to; null for a table without one (every run compares it "
+        "whole, and day_column is required)"
     )
     day_column: Optional[str] = Field(  # noqa: UP045
         default=None,
@@ -95,6 +96,7 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
         """The declaration, checked; a mistake names ``where`` (the file), the attribute
         and the value."""
         attributes = self.model_dump(exclude_none=True)
+        attributes["cursor"] = self.cursor  # explicit, null included (cursor: null)
         return declare(attributes, tz=settings_module.from_env().tz, where=where or None)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:

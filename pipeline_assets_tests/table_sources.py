@@ -16,7 +16,13 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
+from pipeline_assets.core.load.batch import load_table
+from pipeline_assets.core.load.deletions import DeletePolicy
 from pipeline_assets.core.table.spec import TableSpec
+from pipeline_assets.core.times import UTC
+from pipeline_assets.core.verify import verify
+
+from .conftest import NOW
 
 _SQLITE = {
     "integer": "INTEGER",
@@ -74,7 +80,7 @@ class TableSource:
             )
             conn.exec_driver_sql(
                 f"CREATE INDEX {_q(self.spec.table + '_cursor')} ON "
-                f"{_q(self.spec.table)} ({_q(self.spec.cursor)})"
+                f"{_q(self.spec.table)} ({_q(self.spec.stamp)})"
             )
 
     def key(self, n: int) -> tuple:
@@ -117,8 +123,9 @@ class TableSource:
                 value = at
             values[c.name] = value
         values.update(zip(self.spec.primary_key, self.key(n), strict=True))
-        values[self.spec.cursor] = at
-        if self.spec.day_apart:
+        if self.spec.cursor is not None:
+            values[self.spec.cursor] = at
+        if self.spec.day_column is not None:
             is_date = self.spec.column(self.spec.day).type.kind == "date"
             day = at if day is None else day
             values[self.spec.day] = day.date() if is_date and isinstance(day, datetime) else day
@@ -147,7 +154,7 @@ class TableSource:
             conn.execute(
                 table.update()
                 .where(self._is(table, n))
-                .values({column or self.spec.cursor: self._param(at)})
+                .values({column or self.spec.stamp: self._param(at)})
             )
 
     def _table(self) -> sa.TableClause:
@@ -173,3 +180,39 @@ class TableSource:
         if isinstance(value, Decimal):
             return str(value)
         return value
+
+
+def load(
+    app: TableSource,
+    warehouse: sa.Engine,
+    start: str | None = None,
+    end: str | None = None,
+    allow: bool = False,
+):
+    """A real load of ``app``'s table into ``warehouse`` (UTC, two days of lookback, the
+    tests' clock): incremental, or a range load of the days ``[start, end)``
+    (``YYYY-MM-DD``); ``allow``: its deletes past the share too."""
+    bound = {} if start is None else {"start": stamp(start), "end": stamp(end)}
+    return load_table(
+        app.engine,
+        warehouse,
+        spec=app.spec,
+        tz=UTC,
+        lookback_days=2,
+        now=NOW,
+        deletes=DeletePolicy(allow=allow),
+        **bound,
+    )
+
+
+def check(app: TableSource, warehouse: sa.Engine, folder):
+    """``verify`` of ``app``'s table, its files in ``folder``, on the tests' clock."""
+    return verify(
+        app.engine,
+        warehouse,
+        folder,
+        tz=UTC,
+        today=NOW.date(),
+        partitions_start=date(2026, 1, 1),
+        spec=app.spec,
+    )

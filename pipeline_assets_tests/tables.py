@@ -109,6 +109,29 @@ CAPTURES_ATTRIBUTES = {
 }
 CAPTURES: TableSpec = declare(CAPTURES_ATTRIBUTES)
 
+# A table without a change stamp (a price list): every run compares it whole.
+PRICES_ATTRIBUTES = {
+    "table": "prices",
+    "primary_key": ["sku"],
+    "cursor": None,
+    "day_column": "listed_on",
+    "columns": {
+        "sku": "integer",
+        "status": "text",
+        "price": "decimal(10,2)",
+        "note": {"type": "text", "nullable": True},
+        "listed_on": "date",
+    },
+    "daily_files": [
+        {
+            "name": "listed_prices",
+            "where": {"status": "listed"},
+            "totals": {"name": "listed_totals", "sum": ["price"]},
+        }
+    ],
+}
+PRICES: TableSpec = declare(PRICES_ATTRIBUTES)
+
 
 # --- a payments table in a real source -----------------------------------------------
 

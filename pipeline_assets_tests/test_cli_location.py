@@ -27,7 +27,17 @@ from pipeline_assets_tests.orders import load_orders
 from .conftest import NOW
 from .plain import query
 from .support import dg_project, user_environment
-from .tables import PAYMENTS, PAYMENTS_ATTRIBUTES, delete_payment, make_payments
+from .table_sources import TableSource, stamp
+from .tables import (
+    CAPTURES,
+    CAPTURES_ATTRIBUTES,
+    PAYMENTS,
+    PAYMENTS_ATTRIBUTES,
+    PRICES,
+    PRICES_ATTRIBUTES,
+    delete_payment,
+    make_payments,
+)
 
 BIN = Path(sys.executable).parent
 PAYMENT_ROWS = [  # payment_id, attempt, status, cents, fee, rate, note, refundable, day, stamp
@@ -297,3 +307,37 @@ def test_the_printed_repairs_run_as_printed_in_the_users_project(cli, both, shop
     assert read_committed_day(both / "captured_payments", "2026-01-20") == []
     code, out, _ = cli("verify", "-m", shop)
     assert code == 0, out
+
+
+def test_the_table_shapes_are_declared_in_yaml_and_served_by_the_commands(cli, project):
+    """A ``day_column`` and a ``cursor: null`` written in defs.yaml, as a user writes them:
+    the definitions load, ``plan`` shows what a run would do, and a table without a
+    change stamp has no watermark to rewind."""
+    url = f"sqlite:///{project / 'shop.db'}"
+    engine = make_engine(url, role="app")
+    for spec in (CAPTURES, PRICES):
+        app = TableSource(engine, spec)
+        app.create()
+        app.put(1, stamp("2026-01-05T10:00"), day=stamp("2026-01-03T10:00"))
+        app.put(2, stamp("2026-01-06T10:00"), day=stamp("2026-01-06T09:00"))
+    module = dg_project(
+        project,
+        {
+            "captures": CAPTURES_ATTRIBUTES | {"source_url": url},
+            "prices": PRICES_ATTRIBUTES | {"source_url": url},
+        },
+    )
+    captures = json.loads(cli("plan", "-m", module, "--table", "captures")[1])
+    assert (captures["kind"], captures["days_touched"], captures["watermark_after"]) == (
+        "incremental",
+        ["2026-01-03", "2026-01-06"],
+        "2026-01-06T10:00:00+00:00",
+    )
+    prices = json.loads(cli("plan", "-m", module, "--table", "prices")[1])
+    assert (prices["kind"], prices["inserted"], prices["watermark_after"]) == ("full", 2, None)
+    assert prices["days_touched"] == ["2026-01-03", "2026-01-06"]
+    err = one_line_error(
+        cli("watermark", "rewind", "2026-01-01", "--reason", "x", "-m", module, "--table", "prices")
+    )
+    assert f"prices ({module.partition('.')[0]}/defs/prices/defs.yaml): it has no cursor" in err
+    assert "no watermark to rewind" in err

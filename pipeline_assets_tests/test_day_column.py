@@ -27,17 +27,15 @@ from pipeline_assets.core.daily_files.state import shape_of, stale_days
 from pipeline_assets.core.daily_files.views import day_rows
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DeclarationError
-from pipeline_assets.core.load.batch import load_table
-from pipeline_assets.core.load.deletions import DeletePolicy
 from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC
-from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, Repairs, verify
+from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, Repairs
 from pipeline_assets.core.warehouse.declaration import files_fingerprint
 from pipeline_assets.definitions import build_definitions
 from pipeline_assets.settings import from_env
 
 from .conftest import NOW
-from .table_sources import TableSource, stamp
+from .table_sources import TableSource, check, load, stamp
 from .tables import CAPTURES, CAPTURES_ATTRIBUTES
 
 # row: (modified_at: the cursor, captured_at: the day column, in the file's view)
@@ -66,22 +64,6 @@ def captures(engines, request):
     for n, (at, day, filed) in ROWS.items():
         app.put(n, stamp(at), day=stamp(day), filed=filed)
     return app, warehouse, load(app, warehouse)
-
-
-def load(app: TableSource, warehouse, start: str | None = None, end: str | None = None):
-    bound = (
-        {} if start is None else {"start": stamp(f"{start}T00:00"), "end": stamp(f"{end}T00:00")}
-    )
-    return load_table(
-        app.engine,
-        warehouse,
-        spec=app.spec,
-        tz=UTC,
-        lookback_days=2,
-        now=NOW,
-        deletes=DeletePolicy(allow=True),
-        **bound,
-    )
 
 
 def files_by_day(warehouse, spec=CAPTURES) -> dict[str, list[int]]:
@@ -154,7 +136,7 @@ def test_a_range_load_reads_and_replaces_the_rows_of_its_days(captures):
     app.delete(1)  # captured on the 3rd, stamped on the 5th
     kept = load(app, warehouse, "2026-01-05", "2026-01-06")
     assert (kept.rows_read, kept.rows_deleted) == (1, 0)
-    gone = load(app, warehouse, "2026-01-03", "2026-01-04")
+    gone = load(app, warehouse, "2026-01-03", "2026-01-04", allow=True)
     assert (gone.rows_read, gone.rows_deleted, gone.days_touched) == (0, 1, ("2026-01-03",))
     assert gone.watermark_after == gone.watermark_before  # a range leaves the watermark
     assert files_by_day(warehouse, app.spec) == {"2026-01-05": [4], "2026-01-08": [3]}
@@ -163,24 +145,19 @@ def test_a_range_load_reads_and_replaces_the_rows_of_its_days(captures):
 def test_verify_compares_by_the_day_column_and_its_repair_agrees(captures, tmp_path):
     app, warehouse, _ = captures
 
-    def check():
-        return verify(
-            app.engine,
-            warehouse,
-            tmp_path,
-            tz=UTC,
-            today=NOW.date(),
-            partitions_start=date(2026, 1, 1),
-            spec=app.spec,
-        )
-
-    assert not [p for p in check().problems if p.kind == DIFFERS_FROM_SOURCE]
+    assert not [
+        p for p in check(app, warehouse, tmp_path).problems if p.kind == DIFFERS_FROM_SOURCE
+    ]
     app.put(4, stamp("2026-01-08T09:00"), day=stamp("2026-01-05T12:00"), version=1)
-    result = check()  # changed with the same stamp: no incremental load sees it
+    result = check(
+        app, warehouse, tmp_path
+    )  # changed with the same stamp: no incremental load sees it
     assert result.failing_days == ["2026-01-05"]
     assert result.repair == tuple(Repairs(app.spec).commands(["2026-01-05"], ["2026-01-05"]))
     load(app, warehouse, "2026-01-05", "2026-01-06")  # what the printed command runs
-    assert not [p for p in check().problems if p.kind == DIFFERS_FROM_SOURCE]
+    assert not [
+        p for p in check(app, warehouse, tmp_path).problems if p.kind == DIFFERS_FROM_SOURCE
+    ]
 
 
 @pytest.mark.parametrize(

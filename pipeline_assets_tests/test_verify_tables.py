@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,15 +22,13 @@ import pytest
 from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files import serialize_day
 from pipeline_assets.core.daily_files.views import day_rows
-from pipeline_assets.core.load.batch import load_table
-from pipeline_assets.core.load.deletions import DeletePolicy
 from pipeline_assets.core.times import UTC
-from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, FILE_DIFFERS, Repairs, verify
+from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, FILE_DIFFERS, Repairs
 from pipeline_assets.core.verify.horizon import newest_row, reconcile_horizon
 from pipeline_assets.core.warehouse.declaration import files_fingerprint
 
 from .conftest import NOW
-from .table_sources import TableSource, stamp
+from .table_sources import TableSource, check, load, stamp
 from .tables import TABLES
 
 DAYS = {
@@ -53,45 +51,6 @@ def table(request, engines):
         app.put(n, stamp(at), filed=n != 2)
     load(app, warehouse)
     return app, warehouse
-
-
-def load(
-    app: TableSource,
-    warehouse,
-    start: str | None = None,
-    end: str | None = None,
-    allow: bool = False,
-):
-    bound = (
-        {}
-        if start is None
-        else {
-            "start": datetime.fromisoformat(start).replace(tzinfo=UTC),
-            "end": datetime.fromisoformat(end).replace(tzinfo=UTC),
-        }
-    )
-    return load_table(
-        app.engine,
-        warehouse,
-        spec=app.spec,
-        tz=UTC,
-        lookback_days=2,
-        now=NOW,
-        deletes=DeletePolicy(allow=allow),
-        **bound,
-    )
-
-
-def check(app: TableSource, warehouse, folder: Path):
-    return verify(
-        app.engine,
-        warehouse,
-        folder,
-        tz=UTC,
-        today=NOW.date(),
-        partitions_start=date(2026, 1, 1),
-        spec=app.spec,
-    )
 
 
 def test_verify_names_the_rows_that_differ_by_key_and_its_repair_makes_it_agree(table, tmp_path):

@@ -11,7 +11,7 @@ from pipeline_assets.core.table.spec import TableSpec
 from pipeline_assets.core.warehouse import watermark as wm
 
 from .. import settings as settings_module
-from ..core.errors import CommandError
+from ..core.errors import CommandError, WatermarkError
 from ..core.times import day_of, from_canonical, parse_day, resolve_relative, to_instant
 from ..core.verify import verify
 from .context import (
@@ -135,6 +135,13 @@ def _watermark_rewind(args, ctx: Context) -> int:
         ctx.settings.tz,
     )
     spec = chosen_table(args, ctx)
+    if spec.compares_whole:
+        raise WatermarkError(
+            spec.about(
+                "it has no cursor (cursor: null): every run reads the whole table, so there "
+                "is no watermark to rewind; a range load (start/end) reloads chosen days"
+            )
+        )
     engine, _ = ctx.warehouse_for_reading()  # no file: no watermark, and core says so
     old, new = wm.rewind(engine, value, reason=args.reason, at=ctx.clock(), table=spec.name)
     print(f"watermark rewound from {_iso(old)} to {_iso(new)}")

@@ -208,15 +208,29 @@ class DeleteRefused(PipelineError):
     ):
         self.would_delete, self.in_range = would_delete, in_range
         self.start, self.end, self.max_share = start, end, max_share
+        share = f"({would_delete / in_range:.0%}, more than MAX_DELETE_SHARE={max_share:g})"
+        if start is None:  # cursor: null, every run compares the whole table
+            setting = share.replace("MAX_DELETE_SHARE", "max_delete_share")
+            what = (
+                f"the comparison of the whole table would delete {would_delete} of the "
+                f"{in_range} {rows} the warehouse holds {setting}"
+            )
+            allow = (
+                "allow_deletes: true (that run only), or raise the declaration's max_delete_share."
+            )
+        else:
+            what = (
+                f"the range load of [{start.isoformat()}, {end.isoformat()}) would delete "
+                f"{would_delete} of the {in_range} {rows} the warehouse holds stamped in it "
+                f"{share}"
+            )
+            allow = "allow_deletes: true."
         super().__init__(
-            f"the range load of [{start.isoformat()}, {end.isoformat()}) would delete "
-            f"{would_delete} of the {in_range} {rows} the warehouse holds stamped in it "
-            f"({would_delete / in_range:.0%}, more than MAX_DELETE_SHARE={max_share:g}), "
-            "because the source no longer holds them; nothing was written. A source that "
-            "answers with missing rows (a wrong SOURCE_DATABASE_URL, a replica being "
-            "rebuilt, a half-restored backup) looks exactly like this: check it first. If "
-            f"those {those} really are gone, run the load again with run config "
-            "allow_deletes: true."
+            f"{what}, because the source no longer holds them; nothing was written. A "
+            "source that answers with missing rows (a wrong SOURCE_DATABASE_URL, a replica "
+            "being rebuilt, a half-restored backup) looks exactly like this: check it "
+            f"first. If those {those} really are gone, run the load again with run config "
+            f"{allow}"
         )
 
     @property
@@ -224,8 +238,8 @@ class DeleteRefused(PipelineError):
         return {
             "would_delete": self.would_delete,
             "rows_in_range": self.in_range,
-            "range_start": self.start.isoformat(),
-            "range_end": self.end.isoformat(),
+            "range_start": self.start.isoformat() if self.start else "everything",
+            "range_end": self.end.isoformat() if self.end else "everything",
             "max_delete_share": self.max_share,
         }
 

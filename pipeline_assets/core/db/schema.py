@@ -53,7 +53,7 @@ def warehouse_table(spec: TableSpec) -> sa.Table:
     table = sa.Table(
         spec.name, sa.MetaData(), *columns, sa.PrimaryKeyConstraint(*spec.primary_key), quote=True
     )
-    sa.Index(index_name(spec), table.c[spec.cursor])
+    sa.Index(index_name(spec), table.c[spec.stamp])
     if spec.day_apart:  # what day files, verify and range loads select by
         sa.Index(index_name(spec, spec.day), table.c[spec.day])
     return table
@@ -87,7 +87,7 @@ def totals_table(spec: TableSpec, totals: Totals) -> sa.Table:
 def index_name(spec: TableSpec, column: str | None = None) -> str:
     """``<name>_<cursor>_idx``, as ``orders_updated_at_idx`` (kept within SQL's 63); the
     index of another ``column`` likewise."""
-    return f"{spec.name}_{column or spec.cursor}_idx"[:63]
+    return f"{spec.name}_{column or spec.stamp}_idx"[:63]
 
 
 def present_columns(bind: sa.Engine | sa.Connection, name: str) -> set[str]:

@@ -68,13 +68,14 @@ def delete_lost(
     source: Engine,
     src: SourceTable,
     stage: Stage,
-    start: datetime,
-    end: datetime,
+    start: datetime | None,
+    end: datetime | None,
     tz: tzinfo,
     policy: DeletePolicy,
     dry_run: bool,
 ) -> Deletions:
-    """The delete step of a range load: delete the range's warehouse rows the source lost.
+    """The delete step of a range load: delete the range's warehouse rows the source lost
+    (``start`` None: of a table without a change stamp, compared whole every run).
 
     Candidates are the warehouse rows stamped in the range whose key the stage does not
     hold (one join, in SQL); only when there are some is the source asked which of them it
@@ -85,7 +86,8 @@ def delete_lost(
     spec = src.spec
     in_range, unmatched = stage.unmatched(start, end, tz)
     gone = unmatched
-    if unmatched.num_rows:
+    # a whole table's comparison (start None) staged every source row: what it lacks is gone
+    if unmatched.num_rows and start is not None:
         gone = unmatched.filter(pc.invert(_held(source, src, unmatched)))
     mass = gone.num_rows > policy.max_share * in_range
     if mass and not policy.allow:

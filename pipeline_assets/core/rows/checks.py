@@ -24,13 +24,13 @@ def parse_rows(raw, tz: tzinfo, spec: TableSpec, schema: pa.Schema) -> pa.Table:
     """The exact parser, row by row, into ``schema`` (``spec``'s NORMAL table)."""
     names = spec.column_names
     out = {name: [] for name in schema.names}
-    cursor_is_day = spec.column(spec.cursor).type.codec.is_day
+    cursor_is_day = spec.column(spec.stamp).type.codec.is_day
     day_is_day = spec.column(spec.day).type.codec.is_day
     for values in zip(*(raw.column(name).to_pylist() for name in names), strict=True):
         row = parse_row(dict(zip(names, values, strict=True)), tz, spec)
         for name in names:
             out[name].append(spec.column(name).type.stored(row[name]))
-        out[working.INSTANT].append(_instant(row[spec.cursor], cursor_is_day, tz))
+        out[working.INSTANT].append(_instant(row[spec.stamp], cursor_is_day, tz))
         moment = row[spec.day]
         if spec.day_apart:
             out[working.DAY_AT].append(_instant(moment, day_is_day, tz))
@@ -128,7 +128,7 @@ def newest_per_key(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, int]:
     if not pc.any(same_next).as_py():
         return table, 0
     tied = pc.and_(same_next, pc.equal(*pairs(working.INSTANT)))
-    compared = [c for c in spec.columns if c.name not in keys and c.name != spec.cursor]
+    compared = [c for c in spec.columns if c.name not in keys and c.name != spec.stamp]
     differ = None
     for column in compared:
         before, after = pairs(column.name)
@@ -153,7 +153,7 @@ def _tie(spec: TableSpec, first: dict, second: dict, compared) -> InvalidRowErro
             first=" ".join(str(first[c.name]) for c in compared),
             second=" ".join(str(second[c.name]) for c in compared),
         )
-        return spec.row_error(key, spec.cursor, first[spec.cursor], why)
+        return spec.row_error(key, spec.stamp, first[spec.stamp], why)
     apart = ", ".join(
         f"{c.name} {first[c.name]!r} and {second[c.name]!r}"
         for c in compared
@@ -161,8 +161,8 @@ def _tie(spec: TableSpec, first: dict, second: dict, compared) -> InvalidRowErro
     )
     return spec.row_error(
         key,
-        spec.cursor,
-        first[spec.cursor],
-        f"the source holds two rows with this key and this {spec.cursor} and different "
+        spec.stamp,
+        first[spec.stamp],
+        f"the source holds two rows with this key and this {spec.stamp} and different "
         f"values ({apart}), so neither can win; keep one",
     )

@@ -94,15 +94,15 @@ def _fast(raw, zone: str, spec: TableSpec, schema: pa.Schema) -> tuple[pa.Table,
             present = pc.is_valid(values)
             good = pc.or_(good, pc.invert(present))
             stored = pc.if_else(present, stored, pa.scalar(None, stored.type))
-        if column.name in (spec.cursor, spec.day):
+        if column.name in (spec.stamp, spec.day):
             extras[column.name] = extra
         out[column.name] = stored
         ok = good if ok is None else pc.and_(ok, good)
     # a timestamp: its instants and their days (rows outside the zone rules are not ok);
     # a date: its midnight in the zone, and the day itself
-    kind = spec.column(spec.cursor).type
+    kind = spec.column(spec.stamp).type
     out[working.INSTANT], out[working.DAY], good = kind.codec.stamp_arrays(
-        kind, extras[spec.cursor], zone
+        kind, extras[spec.stamp], zone
     )
     if good is not None:
         ok = pc.and_(ok, good)

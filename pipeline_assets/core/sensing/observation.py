@@ -13,6 +13,7 @@ columns. For ``orders`` the SQL and the words are the ones they always were.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -71,7 +72,13 @@ class Observation:
             return None
 
     def describe(self, spec: TableSpec) -> str:
-        key, cursor = spec.primary_key[0], spec.cursor
+        key, cursor = spec.primary_key[0], spec.stamp
+        if spec.compares_whole:
+            total = "" if self.id_sum is None else f", {key} sum {self.id_sum}"
+            return (
+                f"the whole table (no change stamp): {self.rows} row(s){total}, newest "
+                f"{cursor} {self.newest!r}, content fingerprint {self.fingerprint}"
+            )
         if self.window_start is None:
             return (
                 f"no watermark yet (the first load reads everything); highest {key} "
@@ -156,7 +163,7 @@ def _fingerprint(dialect: str, spec: TableSpec) -> str | None:
     (to the millisecond; NULL, so left out, for text it cannot parse); a text key column
     is left out of its mix. Both cost one expression per row of the window.
     """
-    columns = [quote(c, dialect) for c in (*spec.primary_key, spec.cursor)]
+    columns = [quote(c, dialect) for c in (*spec.primary_key, spec.stamp)]
     if dialect == "postgresql":
         joined = " || '|' || ".join(f"CAST({c} AS TEXT)" for c in columns)
         # 'x' followed by 8 hex digits reads as a bit string, then as a 32-bit integer
@@ -208,9 +215,11 @@ def observe(
     src = src or inspect_source(source, spec)
     spec = src.spec
     dialect = dialect_of(source)
-    key, cursor = quote(spec.primary_key[0], dialect), quote(spec.cursor, dialect)
+    key, cursor = quote(spec.primary_key[0], dialect), quote(spec.stamp, dialect)
     table = table_sql(spec, dialect)
     summed = spec.column(spec.primary_key[0]).type.codec.orders_numerically
+    if spec.compares_whole:
+        return _observe_whole(source, src)
     with guard(source, "SOURCE_DATABASE_URL"):
         with source.connect() as conn:
             if start is None:
@@ -237,6 +246,62 @@ def observe(
         newest=_text(newest),
         fingerprint=int(row[3] or 0) if fingerprint is not None else None,
     )
+
+
+def _observe_whole(source: Engine, src: SourceTable) -> Observation:
+    """A table without a change stamp (``cursor: null``): one aggregate over the whole
+    table — its rows, the sum of its key, its newest day and the sum of a hash of every
+    declared column of each row — so that an insert, a delete or a change of any value
+    shows. A scan of the table per tick, in the database; nothing is transferred."""
+    spec = src.spec
+    dialect = dialect_of(source)
+    key, day = quote(spec.primary_key[0], dialect), quote(spec.day, dialect)
+    summed = spec.column(spec.primary_key[0]).type.codec.orders_numerically
+    columns = [
+        "count(*)",
+        f"sum({key})" if summed else "NULL",
+        f"max({day})",
+        _content_fingerprint(dialect, spec),
+    ]
+    sql = f"SELECT {', '.join(columns)} FROM {table_sql(spec, dialect)}"
+    with guard(source, "SOURCE_DATABASE_URL"):
+        with source.connect() as conn:
+            if dialect == "sqlite":  # SQLite has no hash function: this process lends one
+                conn.connection.driver_connection.create_function(
+                    _ROW_HASH, -1, _row_hash, deterministic=True
+                )
+            rows, id_sum, newest, fingerprint = conn.exec_driver_sql(
+                through_sqlalchemy(sql, dialect)
+            ).one()
+    return Observation(
+        None,
+        rows=int(rows),
+        id_sum=int(id_sum or 0) if summed else None,
+        newest=_text(newest),
+        fingerprint=int(fingerprint or 0),
+    )
+
+
+_ROW_HASH = "pipeline_row_hash"
+
+
+def _row_hash(*values) -> int:
+    """The first 32 bits of the MD5 of a row's values (SQLite's stand-in for ``md5``)."""
+    text = "|".join("\\N" if v is None else str(v) for v in values)
+    return int(hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()[:8], 16)
+
+
+def _content_fingerprint(dialect: str, spec: TableSpec) -> str:
+    """SQL for the sum over a table of a per-row hash of every declared column: MD5 on
+    PostgreSQL and MySQL, :func:`_row_hash` on SQLite."""
+    columns = [quote(c.name, dialect) for c in spec.columns]
+    if dialect == "postgresql":
+        joined = " || '|' || ".join(f"coalesce(CAST({c} AS TEXT), '\\N')" for c in columns)
+        return f"sum(CAST(CAST('x' || substr(md5({joined}), 1, 8) AS BIT(32)) AS INTEGER))"
+    if dialect == MYSQL:
+        joined = ", ".join(f"coalesce(CAST({c} AS CHAR), '\\\\N')" for c in columns)
+        return f"sum(conv(substr(md5(concat_ws('|', {joined})), 1, 8), 16, 10))"
+    return f"sum({_ROW_HASH}({', '.join(columns)}))"
 
 
 def _max_key(value, integer: bool) -> int | str | None:

@@ -103,7 +103,7 @@ def inspect_source(engine: Engine, spec: TableSpec) -> SourceTable:
             "to the source table"
         )
     undeclared = sorted(c.name for c in table.columns if c.name not in declared)
-    kind = _kind(dialect_of(engine), table.c[spec.cursor].type)
+    kind = _kind(dialect_of(engine), table.c[spec.stamp].type)
     day_kind = _kind(dialect_of(engine), table.c[spec.day].type) if spec.day_apart else None
     return SourceTable(table, kind, spec, undeclared, day_kind)
 

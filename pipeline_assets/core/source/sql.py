@@ -50,7 +50,7 @@ class SourceTable:
 
     def window_column(self, by_day: bool) -> str:
         """The declared column a window selects by: the cursor, or (``by_day``) the day's."""
-        return self.spec.day if by_day else self.spec.cursor
+        return self.spec.day if by_day else self.spec.stamp
 
 
 def _kind(dialect: str, col_type) -> str:
@@ -118,7 +118,7 @@ def _read_as(src: SourceTable, column: Column, dialect: str) -> str:
     col_type = src.table.c[column.name].type
     stored = (
         src.cursor_kind
-        if column.name == src.spec.cursor
+        if column.name == src.spec.stamp
         else src.kind_of(True)
         if column.name == src.spec.day
         else _kind(dialect, col_type)

@@ -109,7 +109,7 @@ def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
     columns = read_columns(attributes.get("columns"))
     by_name = {c.name: c for c in columns}
     primary_key = read_primary_key(attributes.get("primary_key"), by_name)
-    cursor = read_cursor(attributes.get("cursor"), by_name)
+    cursor = read_cursor(attributes.get("cursor"), by_name, present="cursor" in attributes)
     day_column = read_day_column(attributes.get("day_column"), by_name, cursor)
     files = read_daily_files(attributes.get("daily_files"), by_name, primary_key, tz)
     spec = TableSpec(

@@ -99,12 +99,16 @@ def read_primary_key(raw: object, by_name: Mapping[str, Column]) -> tuple[str, .
     return tuple(keys)
 
 
-def read_cursor(raw: object, by_name: Mapping[str, Column]) -> str:
+def read_cursor(raw: object, by_name: Mapping[str, Column], *, present: bool = True) -> str | None:
+    """The change stamp, or None for an explicit ``cursor: null`` (no change stamp)."""
+    if raw is None and present:
+        return None
     if not isinstance(raw, str) or raw not in by_name:
         raise DeclarationError(
             "cursor",
             raw,
-            "required: a declared column of type timestamp or date (the change stamp)",
+            "required: a declared column of type timestamp or date (the change stamp), "
+            "or null for a table without one (every run then compares the whole table)",
         )
     column = by_name[raw]
     if column.type.kind not in CURSOR_KINDS:
@@ -120,9 +124,16 @@ def read_cursor(raw: object, by_name: Mapping[str, Column]) -> str:
     return raw
 
 
-def read_day_column(raw: object, by_name: Mapping[str, Column], cursor: str) -> str | None:
+def read_day_column(raw: object, by_name: Mapping[str, Column], cursor: str | None) -> str | None:
     """The column a row's day is read from, or None: the cursor's (the default, and a
-    ``day_column`` naming the cursor itself)."""
+    ``day_column`` naming the cursor itself). Required without a cursor."""
+    if raw is None and cursor is None:
+        raise DeclarationError(
+            "day_column",
+            raw,
+            "required with cursor: null: the timestamp or date column whose day each row "
+            "belongs to (a table without a change stamp has no other day)",
+        )
     if raw is None or raw == cursor:
         return None
     if not isinstance(raw, str) or raw not in by_name:

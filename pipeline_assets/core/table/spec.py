@@ -143,7 +143,7 @@ class TableSpec:
     name: str
     table: str
     primary_key: tuple[str, ...]
-    cursor: str
+    cursor: str | None  # None: no change stamp (every run compares the whole table)
     columns: tuple[Column, ...]
     daily_files: tuple[DailyFiles, ...] = ()
     source_url: str | None = None
@@ -181,8 +181,21 @@ class TableSpec:
 
     @property
     def day_apart(self) -> bool:
-        """Whether the day is read from another column than the cursor."""
-        return self.day_column is not None
+        """Whether the day is read from another column than the cursor (a table with
+        both: its rows carry the day column's instant beside the cursor's)."""
+        return self.day_column is not None and self.cursor is not None
+
+    @property
+    def stamp(self) -> str:
+        """The column a row's instant is read from: the cursor, or for a table without
+        one the day column."""
+        return self.cursor or self.day
+
+    @property
+    def compares_whole(self) -> bool:
+        """``cursor: null``: no change stamp, so every run reads the whole table and
+        compares it with the warehouse by key and content (deletes included)."""
+        return self.cursor is None
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -282,12 +282,12 @@ def newest_row(warehouse: Engine, spec: TableSpec, *, tz: tzinfo = UTC) -> datet
     if not has_table(warehouse, spec.name, "WAREHOUSE_DATABASE_URL"):
         return None
     dialect = dialect_of(warehouse)
-    sql = f"SELECT max({quote(spec.cursor, dialect)}) FROM {quote(spec.name, dialect)}"
+    sql = f"SELECT max({quote(spec.stamp, dialect)}) FROM {quote(spec.name, dialect)}"
     with guard(warehouse, "WAREHOUSE_DATABASE_URL"), warehouse.connect() as conn:
         newest = conn.exec_driver_sql(through_sqlalchemy(sql, dialect)).scalar()
     if not newest:
         return None
-    if spec.column(spec.cursor).type.codec.is_day:
+    if spec.column(spec.stamp).type.codec.is_day:
         return day_start(parse_day(newest), tz)
     return from_canonical(newest)
 

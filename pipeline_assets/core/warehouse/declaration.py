@@ -53,7 +53,7 @@ def describe(spec: TableSpec) -> dict:
         "table": spec.table,
         "primary_key": list(spec.primary_key),
         "cursor": spec.cursor,
-        **({"day_column": spec.day_column} if spec.day_apart else {}),
+        **({"day_column": spec.day_column} if spec.day_column is not None else {}),
         "columns": {c.name: {"type": str(c.type), "nullable": c.nullable} for c in spec.columns},
         "daily_files": {
             f.name: {
@@ -78,7 +78,7 @@ def describe_files(spec: TableSpec, files: DailyFiles) -> dict:
         "table": spec.name,
         "primary_key": list(spec.primary_key),
         "cursor": spec.cursor,
-        **({"day_column": spec.day_column} if spec.day_apart else {}),
+        **({"day_column": spec.day_column} if spec.day_column is not None else {}),
         "columns": {name: whole["columns"][name]["type"] for name in files.columns},
         "where": whole["daily_files"][files.name]["where"],
     }

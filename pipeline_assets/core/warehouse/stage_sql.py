@@ -163,10 +163,10 @@ class StageSql:
     def _late(self, late_before: datetime | None, tz: tzinfo) -> tuple[str, object]:
         """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows
         (by the cursor), and its bound."""
-        cursor = self.tq(self.spec.cursor)
+        cursor = self.tq(self.spec.stamp)
         if late_before is None:
             return f"{cursor} < :late", None
-        if not self._is_date(self.spec.cursor):
+        if not self._is_date(self.spec.stamp):
             return f"{cursor} < :late", canonical(late_before)
         # a date is stamped at its midnight: before late_before up to the first day whose
         # midnight is not
@@ -179,7 +179,7 @@ class StageSql:
 
     def _instant(self, stored: str, tz: tzinfo) -> datetime:
         """A stored cursor value as an instant."""
-        if self._is_date(self.spec.cursor):
+        if self._is_date(self.spec.stamp):
             return day_start(datetime.strptime(stored, "%Y-%m-%d").date(), tz)
         return from_canonical(stored)
 

@@ -209,7 +209,7 @@ class Stage(StageSql):
             sa.text(
                 f"SELECT COUNT(*), COUNT({self.tq(working.EXISTED)}), "
                 f"SUM(CASE WHEN {late_sql} THEN 1 ELSE 0 END), "
-                f"MIN(CASE WHEN {late_sql} THEN {self.tq(self.spec.cursor)} END) "
+                f"MIN(CASE WHEN {late_sql} THEN {self.tq(self.spec.stamp)} END) "
                 f"FROM {self.changed}"
             ),
             {"late": late},
@@ -240,7 +240,7 @@ class Stage(StageSql):
         )
         for part in old.partitions(65_536):
             changes.days |= self._days([text for (text,) in part], tz)
-        if self.spec.day_apart:
+        if self.spec.day_column is not None:
             changes.moves = self._moves(in_files, params, tz)
         return changes
 
@@ -264,24 +264,27 @@ class Stage(StageSql):
         return set(sorted(moves)[:MOVES_KEPT])
 
     def unmatched(
-        self, start: datetime, end: datetime, tz: tzinfo | None = None
+        self, start: datetime | None, end: datetime | None, tz: tzinfo | None = None
     ) -> tuple[int, pa.Table]:
         """For a range load: how many rows of the table are stamped in ``[start, end)``,
         and those of them whose key the stage (the source's rows in the range) does not
-        hold: the key columns, the daily files' filter columns and the change stamp.
-        Before the merge, in the transaction. (``tz`` is needed for a date stamp only.)"""
+        hold: the key columns, the daily files' filter columns and the day column.
+        Before the merge, in the transaction. (``tz`` is needed for a date stamp only.)
+        ``start`` and ``end`` None: the whole table (a table compared whole)."""
         q = self.tq  # every statement below is sa.text
         picked = list(dict.fromkeys((*self.keys, *self.old[1:], self.spec.day)))
         types = {name: self.spec.column(name).type.codec.arrow_type for name in picked}
         empty = pa.table({name: pa.array([], types[name]) for name in picked})
         if self.direct:  # the table was empty: nothing there to lose
             return 0, empty
-        cursor = q(self.spec.day)  # a range is of days
-        bounds = self._bounds(start, end, tz)
+        whole = start is None  # a table compared whole: the range is every row
+
+        def within(column: str) -> str:  # a range is of days
+            return "1 = 1" if whole else f"{column} >= :start AND {column} < :end"
+
+        bounds = {} if whole else self._bounds(start, end, tz)
         in_range = self.conn.execute(
-            sa.text(
-                f"SELECT count(*) FROM {self.target} WHERE {cursor} >= :start AND {cursor} < :end"
-            ),
+            sa.text(f"SELECT count(*) FROM {self.target} WHERE {within(q(self.spec.day))}"),
             bounds,
         ).scalar()
         if not in_range:
@@ -291,11 +294,10 @@ class Stage(StageSql):
             # so is a changed one whose old stamp was: when they are all the range holds,
             # no row lacks its source row, and the anti-join below (1.2 s for a month of a
             # million rows on SQLite) is not needed.
-            old_cursor = q(working.old(self.spec.day))
             moved_in = self.conn.execute(
                 sa.text(
                     f"SELECT count(*) FROM {self.changed} WHERE {q(working.EXISTED)} IS NOT NULL "
-                    f"AND {old_cursor} >= :start AND {old_cursor} < :end"
+                    f"AND {within(q(working.old(self.spec.day)))}"
                 ),
                 bounds,
             ).scalar()
@@ -304,7 +306,7 @@ class Stage(StageSql):
         result = self.conn.execute(
             sa.text(
                 f"SELECT {', '.join('o.' + q(c) for c in picked)} FROM {self.target} o "
-                f"WHERE o.{cursor} >= :start AND o.{cursor} < :end AND NOT EXISTS "
+                f"WHERE {within('o.' + q(self.spec.day))} AND NOT EXISTS "
                 f"(SELECT 1 FROM {self.name} s WHERE {self._key_match('s', 'o', text=True)}) "
                 f"ORDER BY {', '.join('o.' + q(k) for k in self.keys)}"
             ),
