@@ -172,13 +172,15 @@ def test_the_observation_sees_an_insert_a_delete_and_a_change_of_any_value(price
             "day_column",
             "required with cursor: null",
         ),
+        ({**PRICES_ATTRIBUTES, "lookback_days": 2}, "lookback_days", "nothing to look back"),
     ],
 )
 def test_a_table_without_a_stamp_needs_both_said(attributes, path, why):
     with pytest.raises(DeclarationError) as err:
         declare(attributes, where="shop/defs/prices/defs.yaml")
     message = str(err.value)
-    assert message.startswith(f"shop/defs/prices/defs.yaml: {path}: None: ") and why in message
+    value = repr(attributes.get(path))
+    assert message.startswith(f"shop/defs/prices/defs.yaml: {path}: {value}: ") and why in message
 
 
 def test_through_dagster_each_run_compares_the_whole_table(tmp_path, instance):

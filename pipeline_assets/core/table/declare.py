@@ -111,6 +111,13 @@ def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
     primary_key = read_primary_key(attributes.get("primary_key"), by_name)
     cursor = read_cursor(attributes.get("cursor"), by_name, present="cursor" in attributes)
     day_column = read_day_column(attributes.get("day_column"), by_name, cursor)
+    if cursor is None and attributes.get("lookback_days") is not None:
+        raise DeclarationError(
+            "lookback_days",
+            attributes["lookback_days"],
+            "a table without a cursor is read whole on every run: there is nothing to look "
+            "back over; leave it out",
+        )
     files = read_daily_files(attributes.get("daily_files"), by_name, primary_key, tz)
     spec = TableSpec(
         name=name,
