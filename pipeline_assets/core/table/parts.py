@@ -111,6 +111,14 @@ def read_cursor(raw: object, by_name: Mapping[str, Column], *, present: bool = T
             "or null for a table without one (every run then compares the whole table)",
         )
     column = by_name[raw]
+    if column.type.kind == "integer":
+        raise DeclarationError(
+            "cursor",
+            raw,
+            "an integer cursor (an id that only grows) is not supported yet; declare the "
+            "table's change stamp, or cursor: null with a day_column (every run then "
+            "compares the whole table, and sees every insert, change and delete)",
+        )
     if column.type.kind not in CURSOR_KINDS:
         raise DeclarationError(
             "cursor", raw, f"the change stamp must be a timestamp or a date, not {column.type}"
