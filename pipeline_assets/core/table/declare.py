@@ -149,7 +149,8 @@ PLACEHOLDER = "CHANGE_ME"
 _FILL = {
     "table": "the source table's name",
     "primary_key": "the column, or the list of columns, whose values identify a row",
-    "cursor": "the column the app stamps on every change of a row (a timestamp or a date)",
+    "cursor": "the column the app stamps on every change of a row (a timestamp or a date), "
+    "or null for a table without one (and a day_column beside it)",
     "columns": "the source table's columns, each with its type (payment_id: integer)",
 }
 
