@@ -17,11 +17,14 @@ MariaDB sources, with real loads:
 
 from __future__ import annotations
 
+import tempfile
 from datetime import date
 
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, build_sensor_context
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files.views import day_rows
@@ -220,3 +223,56 @@ def test_through_dagster_each_run_compares_the_whole_table(tmp_path, instance):
     put(app, 1, "2026-01-03", version=1)  # a change with no stamp: the sensor sees it
     meta = run(tick(quiet.cursor))
     assert (meta["updated"], meta["days_touched"], meta["rows_deleted"]) == (1, ["2026-01-03"], 0)
+
+
+# --- any history, against a plain model -------------------------------------------------
+
+SKUS = st.integers(1, 12)
+DAY = st.sampled_from(["2026-01-03", "2026-01-04", "2026-01-05"])
+STEP = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), SKUS, DAY, st.booleans(), st.integers(0, 2)),
+        st.tuples(st.just("delete"), SKUS),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=st.lists(STEP, min_size=1, max_size=4))
+def test_any_history_leaves_the_source_and_touches_exactly_the_days_it_changed(history):
+    """Random inserts, changes of any value or day, and deletes between whole-table runs:
+    after each run the warehouse holds the source's rows, and the run reports exactly the
+    rows it wrote and the days and moves a plain model of the table says it touched."""
+    with tempfile.TemporaryDirectory() as folder:
+        source = make_engine(f"sqlite:///{folder}/app.db", role="app")
+        warehouse = make_engine(f"sqlite:///{folder}/warehouse.db", role="warehouse")
+        app = TableSource(source, PRICES)
+        app.create()
+        model: dict[int, tuple[str, bool, int]] = {}  # sku: (day, filed, version)
+        for step in history:
+            before = dict(model)
+            for op in step:
+                if op[0] == "put":
+                    _, sku, day, filed, version = op
+                    put(app, sku, day, filed=filed, version=version)
+                    model[sku] = (day, filed, version)
+                else:
+                    app.delete(op[1])
+                    model.pop(op[1], None)
+            result = load(app, warehouse, allow=True)
+            changed = {k for k in model if k in before and model[k] != before[k]}
+            gone = set(before) - set(model)
+            days = {model[k][0] for k in (set(model) - set(before)) | changed}
+            days |= {before[k][0] for k in changed if before[k][1]} | {before[k][0] for k in gone}
+            moves = {(before[k][0], model[k][0]) for k in changed if before[k][1]}
+            assert (result.inserted, result.updated) == (
+                len(set(model) - set(before)),
+                len(changed),
+            )
+            assert (result.rows_deleted or 0) == len(gone)
+            assert result.days_touched == tuple(sorted(days))
+            assert result.days_moved == tuple(sorted(m for m in moves if m[0] != m[1]))
+            assert sorted(stored(warehouse)) == sorted(model)
+        source.dispose()
+        warehouse.dispose()
