@@ -84,6 +84,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_schema.py --postgres-if-reachable '$(BENCH_POSTGRES)'
 	$(BIN)/python benchmarks/bench_history.py
 	$(BIN)/python benchmarks/bench_whole_table.py
+	$(BIN)/python benchmarks/bench_lookback_ids.py
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install

@@ -113,8 +113,8 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
     names its keys ``future_order_ids`` and ``deleted_order_ids``, any other table
     ``future_keys`` and ``deleted_keys``)."""
 
-    def when(value):
-        return value.isoformat() if value else "none"
+    def when(value):  # an instant, or an integer cursor's id
+        return str(value) if isinstance(value, int) else value.isoformat() if value else "none"
 
     future, deleted = spec.key_name("future_keys"), spec.key_name("deleted_keys")
     return {
@@ -123,7 +123,7 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
         "skipped": result.skipped,
         "window_start": when(result.window_start) if result.window_start else "everything",
         "window_end": when(result.window_end) if result.window_end else "open",
-        "lookback_days": lookback_days,
+        **_lookback(result, lookback_days, spec),
         "watermark_before": when(result.watermark_before),
         "watermark_after": when(result.watermark_after),
         "rows_read": result.rows_read,
@@ -140,9 +140,6 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
             else {}
         ),
         "late_rows": result.late_rows,
-        "max_lateness_hours": round(result.max_lateness.total_seconds() / 3600, 3)
-        if result.max_lateness
-        else 0.0,
         "future_rows": result.future_rows,
         future: _keys(result.future_keys),
         # the declaration (core/warehouse/evolve.py): what the source has that nobody declared
@@ -161,6 +158,18 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
                 "mass_delete_allowed": result.mass_delete_allowed,
             }
         ),
+    }
+
+
+def _lookback(result: "LoadResult", lookback_days: int, spec: TableSpec) -> dict:
+    """How far a batch looks back and how late its rows were: in days and hours, or for
+    an integer cursor in ids."""
+    if spec.counts_ids:
+        return {"lookback_ids": spec.lookback_ids, "max_lateness_ids": result.max_lateness or 0}
+    worst = result.max_lateness
+    return {
+        "lookback_days": lookback_days,
+        "max_lateness_hours": round(worst.total_seconds() / 3600, 3) if worst else 0.0,
     }
 
 
@@ -265,7 +274,7 @@ def _load(
     return MaterializeResult(
         metadata=load_metadata(result, watermark.lookback_days, table.spec),
         check_results=[
-            lateness_check(result, watermark.lookback_days),
+            lateness_check(result, watermark.lookback_days, table.spec),
             reconcile_check(
                 source,
                 watermark.warehouse,

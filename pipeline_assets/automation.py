@@ -111,7 +111,9 @@ def build_new_rows_sensor(
         default_status=_default_status(settings, DefaultSensorStatus),
         required_resource_keys={source_key, watermark_key},
         description=(
-            f"Asks the source one question about the whole table, which has no change "
+            f"Asks the source for the highest {spec.cursor} (one index lookup)"
+            if spec.counts_ids
+            else f"Asks the source one question about the whole table, which has no change "
             f"stamp (rows, {key_sum}, newest {spec.stamp}, a hash of every column's value)"
             if spec.compares_whole
             else f"Asks the source one indexed question about the lookback window "

@@ -72,8 +72,9 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
     )
     cursor: Optional[str] = Field(  # noqa: UP045
         description="the change stamp (timestamp or date): the watermark, and by default "
-        "the day a row belongs to; null for a table without one (every run compares it "
-        "whole, and day_column is required)"
+        "the day a row belongs to; an integer id that only grows (an append-only table); "
+        "or null for a table without either (every run compares it whole). The last two "
+        "need day_column"
     )
     day_column: Optional[str] = Field(  # noqa: UP045
         default=None,
@@ -85,6 +86,9 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
         "date, timestamp), or {type: …, nullable: true}"
     )
     lookback_days: Optional[int] = Field(default=None)  # noqa: UP045
+    lookback_ids: Optional[int] = Field(  # noqa: UP045
+        default=None, description="an integer cursor's lookback, in ids (default 1000)"
+    )
     reconcile_days: Optional[int] = Field(default=None)  # noqa: UP045
     max_delete_share: Optional[float] = Field(default=None)  # noqa: UP045
     daily_files: Optional[list[dict[str, Any]]] = Field(  # noqa: UP045

@@ -119,7 +119,8 @@ def _build_files_asset(
         )
         return DayFilesBatch(
             days=by_day,
-            watermark=current.isoformat() if current else None,
+            # an integer cursor's watermark is its id, as text
+            watermark=str(current) if isinstance(current, int) else current and current.isoformat(),
             written_at=clock().isoformat(timespec="seconds"),
             spec=spec,
             files=files,

@@ -27,8 +27,11 @@ def key_value(value):
     return value
 
 
-def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult:
-    """Warn when rows arrive late by half the lookback window or more: widen it in time."""
+def lateness_check(result: "LoadResult", lookback_days: int, spec=None) -> AssetCheckResult:
+    """Warn when rows arrive late by half the lookback window or more: widen it in time
+    (an integer cursor's: in ids, against its ``lookback_ids``)."""
+    if spec is not None and spec.counts_ids:
+        return _ids_lateness(result, spec)
     window = timedelta(days=lookback_days)
     worst = result.max_lateness
     passed = worst is None or worst < window / 2
@@ -48,6 +51,28 @@ def lateness_check(result: "LoadResult", lookback_days: int) -> AssetCheckResult
             "max_lateness_hours": round(hours, 3),
             "late_rows": result.late_rows,
             "lookback_days": lookback_days,
+        },
+    )
+
+
+def _ids_lateness(result: "LoadResult", spec) -> AssetCheckResult:
+    worst, lookback = result.max_lateness or 0, spec.lookback_ids
+    passed = worst * 2 < lookback
+    return AssetCheckResult(
+        check_name=LATENESS_CHECK,
+        passed=passed,
+        severity=AssetCheckSeverity.WARN,
+        description=None
+        if passed
+        else (
+            f"{result.late_rows} row(s) committed up to {worst} id(s) below the watermark, "
+            f"at least half the lookback of {lookback} id(s): rows later than that are "
+            "missed by incremental loads (verify finds them). Widen lookback_ids."
+        ),
+        metadata={
+            "max_lateness_ids": worst,
+            "late_rows": result.late_rows,
+            "lookback_ids": lookback,
         },
     )
 

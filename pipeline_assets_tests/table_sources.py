@@ -123,7 +123,7 @@ class TableSource:
                 value = at
             values[c.name] = value
         values.update(zip(self.spec.primary_key, self.key(n), strict=True))
-        if self.spec.cursor is not None:
+        if self.spec.cursor is not None and not self.spec.counts_ids:
             values[self.spec.cursor] = at
         if self.spec.day_column is not None:
             is_date = self.spec.column(self.spec.day).type.kind == "date"

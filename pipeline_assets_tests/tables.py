@@ -132,6 +132,30 @@ PRICES_ATTRIBUTES = {
 }
 PRICES: TableSpec = declare(PRICES_ATTRIBUTES)
 
+# An append-only event log: an id that only grows, and the day each event occurred.
+EVENTS_ATTRIBUTES = {
+    "table": "events",
+    "primary_key": "event_id",
+    "cursor": "event_id",
+    "lookback_ids": 2,
+    "day_column": "occurred_at",
+    "columns": {
+        "event_id": "integer",
+        "kind": "text",
+        "amount": "decimal(10,2)",
+        "note": {"type": "text", "nullable": True},
+        "occurred_at": "timestamp",
+    },
+    "daily_files": [
+        {
+            "name": "purchases",
+            "where": {"kind": "purchase"},
+            "totals": {"name": "purchase_totals", "sum": ["amount"]},
+        }
+    ],
+}
+EVENTS: TableSpec = declare(EVENTS_ATTRIBUTES)
+
 
 # --- a payments table in a real source -----------------------------------------------
 

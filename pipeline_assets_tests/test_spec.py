@@ -146,7 +146,7 @@ def _file(**changes):
         (_with(primary_key=None), "primary_key", None, "required"),
         (_with(cursor="status"), "cursor", "status", "timestamp or a date"),
         (_with(cursor="settle_on"), "cursor", "settle_on", "cannot be nullable"),
-        (_with(cursor="attempt"), "cursor", "attempt", "or cursor: null with a day_column"),
+        (_with(cursor="attempt"), "day_column", None, "required with cursor: attempt"),
         (
             _with(columns={**PAYMENTS["columns"], "amount_cents": "int"}),
             "columns.amount_cents",

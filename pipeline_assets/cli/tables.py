@@ -12,7 +12,7 @@ from pipeline_assets.core.warehouse import watermark as wm
 
 from .. import settings as settings_module
 from ..core.errors import CommandError, WatermarkError
-from ..core.times import day_of, from_canonical, parse_day, resolve_relative, to_instant
+from ..core.times import day_of, parse_day, resolve_relative, to_instant
 from ..core.verify import verify
 from .context import (
     Context,
@@ -101,12 +101,13 @@ def add_verify(commands) -> None:
     p.set_defaults(handler=_verify)
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
+def _iso(value: datetime | int | None) -> str | int | None:
+    """An instant as ISO-8601; an integer cursor's id as the number it is."""
+    return wm.shown(value)
 
 
-def _iso_stored(value: str | None) -> str | None:
-    return from_canonical(value).isoformat() if value else None
+def _iso_stored(value: str | None) -> str | int | None:
+    return wm.shown(wm.parsed(value))
 
 
 # --- watermark --------------------------------------------------------------------------
@@ -116,11 +117,14 @@ def _watermark_show(args, ctx: Context) -> int:
     spec = chosen_table(args, ctx)
     engine, _ = ctx.warehouse_for_reading()
     current = wm.current(engine, table=spec.name)
-    lookback = ctx.lookback_days(spec)
+    if spec.counts_ids:  # an append-only table: its highest id, and its lookback in ids
+        name, lookback = "lookback_ids", spec.lookback_ids
+    else:
+        name, lookback = "lookback_days", ctx.lookback_days(spec)
     print_json(
         {
             "watermark": _iso(current),
-            "lookback_days": lookback,
+            name: lookback,
             "window_start": _iso(wm.window_start(current, lookback)),
         }
     )
@@ -128,13 +132,16 @@ def _watermark_show(args, ctx: Context) -> int:
 
 
 def _watermark_rewind(args, ctx: Context) -> int:
-    value = option(
-        "VALUE",
-        to_instant,
-        option("VALUE", resolve_relative, args.value, ctx.today()),
-        ctx.settings.tz,
-    )
     spec = chosen_table(args, ctx)
+    if spec.counts_ids:  # an id: the highest id the next run counts as read
+        value = _an_id(args.value)
+    else:
+        value = option(
+            "VALUE",
+            to_instant,
+            option("VALUE", resolve_relative, args.value, ctx.today()),
+            ctx.settings.tz,
+        )
     if spec.compares_whole:
         raise WatermarkError(
             spec.about(
@@ -146,6 +153,12 @@ def _watermark_rewind(args, ctx: Context) -> int:
     old, new = wm.rewind(engine, value, reason=args.reason, at=ctx.clock(), table=spec.name)
     print(f"watermark rewound from {_iso(old)} to {_iso(new)}")
     return 0
+
+
+def _an_id(text: str) -> int:
+    if not text.strip().lstrip("-").isdigit():
+        raise CommandError(f"VALUE: {text!r} is not an id: the table's cursor is an integer")
+    return int(text)
 
 
 def _watermark_history(args, ctx: Context) -> int:

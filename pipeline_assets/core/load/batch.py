@@ -48,7 +48,7 @@ def batch_id_for(
 
     Derived from content only: never from the wall clock or the run id.
     """
-    key = json.dumps([kind, start and canonical(start), end and canonical(end), digest])
+    key = json.dumps([kind, wm.stored(start), end and canonical(end), digest])
     return f"{table}-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
@@ -150,10 +150,12 @@ class _Committed:
 
 
 def _tally(window: Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
-    first, last = whole_days(window.start, window.end, tz)
-    if spec.day_apart and window.kind == "incremental" and window.start is not None:
+    apart = spec.day_apart or spec.counts_ids  # the window's column is not the day's
+    if apart and window.kind == "incremental" and window.start is not None:
         # a window on the cursor holds no day of another column whole
         first, last = EPOCH + timedelta(days=1), EPOCH
+    else:
+        first, last = whole_days(window.start, window.end, tz)
     tally = Tally(
         tz,
         (
@@ -164,7 +166,8 @@ def _tally(window: Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
     )
     if window.kind == "incremental":
         tally.late_before = window.before
-        tally.future_limit = now + FUTURE_TOLERANCE
+        # an id is never "in the future"; a stamp may be (a clock gone wrong in the app)
+        tally.future_limit = None if spec.counts_ids else now + FUTURE_TOLERANCE
     return tally
 
 
@@ -302,14 +305,14 @@ def _record_batch(
         batches.insert().values(
             batch_id=batch_id,
             kind=window.kind,
-            window_start=window.start and canonical(window.start),
+            window_start=wm.stored(window.start),
             window_end=window.end and canonical(window.end),
             rows_read=tally.rows_read,
             inserted=changes.inserted,
             updated=changes.updated,
             unchanged=changes.unchanged,
-            watermark_before=window.before and canonical(window.before),
-            watermark_after=after and canonical(after),
+            watermark_before=wm.stored(window.before),
+            watermark_after=wm.stored(after),
             committed_at=canonical(now),
             days_touched=json.dumps(sorted(changes.days | (gone.days if gone else set()))),
             rows_deleted=None if gone is None else len(gone.keys),
@@ -358,7 +361,9 @@ def _result(
         newest_read=tally.newest,
         dry_run=dry_run,
         late_rows=changes.late_rows,
-        max_lateness=(window.before - changes.oldest_late) if changes.oldest_late else None,
+        max_lateness=(window.before - changes.oldest_late)
+        if changes.oldest_late is not None
+        else None,
         future_rows=tally.future_rows,
         future_keys=tuple(tally.future_ids),
         duplicate_rows=tally.duplicates,

@@ -109,11 +109,11 @@ class Tally:
     tz: tzinfo
     whole: tuple[int | None, int | None]  # the days read whole, as day numbers
     spec: TableSpec
-    late_before: datetime | None = None  # changed rows older than this arrived late
+    late_before: datetime | int | None = None  # changed rows older than this arrived late
     future_limit: datetime | None = None  # rows newer than this do not move the watermark
     rows_read: int = 0
     duplicates: int = 0  # older copies of an order in the same batch, dropped
-    newest: datetime | None = None  # newest change stamp read, future rows excepted
+    newest: datetime | int | None = None  # newest stamp (or id) read, future rows excepted
     digest: hashlib._Hash = field(default_factory=hashlib.sha256)
     future_rows: int = 0
     future_ids: list = field(default_factory=list)
@@ -121,7 +121,7 @@ class Tally:
     # as if every row read were a change (true when the warehouse held no orders):
     all_days: set[int] = field(default_factory=set)  # days since 1970-01-01
     all_late: int = 0
-    all_oldest_late: datetime | None = None
+    all_oldest_late: datetime | int | None = None
 
     def count(self, rows: pa.Table, older_copies: int) -> None:
         """Tally one normalized, deduplicated batch (sorted by key)."""
@@ -129,6 +129,9 @@ class Tally:
         self.duplicates += older_copies
         feed_batch_digest(self.digest, rows, self.spec)
         self._days(rows)
+        if self.spec.counts_ids:
+            self._ids(rows[self.spec.cursor])
+            return
         instant = rows[working.INSTANT]
         if self.future_limit is not None:
             future = pc.greater(instant, pa.scalar(self.future_limit, INSTANT))
@@ -148,6 +151,21 @@ class Tally:
             if hits:
                 self.all_late += hits
                 oldest = pc.min(rows[working.INSTANT].filter(late)).as_py()
+                if self.all_oldest_late is None or oldest < self.all_oldest_late:
+                    self.all_oldest_late = oldest
+
+    def _ids(self, ids) -> None:
+        """An integer cursor: the highest id read, and the ids below the watermark the run
+        started from (rows committed after a higher id was read)."""
+        newest = pc.max(ids).as_py()
+        if newest is not None and (self.newest is None or newest > self.newest):
+            self.newest = newest
+        if self.late_before is not None:
+            late = pc.less(ids, self.late_before)
+            hits = pc.sum(late).as_py() or 0
+            if hits:
+                self.all_late += hits
+                oldest = pc.min(ids.filter(late)).as_py()
                 if self.all_oldest_late is None or oldest < self.all_oldest_late:
                     self.all_oldest_late = oldest
 

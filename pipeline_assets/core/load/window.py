@@ -50,8 +50,8 @@ def window_for(
     declaration.check_unchanged(conn, spec, stored)
     evolution = evolve.evolve(conn, spec, stored, tz)
     before = wm.read(conn, table=spec.name)
-    if kind == "incremental":
-        start = wm.window_start(before, lookback_days)
+    if kind == "incremental":  # an integer cursor looks back in ids, its declaration's
+        start = wm.window_start(before, spec.lookback_ids if spec.counts_ids else lookback_days)
     if evolution.altered:
         crash_point("load_after_alter")
     return Window(kind, start, end, before, evolution)

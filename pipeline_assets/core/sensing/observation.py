@@ -73,6 +73,8 @@ class Observation:
 
     def describe(self, spec: TableSpec) -> str:
         key, cursor = spec.primary_key[0], spec.stamp
+        if spec.counts_ids:
+            return f"highest {spec.cursor} {self.max_id}"
         if spec.compares_whole:
             total = "" if self.id_sum is None else f", {key} sum {self.id_sum}"
             return (
@@ -220,6 +222,8 @@ def observe(
     summed = spec.column(spec.primary_key[0]).type.codec.orders_numerically
     if spec.compares_whole:
         return _observe_whole(source, src)
+    if spec.counts_ids:
+        return _observe_ids(source, src)
     with guard(source, "SOURCE_DATABASE_URL"):
         with source.connect() as conn:
             if start is None:
@@ -246,6 +250,16 @@ def observe(
         newest=_text(newest),
         fingerprint=int(row[3] or 0) if fingerprint is not None else None,
     )
+
+
+def _observe_ids(source: Engine, src: SourceTable) -> Observation:
+    """An append-only table (an integer cursor): its highest id, one index lookup. A new
+    row changes it; a row committed below it is the next load's lookback's to find."""
+    spec, dialect = src.spec, dialect_of(source)
+    sql = f"SELECT max({quote(spec.cursor, dialect)}) FROM {table_sql(spec, dialect)}"
+    with guard(source, "SOURCE_DATABASE_URL"), source.connect() as conn:
+        highest = conn.exec_driver_sql(through_sqlalchemy(sql, dialect)).scalar()
+    return Observation(None, max_id=None if highest is None else int(highest))
 
 
 def _observe_whole(source: Engine, src: SourceTable) -> Observation:

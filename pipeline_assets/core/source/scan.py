@@ -318,7 +318,13 @@ def scan_table(
     for raw in scan_window(source, src, tz, start, end, batch_rows, by_day=by_day):
         if raw.num_rows == 0:
             continue
-        rows = within(normalize(raw, tz, spec), start, end, by_day=by_day)
+        rows = normalize(raw, tz, spec)
+        if spec.counts_ids and not by_day:  # a window of ids: from start on
+            rows = (
+                rows if start is None else rows.filter(pc.greater_equal(rows[spec.cursor], start))
+            )
+        else:
+            rows = within(rows, start, end, by_day=by_day)
         last = normalize(raw.slice(raw.num_rows - 1), tz, spec)
         if held is not None:
             rows = pa.concat_tables([held, rows])

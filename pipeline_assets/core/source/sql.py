@@ -45,12 +45,16 @@ class SourceTable:
 
     def kind_of(self, by_day: bool) -> str:
         """How the window's column compares: the cursor's, or (``by_day``) the day
-        column's."""
+        column's; "integer" for an integer cursor's window of ids."""
+        if self.spec.counts_ids and not by_day:
+            return "integer"
         return self.day_kind if by_day and self.day_kind else self.cursor_kind
 
     def window_column(self, by_day: bool) -> str:
         """The declared column a window selects by: the cursor, or (``by_day``) the day's."""
-        return self.spec.day if by_day else self.spec.stamp
+        if by_day:
+            return self.spec.day
+        return self.spec.cursor if self.spec.counts_ids else self.spec.stamp
 
 
 def _kind(dialect: str, col_type) -> str:
@@ -65,8 +69,11 @@ def _kind(dialect: str, col_type) -> str:
     return "date"
 
 
-def _sql_bound(kind: str, instant: datetime, tz: tzinfo, *, lower: bool):
-    """A value of a column's own type (``kind``) that bounds ``instant`` loosely enough."""
+def _sql_bound(kind: str, instant: datetime | int, tz: tzinfo, *, lower: bool):
+    """A value of a column's own type (``kind``) that bounds ``instant`` loosely enough
+    (an id bounds itself)."""
+    if kind == "integer":
+        return int(instant)
     if kind == "timestamptz":
         return instant
     if kind == "text":
@@ -101,6 +108,8 @@ def _literal(value, dialect: str) -> str:
     """A bound computed by :func:`_sql_bound` as SQL text (our own dates, never user text).
     MySQL takes no offset in a literal: an instant is written as its UTC wall clock, which
     the session's zone (UTC) reads back as that instant."""
+    if isinstance(value, int):
+        return str(value)
     if isinstance(value, datetime):
         if dialect == MYSQL:
             if value.tzinfo is not None:

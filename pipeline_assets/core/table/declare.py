@@ -31,6 +31,7 @@ from .parts import (
     read_cursor,
     read_daily_files,
     read_day_column,
+    read_lookbacks,
     read_primary_key,
 )
 from .spec import TableSpec
@@ -78,6 +79,7 @@ ATTRIBUTES = frozenset(
         "day_column",
         "columns",
         "lookback_days",
+        "lookback_ids",
         "reconcile_days",
         "max_delete_share",
         "daily_files",
@@ -111,13 +113,7 @@ def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
     primary_key = read_primary_key(attributes.get("primary_key"), by_name)
     cursor = read_cursor(attributes.get("cursor"), by_name, present="cursor" in attributes)
     day_column = read_day_column(attributes.get("day_column"), by_name, cursor)
-    if cursor is None and attributes.get("lookback_days") is not None:
-        raise DeclarationError(
-            "lookback_days",
-            attributes["lookback_days"],
-            "a table without a cursor is read whole on every run: there is nothing to look "
-            "back over; leave it out",
-        )
+    lookback_ids = read_lookbacks(attributes, by_name, cursor)
     files = read_daily_files(attributes.get("daily_files"), by_name, primary_key, tz)
     spec = TableSpec(
         name=name,
@@ -129,6 +125,7 @@ def _declare(attributes: Mapping, tz: tzinfo, where: str | None) -> TableSpec:
         daily_files=files,
         source_url=_optional_text(attributes, "source_url"),
         lookback_days=_days(attributes, "lookback_days"),
+        lookback_ids=lookback_ids,
         reconcile_days=_days(attributes, "reconcile_days"),
         max_delete_share=_share(attributes, "max_delete_share"),
         attributes=json.loads(json.dumps(attributes, default=str)),

@@ -111,36 +111,67 @@ def read_cursor(raw: object, by_name: Mapping[str, Column], *, present: bool = T
             "or null for a table without one (every run then compares the whole table)",
         )
     column = by_name[raw]
-    if column.type.kind == "integer":
+    if column.type.kind not in (*CURSOR_KINDS, "integer"):
         raise DeclarationError(
             "cursor",
             raw,
-            "an integer cursor (an id that only grows) is not supported yet; declare the "
-            "table's change stamp, or cursor: null with a day_column (every run then "
-            "compares the whole table, and sees every insert, change and delete)",
-        )
-    if column.type.kind not in CURSOR_KINDS:
-        raise DeclarationError(
-            "cursor", raw, f"the change stamp must be a timestamp or a date, not {column.type}"
+            f"the cursor must be a timestamp or a date (a change stamp) or an integer (an "
+            f"id that only grows), not {column.type}",
         )
     if column.nullable:
         raise DeclarationError(
             "cursor",
             raw,
-            "the change stamp cannot be nullable: every row needs one to be read incrementally",
+            "the cursor cannot be nullable: every row needs one to be read incrementally",
         )
     return raw
+
+
+# An append-only table's runs read again the ids this far below the watermark: ids are
+# handed out when a row is inserted and seen when its transaction commits, so a lower id
+# can commit after a higher one was read (docs/contract.md says why 1,000).
+LOOKBACK_IDS = 1_000
+
+
+def read_lookbacks(
+    attributes: Mapping, by_name: Mapping[str, Column], cursor: str | None
+) -> int | None:
+    """``lookback_ids`` of an integer cursor (its default when not given), None for any
+    other; a lookback that does not fit the cursor is refused."""
+    ids = cursor is not None and by_name[cursor].type.kind == "integer"
+    days, given = attributes.get("lookback_days"), attributes.get("lookback_ids")
+    if days is not None and (cursor is None or ids):
+        raise DeclarationError(
+            "lookback_days",
+            days,
+            "a table without a cursor is read whole on every run: there is nothing to look "
+            "back over; leave it out"
+            if cursor is None
+            else "an integer cursor looks back in ids: use lookback_ids",
+        )
+    if given is not None and not ids:
+        raise DeclarationError(
+            "lookback_ids",
+            given,
+            "only an integer cursor looks back in ids; a change stamp looks back in days "
+            "(lookback_days)",
+        )
+    if given is None:
+        return LOOKBACK_IDS if ids else None
+    if isinstance(given, bool) or not isinstance(given, int) or given < 0:
+        raise DeclarationError("lookback_ids", given, "a whole number of ids, 0 or more")
+    return given
 
 
 def read_day_column(raw: object, by_name: Mapping[str, Column], cursor: str | None) -> str | None:
     """The column a row's day is read from, or None: the cursor's (the default, and a
     ``day_column`` naming the cursor itself). Required without a cursor."""
-    if raw is None and cursor is None:
+    if raw is None and (cursor is None or by_name[cursor].type.kind == "integer"):
         raise DeclarationError(
             "day_column",
             raw,
-            "required with cursor: null: the timestamp or date column whose day each row "
-            "belongs to (a table without a change stamp has no other day)",
+            f"required with cursor: {'null' if cursor is None else cursor} (no change "
+            "stamp): the timestamp or date column whose day each row belongs to",
         )
     if raw is None or raw == cursor:
         return None

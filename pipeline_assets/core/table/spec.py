@@ -148,6 +148,7 @@ class TableSpec:
     daily_files: tuple[DailyFiles, ...] = ()
     source_url: str | None = None
     lookback_days: int | None = None
+    lookback_ids: int | None = None  # an integer cursor's lookback (parts.LOOKBACK_IDS)
     reconcile_days: int | None = None
     max_delete_share: float | None = None
     # the column a row's day is read from, where it is not the cursor (None: the cursor)
@@ -180,16 +181,21 @@ class TableSpec:
         return self.day_column or self.cursor
 
     @property
+    def counts_ids(self) -> bool:
+        """An integer cursor: an append-only table whose watermark is the highest id read."""
+        return self.cursor is not None and self.column(self.cursor).type.kind == "integer"
+
+    @property
     def day_apart(self) -> bool:
-        """Whether the day is read from another column than the cursor (a table with
+        """Whether the day is read from another column than the change stamp (a table with
         both: its rows carry the day column's instant beside the cursor's)."""
-        return self.day_column is not None and self.cursor is not None
+        return self.day_column is not None and self.cursor is not None and not self.counts_ids
 
     @property
     def stamp(self) -> str:
-        """The column a row's instant is read from: the cursor, or for a table without
-        one the day column."""
-        return self.cursor or self.day
+        """The column a row's instant is read from: the change stamp, or for a table
+        without one (``cursor: null``, an integer cursor) the day column."""
+        return self.day if self.cursor is None or self.counts_ids else self.cursor
 
     @property
     def compares_whole(self) -> bool:

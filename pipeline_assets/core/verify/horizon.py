@@ -324,8 +324,9 @@ def reconcile_horizon(
     """
     newest = newest_row(warehouse, spec, tz=tz)
     owed = owed_days(warehouse, spec) if full_at is not None else None
-    h = horizon(
-        watermark=wm.current(warehouse, table=spec.name),
+    mark = wm.current(warehouse, table=spec.name)
+    h = horizon(  # an integer cursor's watermark is an id: the newest day anchors instead
+        watermark=None if isinstance(mark, int) else mark,
         newest_row=newest,
         days_touched=days_touched,
         reconcile_days=reconcile_days,

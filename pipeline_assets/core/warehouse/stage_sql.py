@@ -163,9 +163,9 @@ class StageSql:
     def _late(self, late_before: datetime | None, tz: tzinfo) -> tuple[str, object]:
         """SQL (for ``sa.text``) for "stamped before ``late_before``" on the stage's rows
         (by the cursor), and its bound."""
-        cursor = self.tq(self.spec.stamp)
-        if late_before is None:
-            return f"{cursor} < :late", None
+        cursor = self.tq(self.late_column)
+        if late_before is None or self.spec.counts_ids:  # an id: below the watermark's
+            return f"{cursor} < :late", late_before
         if not self._is_date(self.spec.stamp):
             return f"{cursor} < :late", canonical(late_before)
         # a date is stamped at its midnight: before late_before up to the first day whose
@@ -177,8 +177,15 @@ class StageSql:
         day = day_of(moment, tz)
         return day if day_start(day, tz) >= moment else day + timedelta(days=1)
 
-    def _instant(self, stored: str, tz: tzinfo) -> datetime:
-        """A stored cursor value as an instant."""
+    @property
+    def late_column(self) -> str:
+        """The column lateness is measured on: the cursor (an id), else the stamp."""
+        return self.spec.cursor if self.spec.counts_ids else self.spec.stamp
+
+    def _instant(self, stored, tz: tzinfo) -> datetime | int:
+        """A stored :attr:`late_column` value as an instant (an id as itself)."""
+        if self.spec.counts_ids:
+            return int(stored)
         if self._is_date(self.spec.stamp):
             return day_start(datetime.strptime(stored, "%Y-%m-%d").date(), tz)
         return from_canonical(stored)

@@ -209,7 +209,7 @@ class Stage(StageSql):
             sa.text(
                 f"SELECT COUNT(*), COUNT({self.tq(working.EXISTED)}), "
                 f"SUM(CASE WHEN {late_sql} THEN 1 ELSE 0 END), "
-                f"MIN(CASE WHEN {late_sql} THEN {self.tq(self.spec.stamp)} END) "
+                f"MIN(CASE WHEN {late_sql} THEN {self.tq(self.late_column)} END) "
                 f"FROM {self.changed}"
             ),
             {"late": late},
@@ -221,7 +221,7 @@ class Stage(StageSql):
         changes.unchanged = existing - updated
         self.unchanged = changes.unchanged
         changes.late_rows = int(row[2] or 0)
-        changes.oldest_late = self._instant(row[3], tz) if row[3] else None
+        changes.oldest_late = self._instant(row[3], tz) if row[3] is not None else None
         if changed == 0:
             return changes
         changes.days = {

@@ -1,5 +1,7 @@
 """The watermark: the newest change stamp (``updated_at`` for ``orders``) the
-incremental load of a declared table has stored.
+incremental load of a declared table has stored; for an integer cursor, the highest id.
+It is stored as text: canonical UTC for an instant, decimal digits for an id
+(:func:`stored`, :func:`parsed`), so one store serves both.
 
 Contract of the store (table ``pipeline_watermark`` in the warehouse database, one row
 per declared table, named by the table's ``name``):
@@ -28,16 +30,45 @@ from ..times import canonical, from_canonical
 # --- pure rules -------------------------------------------------------------------------
 
 
-def window_start(watermark: datetime | None, lookback_days: int) -> datetime | None:
-    """Where an incremental read starts: ``watermark − lookback`` (None: read everything)."""
-    if lookback_days < 0:
-        raise WatermarkError(f"LOOKBACK_DAYS must be 0 or more, not {lookback_days}")
+Mark = datetime | int  # a watermark: an instant, or an integer cursor's id
+
+
+def window_start(watermark: Mark | None, lookback: int) -> Mark | None:
+    """Where an incremental read starts: ``watermark − lookback`` (None: read everything);
+    ``lookback`` in days, or in ids for an id."""
+    if lookback < 0:
+        raise WatermarkError(f"LOOKBACK_DAYS must be 0 or more, not {lookback}")
     if watermark is None:
         return None
-    return watermark - timedelta(days=lookback_days)
+    if isinstance(watermark, int):
+        return watermark - lookback
+    return watermark - timedelta(days=lookback)
 
 
-def advance(watermark: datetime | None, newest_read: datetime | None) -> datetime | None:
+def stored(value: Mark | None) -> str | None:
+    """A watermark as the store keeps it: canonical UTC text, or an id's digits."""
+    if value is None:
+        return None
+    return str(value) if isinstance(value, int) else canonical(value)
+
+
+def parsed(text: str | None) -> Mark | None:
+    """What :func:`stored` wrote, read back."""
+    if not text:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return from_canonical(text)
+
+
+def shown(value: Mark | None) -> str | int | None:
+    """A watermark in JSON and metadata: ISO-8601, or the id as a number."""
+    if value is None or isinstance(value, int):
+        return value
+    return value.isoformat()
+
+
+def advance(watermark: Mark | None, newest_read: Mark | None) -> Mark | None:
     """``max(watermark, newest read)``: the watermark never moves back."""
     if newest_read is None:
         return watermark
@@ -71,17 +102,17 @@ def lock(conn: sa.Connection, holder: str, *, table: str) -> None:
     )
 
 
-def read(conn: sa.Connection, *, table: str) -> datetime | None:
+def read(conn: sa.Connection, *, table: str) -> Mark | None:
     value = conn.execute(
         sa.select(watermark_state.c.value).where(watermark_state.c.name == table)
     ).scalar()
-    return from_canonical(value) if value else None
+    return parsed(value)
 
 
 def write(
     conn: sa.Connection,
-    old: datetime | None,
-    new: datetime | None,
+    old: Mark | None,
+    new: Mark | None,
     *,
     kind: str,
     at: datetime,
@@ -95,16 +126,14 @@ def write(
     if kind == "load" and old is not None and (new is None or new < old):
         raise WatermarkError(f"a load may not move the watermark back from {old} to {new}")
     conn.execute(
-        watermark_state.update()
-        .where(watermark_state.c.name == table)
-        .values(value=canonical(new) if new else None)
+        watermark_state.update().where(watermark_state.c.name == table).values(value=stored(new))
     )
     conn.execute(
         watermark_history.insert().values(
             changed_at=canonical(at),
             kind=kind,
-            old_value=canonical(old) if old else None,
-            new_value=canonical(new) if new else None,
+            old_value=stored(old),
+            new_value=stored(new),
             reason=reason,
             batch_id=batch_id,
             table_name=table,
@@ -112,7 +141,7 @@ def write(
     )
 
 
-def current(engine: Engine, *, table: str) -> datetime | None:
+def current(engine: Engine, *, table: str) -> Mark | None:
     """The stored watermark of ``table`` (None before its first load); reads only."""
     with guard(engine, "WAREHOUSE_DATABASE_URL"):
         with engine.connect() as conn:
@@ -121,7 +150,7 @@ def current(engine: Engine, *, table: str) -> datetime | None:
             return read(conn, table=table)
 
 
-def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime, table: str) -> tuple:
+def rewind(engine: Engine, value: Mark, *, reason: str, at: datetime, table: str) -> tuple:
     """Move the watermark of ``table`` back to ``value`` on purpose; returns ``(old, new)``."""
     if not reason or not reason.strip():
         raise WatermarkError("a rewind needs a --reason, recorded in the watermark history")
@@ -135,8 +164,8 @@ def rewind(engine: Engine, value: datetime, *, reason: str, at: datetime, table:
             )
         if value >= old:
             raise WatermarkError(
-                f"a rewind moves the watermark back, but {canonical(value)} is not before "
-                f"the current {canonical(old)}; loads move it forward by themselves"
+                f"a rewind moves the watermark back, but {stored(value)} is not before "
+                f"the current {stored(old)}; loads move it forward by themselves"
             )
         write(conn, old, value, kind="rewind", at=at, reason=reason.strip(), table=table)
     return old, value
