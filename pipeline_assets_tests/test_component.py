@@ -203,3 +203,32 @@ def test_a_users_project_lists_scaffolds_loads_and_refuses_a_clash(tmp_path):
     said = clash.stdout + clash.stderr
     assert "daily_files[0].name: 'paid_orders': is taken by shop/defs/" in said, said[-3000:]
     assert "shop/defs/orders/defs.yaml" in said and "shop/defs/refunds/defs.yaml" in said
+
+
+def test_the_draft_of_a_table_without_a_stamp_proposes_its_growing_id(tmp_path):
+    """No change stamp, and a key the database numbers itself: the draft declares the
+    table append-only (its id as the cursor, its first date or timestamp as the day),
+    says so on the id's line, and leaves the day to the user when it has none."""
+    from pipeline_assets.core.scaffold import draft_declaration, render
+    from pipeline_assets.core.table.declare import declare
+
+    with sqlite3.connect(tmp_path / "app.db") as conn:
+        conn.execute(
+            "CREATE TABLE events (event_id INTEGER PRIMARY KEY, kind TEXT NOT NULL, "
+            "occurred_at TIMESTAMP NOT NULL)"
+        )
+        conn.execute("CREATE TABLE tags (tag_id INTEGER PRIMARY KEY, label TEXT NOT NULL)")
+        conn.execute("CREATE TABLE codes (code TEXT PRIMARY KEY, label TEXT NOT NULL)")
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    draft = draft_declaration(url, "events")
+    assert list(draft.attributes)[:5] == ["table", "primary_key", "cursor", "day_column", "columns"]
+    assert (draft.attributes["cursor"], draft.attributes["day_column"]) == (
+        "event_id",
+        "occurred_at",
+    )
+    assert "declared append-only" in render(draft, "pipeline_assets.IncrementalTable")
+    assert declare(draft.attributes).counts_ids
+    tags = suggest_declaration(url, "tags")
+    assert (tags["cursor"], tags["day_column"]) == ("tag_id", CHANGE_ME)
+    codes = suggest_declaration(url, "codes")
+    assert codes["cursor"] == CHANGE_ME and "day_column" not in codes

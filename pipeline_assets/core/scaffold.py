@@ -124,7 +124,33 @@ def draft_declaration(url: str | None, table: str) -> Draft:
         cursor=stamps[0] if stamps else CHANGE_ME,
         columns=columns or _EXAMPLE["columns"],
     )
+    growing = None if stamps else _growing_id(reflected, keys)
+    if growing is not None:  # no stamp, an id the database hands out: an append-only table
+        days = [c for c, kind in columns.items() if kind in ("timestamp", "date") and c != growing]
+        attributes = {
+            **{k: v for k, v in attributes.items() if k != "columns"},
+            "cursor": growing,
+            "day_column": days[0] if days else CHANGE_ME,
+            "columns": attributes["columns"],
+        }
+        notes[growing] = (
+            "numbered by the database and no change stamp: declared append-only (the "
+            "cursor); if the app changes rows in place, declare cursor: null instead"
+        )
     return Draft(attributes, {k: v for k, v in notes.items() if v})
+
+
+def _growing_id(reflected: list[dict], keys: list[str]) -> str | None:
+    """The key, when it is one integer column the database numbers itself: an
+    autoincrement or identity column (PostgreSQL, MySQL), or SQLite's ``INTEGER PRIMARY
+    KEY`` (its rowid)."""
+    if len(keys) != 1:
+        return None
+    (column,) = [c for c in reflected if c["name"] == keys[0]]
+    if column_type(column["type"]) != "integer":
+        return None
+    sqlite_rowid = "autoincrement" not in column and str(column["type"]).upper() == "INTEGER"
+    return keys[0] if column.get("autoincrement") is True or sqlite_rowid else None
 
 
 def _sample(engine: sa.Engine, schema: str, name: str, columns: list[str]) -> dict[str, list]:

@@ -149,6 +149,7 @@ _FILL = {
     "cursor": "the column the app stamps on every change of a row (a timestamp or a date), "
     "or null for a table without one (and a day_column beside it)",
     "columns": "the source table's columns, each with its type (payment_id: integer)",
+    "day_column": "the timestamp or date column whose day each row belongs to",
 }
 
 
