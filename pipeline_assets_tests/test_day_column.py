@@ -20,6 +20,8 @@ from datetime import date, timedelta
 import pytest
 import sqlalchemy as sa
 from dagster import AssetKey, build_sensor_context
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files import read_committed_day, write_day_files
@@ -311,3 +313,47 @@ def test_a_day_column_declared_on_a_loaded_table_takes_effect_in_place(engines):
         "2026-01-05": [4],
         "2026-01-08": [3],
     }
+
+
+# --- any history, against a plain model -----------------------------------------------
+
+ON = st.sampled_from(["2026-01-03", "2026-01-04", "2026-01-06"])
+CHANGE = st.lists(st.tuples(st.integers(1, 8), ON, st.booleans(), st.integers(0, 2)), max_size=5)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=st.lists(CHANGE, min_size=1, max_size=4))
+def test_any_history_puts_each_row_on_its_days_file_once(history, tmp_path_factory):
+    """Rows inserted and changed (their values, their filter, their day) with fresh
+    stamps, loads between: each run touches exactly the days and moves a plain model
+    says, and every filed row is on its day column's day, on that day only."""
+    folder = tmp_path_factory.mktemp("captures")
+    source = make_engine(f"sqlite:///{folder}/app.db", role="app")
+    warehouse = make_engine(f"sqlite:///{folder}/warehouse.db", role="warehouse")
+    app = TableSource(source, CAPTURES)
+    app.create()
+    model: dict[int, tuple] = {}  # id: (day, filed, version, stamp)
+    clock = stamp("2026-01-07T00:00")
+    for step in history:
+        before = dict(model)
+        for n, day, filed, version in step:
+            clock += timedelta(minutes=1)  # a fresh stamp: within the lookback
+            app.put(n, clock, day=stamp(f"{day}T12:00"), filed=filed, version=version)
+            model[n] = (day, filed, version, clock)  # a new stamp is a change
+        result = load(app, warehouse)
+        changed = {n for n in model if n in before and model[n] != before[n]}
+        new = set(model) - set(before)
+        days = {model[n][0] for n in new | changed} | {
+            before[n][0] for n in changed if before[n][1]
+        }
+        moves = {(before[n][0], model[n][0]) for n in changed if before[n][1]}
+        assert (result.inserted, result.updated) == (len(new), len(changed))
+        assert result.days_touched == tuple(sorted(days))
+        assert result.days_moved == tuple(sorted(m for m in moves if m[0] != m[1]))
+        filed = {}
+        for n, (day, is_filed, *_) in sorted(model.items()):
+            if is_filed:
+                filed.setdefault(day, []).append(n)
+        assert files_by_day(warehouse) == filed
+    source.dispose()
+    warehouse.dispose()
