@@ -30,24 +30,25 @@ def key_value(value):
 def lateness_check(result: "LoadResult", lookback_days: int, spec=None) -> AssetCheckResult:
     """Warn when rows arrive late by half the lookback window or more: widen it in time
     (an integer cursor's: in ids, against its ``lookback_ids``)."""
-    if spec is not None and spec.counts_ids:
-        return _ids_lateness(result, spec)
-    window = timedelta(days=lookback_days)
     worst = result.max_lateness
-    passed = worst is None or worst < window / 2
+    if spec is not None and spec.counts_ids:
+        worst, lookback = worst or 0, spec.lookback_ids
+        return _lateness(
+            result,
+            worst * 2 < lookback,
+            f"committed up to {worst} id(s) below the watermark, at least half the lookback "
+            f"of {lookback} id(s): rows later than that are missed by incremental loads "
+            "(verify finds them). Widen lookback_ids.",
+            {"max_lateness_ids": worst, "late_rows": result.late_rows, "lookback_ids": lookback},
+        )
     hours = worst.total_seconds() / 3600 if worst else 0.0
-    return AssetCheckResult(
-        check_name=LATENESS_CHECK,
-        passed=passed,
-        severity=AssetCheckSeverity.WARN,
-        description=None
-        if passed
-        else (
-            f"{result.late_rows} row(s) arrived up to {hours:.1f} h behind the watermark, "
-            f"at least half the lookback window of {lookback_days} day(s): rows later than "
-            "the window are missed by incremental loads. Widen LOOKBACK_DAYS."
-        ),
-        metadata={
+    return _lateness(
+        result,
+        worst is None or worst < timedelta(days=lookback_days) / 2,
+        f"arrived up to {hours:.1f} h behind the watermark, at least half the lookback "
+        f"window of {lookback_days} day(s): rows later than the window are missed by "
+        "incremental loads. Widen LOOKBACK_DAYS.",
+        {
             "max_lateness_hours": round(hours, 3),
             "late_rows": result.late_rows,
             "lookback_days": lookback_days,
@@ -55,25 +56,14 @@ def lateness_check(result: "LoadResult", lookback_days: int, spec=None) -> Asset
     )
 
 
-def _ids_lateness(result: "LoadResult", spec) -> AssetCheckResult:
-    worst, lookback = result.max_lateness or 0, spec.lookback_ids
-    passed = worst * 2 < lookback
+def _lateness(result: "LoadResult", passed: bool, why: str, metadata: dict) -> AssetCheckResult:
+    """The check's result: ``why`` (after the count of late rows) when it warns."""
     return AssetCheckResult(
         check_name=LATENESS_CHECK,
         passed=passed,
         severity=AssetCheckSeverity.WARN,
-        description=None
-        if passed
-        else (
-            f"{result.late_rows} row(s) committed up to {worst} id(s) below the watermark, "
-            f"at least half the lookback of {lookback} id(s): rows later than that are "
-            "missed by incremental loads (verify finds them). Widen lookback_ids."
-        ),
-        metadata={
-            "max_lateness_ids": worst,
-            "late_rows": result.late_rows,
-            "lookback_ids": lookback,
-        },
+        description=None if passed else f"{result.late_rows} row(s) {why}",
+        metadata=metadata,
     )
 
 
