@@ -2,11 +2,13 @@
 
     python pipeline_assets_tests/killed.py load SOURCE_URL WAREHOUSE_URL [START END]
     python pipeline_assets_tests/killed.py files WAREHOUSE_URL FOLDER FIRST LAST RUN_ID
+    python pipeline_assets_tests/killed.py load-table TABLE SOURCE_URL WAREHOUSE_URL
 
 ``load`` does what the ``orders`` asset does (``load_orders``, a range when ``START`` and
 ``END`` are given); ``files`` what ``paid_orders`` and its IO manager do for days
 ``FIRST``…``LAST`` (the warehouse's paid orders, written with ``write_day_files`` under
-``RUN_ID``; ``FOLDER`` a path or a bucket URL). With ``PIPELINE_CRASH_AT`` naming a point,
+``RUN_ID``; ``FOLDER`` a path or a bucket URL); ``load-table`` an incremental load of one of
+``tables``' specs by its name (``table_sources.load``). With ``PIPELINE_CRASH_AT`` naming a point,
 ``core/crash.py`` kills the process there with SIGKILL, as a killed pod dies.
 
 Through the core, without Dagster: the process starts in half a second where a ``dagster
@@ -48,6 +50,15 @@ def main(argv: list[str]) -> int:
     from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
     kind, *rest = argv
+    if kind == "load-table":
+        from pipeline_assets_tests import tables
+        from pipeline_assets_tests.table_sources import TableSource, load
+
+        name, source, warehouse = rest
+        spec = next(s for s in vars(tables).values() if getattr(s, "name", None) == name)
+        app = TableSource(make_engine(source, role="source"), spec)
+        load(app, make_engine(warehouse, role="warehouse"))
+        return 0
     if kind == "load":
         source, warehouse, *bounds = rest
         span = dict(zip(("start", "end"), (to_instant(b, UTC) for b in bounds), strict=False))
