@@ -5,8 +5,9 @@ A stored row holds the columns of a declared table
 (:meth:`~pipeline_assets.core.table.types.ColumnType.stored`), as Arrow columns: ``int64`` for
 integer, ``float64`` for float, ``bool`` for boolean, and ``string`` for text, decimal (its exact
 text), date (``YYYY-MM-DD``) and timestamp (canonical UTC text,
-``2026-01-25T03:00:00.000000+00:00``); NULL only in a column declared nullable (a NULL anywhere else
-is a :class:`ValueError`). Every function takes the declaration as ``spec``,
+``2026-01-25T03:00:00.000000+00:00``); NULL in a column declared nullable, or in a required
+column declared after rows were stored (the warehouse adds it empty until they are
+filled). Every function takes the declaration as ``spec``,
 :data:`~pipeline_assets.core.table.orders.ORDERS` (``order_id, status, amount, updated_at``) unless
 told. Two fingerprints are made of a row, both going through its columns in declaration order:
 
@@ -51,7 +52,9 @@ multiple of 8, as little-endian words. A row's state starts at :data:`SEED`
 
 A nullable column takes two words instead of one: 1 then its value's word, or, when
 NULL, 0 then 0; so a NULL differs from every value (``""``, ``0`` and ``false``
-included). A column that is not nullable takes its one word, which is why orders' rows
+included). A column that is not nullable takes its one word (a NULL there, a row stored
+before the column was declared and not filled yet, takes :data:`UNFILLED`, so the row
+differs from the source's and its day is named), which is why orders' rows
 hash as they always have: ``order_id``'s word, then the text hashes of ``status``,
 ``amount`` and ``updated_at``. The row's hash is MurmurHash3's 64-bit finalizer of the
 state: ``s ^= s >> 33; s *= 0xFF51AFD7ED558CCD; s ^= s >> 33; s *= 0xC4CEB9FE1A85EC53;
@@ -87,6 +90,7 @@ SEED = 0x243F6A8885A308D3  # hex digits of pi's fraction: nothing up the sleeve
 TEXT_SEED = 0x13198A2E03707344  # the next sixteen of them
 M = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, odd
 _MASK = (1 << 64) - 1
+UNFILLED = 0x082EFA98EC4E6C89  # the word of a NULL in a required column: pi's next digits
 GATHER_BYTES = 64  # texts up to this long are hashed as a block; longer ones one by one
 NULL_TEXT = "\x1e"  # a NULL in a batch-digest line
 
@@ -130,6 +134,11 @@ def feed_batch_digest(digest: hashlib._Hash, table: pa.Table, spec: TableSpec) -
         )
 
 
+def _check_nulls(values, column: Column) -> None:
+    if values.null_count and not column.nullable:
+        raise ValueError(f"a {column.name} to write is NULL, and its column is not nullable")
+
+
 def _text(values, column: Column):
     """A column's batch-digest texts (its codec's), NULL as :data:`NULL_TEXT`."""
     _check_nulls(values, column)
@@ -140,11 +149,6 @@ def _text(values, column: Column):
     if values.null_count:
         texts = pc.fill_null(texts, NULL_TEXT)
     return texts
-
-
-def _check_nulls(values, column: Column) -> None:
-    if values.null_count and not column.nullable:
-        raise ValueError(f"a stored {column.name} is NULL, and its column is not nullable")
 
 
 def _take(state: np.ndarray, word: np.ndarray) -> np.ndarray:
@@ -227,10 +231,14 @@ def row_hashes(table: pa.Table, spec: TableSpec) -> np.ndarray:
     state = np.full(table.num_rows, SEED, np.uint64)
     for column in spec.columns:
         values = _flat(table[column.name])
-        _check_nulls(values, column)
         kind = column.type
         if not column.nullable:
-            state = _take(state, value_words(values, kind))
+            if values.null_count:  # declared after rows were stored, not filled yet
+                words = value_words(pc.fill_null(values, kind.codec.zero), kind)
+                unfilled = np.asarray(values.is_null())
+                state = _take(state, np.where(unfilled, np.uint64(UNFILLED), words))
+            else:
+                state = _take(state, value_words(values, kind))
             continue
         present = np.asarray(values.is_valid())  # NULL: 0 then 0; a value: 1 then its word
         if values.null_count:
