@@ -15,6 +15,9 @@ each, measured in the same run:
   temporary table, and joined with the warehouse table by key and every column (the
   rows that differ counted). Ours does this and more: it reads the source through Arrow,
   checks every value against its declared type, and writes the changes and the batch;
+- **read**: one plain read of the source, every row fetched through ``sqlite3``
+  (``SELECT * FROM prices``): the issue's floor for a run that changes nothing (target
+  ≤ 1.5× of it);
 - **dlt** (the ``bench`` extra's dlt): ``sql_table(..., backend="connectorx",
   primary_key="sku", write_disposition="merge")`` without an incremental into duckdb, in
   process (its ``pipeline.run``): the peer a user picks for a table without a cursor. It
@@ -131,6 +134,15 @@ def floor(source: Path, warehouse: Path) -> float:
     return time.perf_counter() - started
 
 
+def plain_read(source: Path) -> float:
+    """Every row of the source fetched once through ``sqlite3``."""
+    started = time.perf_counter()
+    with sqlite3.connect(source) as db:
+        for _ in db.execute("SELECT * FROM prices"):
+            pass
+    return time.perf_counter() - started
+
+
 def dlt_run(source: Path, folder: Path) -> float | None:
     """dlt's whole-table merge into duckdb (None without the bench extra)."""
     try:
@@ -166,8 +178,9 @@ def measure(folder: Path, n: int) -> list[tuple]:
             change_source(source, n)
         mine = ours(source, warehouse)
         low = floor(source, warehouse)
+        read = plain_read(source)
         peer = dlt_run(source, folder)
-        rows.append((n, case, mine, low, peer))
+        rows.append((n, case, mine, low, read, peer))
     return rows
 
 
@@ -190,16 +203,18 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     header = (
         f"{'rows':>9} | {'case':<15} | {'ours s':>6} | {'floor s':>7} | {'ratio to floor':>14} | "
-        f"{'dlt s':>6} | {'ratio to dlt':>12} | {'written':>7} | {'peak MiB':>8}"
+        f"{'read s':>6} | {'ratio to read':>13} | {'dlt s':>6} | {'ratio to dlt':>12} | "
+        f"{'written':>7} | {'peak MiB':>8}"
     )
     print(header)
     print("-" * len(header))
-    for size, case, mine, low, peer in rows:
+    for size, case, mine, low, read, peer in rows:
         seconds = mine["seconds"]
         versus = f"{peer:>6.2f} | {seconds / peer:>11.2f}x" if peer else f"{'-':>6} | {'-':>12}"
         print(
             f"{size:>9,} | {case:<15} | {seconds:>6.2f} | {low:>7.2f} | {seconds / low:>13.1f}x | "
-            f"{versus} | {mine['written']:>7,} | {mine['peak'] / 1024:>8.0f}"
+            f"{read:>6.2f} | {seconds / read:>12.1f}x | {versus} | {mine['written']:>7,} | "
+            f"{mine['peak'] / 1024:>8.0f}"
         )
     return 0
 

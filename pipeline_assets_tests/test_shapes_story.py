@@ -240,6 +240,7 @@ def test_charges_a_row_moved_to_another_day_and_a_guarded_delete(shop):
     app.delete(6)
     refused = shop.load("charges", {"start": day(6), "end": day(7)}, ok=False)
     assert "MAX_DELETE_SHARE=0.5" in refused and "allow_deletes: true" in refused
+    assert "1 of the 1 row(s) the warehouse holds whose charged_at is in it" in refused
     (repair, rebuild) = shop.repair("charges")
     assert '"allow_deletes": true' in repair and day(6) in rebuild
     assert shop.filed("charges", 6) == []

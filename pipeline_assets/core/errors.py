@@ -192,7 +192,8 @@ class DeleteRefused(PipelineError):
     """A range load that would delete more of its range than the policy lets it.
 
     Terminal: the source will not find its rows by being asked again. ``rows`` and
-    ``those`` are how the table's messages count and name its rows (``row(s)``, ``rows``).
+    ``those`` are how the table's messages count and name its rows (``row(s)``, ``rows``);
+    ``by`` how a range holds them (by their stamp, or by their ``day_column``).
     """
 
     def __init__(
@@ -205,6 +206,7 @@ class DeleteRefused(PipelineError):
         *,
         rows: str = "row(s)",
         those: str = "rows",
+        by: str = "stamped in it",
     ):
         self.would_delete, self.in_range = would_delete, in_range
         self.start, self.end, self.max_share = start, end, max_share
@@ -221,8 +223,7 @@ class DeleteRefused(PipelineError):
         else:
             what = (
                 f"the range load of [{start.isoformat()}, {end.isoformat()}) would delete "
-                f"{would_delete} of the {in_range} {rows} the warehouse holds stamped in it "
-                f"{share}"
+                f"{would_delete} of the {in_range} {rows} the warehouse holds {by} {share}"
             )
             allow = "allow_deletes: true."
         super().__init__(

@@ -99,6 +99,7 @@ def delete_lost(
             policy.max_share,
             rows=spec.say("rows_counted"),
             those=spec.say("those_rows"),
+            by=f"whose {spec.day} is in it" if spec.day_apart else "stamped in it",
         )
     if len(spec.primary_key) == 1:
         keys = tuple(gone[spec.primary_key[0]].to_pylist())
