@@ -90,7 +90,7 @@ SEED = 0x243F6A8885A308D3  # hex digits of pi's fraction: nothing up the sleeve
 TEXT_SEED = 0x13198A2E03707344  # the next sixteen of them
 M = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, odd
 _MASK = (1 << 64) - 1
-UNFILLED = 0x082EFA98EC4E6C89  # the word of a NULL in a required column: pi's next digits
+UNFILLED = 0x082EFA98EC4E6C89  # a NULL's word in a required column: pi's hex digits further on
 GATHER_BYTES = 64  # texts up to this long are hashed as a block; longer ones one by one
 NULL_TEXT = "\x1e"  # a NULL in a batch-digest line
 
