@@ -12,6 +12,8 @@ the databases' floor, the same K rows read from the source with ``sqlite3``.
 
 Two more tables, in the same run:
 
+- **holes**: the same runs on a log whose last 10,000 ids miss every tenth: 1,000 holes
+  remembered and read again by key on every run;
 - **first load**: the same N rows declared append-only (``cursor: event_id``) and with a
   stamp cursor (``cursor: occurred_at``), each into a fresh warehouse, in process, the
   best of ``--runs`` (target: append-only within 1.05× of the stamp);
@@ -70,6 +72,29 @@ def build(path: Path, n: int, first: int = 1) -> None:
                 for i in range(first, first + n)
             ),
         )
+
+
+def with_holes(work: Path, n: int) -> list[tuple[str, float, int, int]]:
+    """The median run with nothing new (the default lookback_ids) on the log, and on the
+    same log built with every tenth of its last 10,000 ids missing (1,000 holes
+    remembered, read again by key each run), each loaded first into a fresh warehouse:
+    (case, seconds, rows read, holes remembered)."""
+    gappy = work / "gappy.db"
+    build(gappy, n)
+    with sqlite3.connect(gappy) as db:
+        db.execute("DELETE FROM events WHERE event_id > ? AND event_id % 10 = 0", (n - 10_000,))
+    spec = declare({k: v for k, v in EVENTS_ATTRIBUTES.items() if k != "lookback_ids"})
+    out = []
+    for case, path in (("no holes", work / "app.db"), ("1,000 holes", gappy)):
+        source = make_engine(f"sqlite:///{path}", role="source")
+        warehouse = make_engine(f"sqlite:///{path.with_suffix('.wh.db')}", role="warehouse")
+        now = datetime.now(UTC)
+        first = load_table(source, warehouse, spec=spec, tz=UTC, lookback_days=2, now=now)
+        seconds, read = median_run(source, warehouse, 1_000)
+        out.append((case, seconds, read, first.holes_remembered))
+        source.dispose()
+        warehouse.dispose()
+    return out
 
 
 def first_loads(work: Path, source, runs: int) -> list[tuple[str, float]]:
@@ -167,6 +192,7 @@ def main(argv=None) -> int:
             (k, *median_run(source, warehouse, k), floor(work / "app.db", n, k))
             for k in (0, 1_000, 10_000)
         ]
+        holes = with_holes(work, n)
         firsts = first_loads(work, source, runs)
         whole = whole_runs(work, n, runs)
     finally:
@@ -181,6 +207,15 @@ def main(argv=None) -> int:
     print("-" * len(header))
     for k, seconds, read, low in rows:
         print(f"{k:>12,} | {read:>9,} | {seconds:>6.3f} | {seconds / base:>12.2f}x | {low:>7.3f}")
+    print("\nholes: runs with nothing new, lookback_ids 1,000, fresh warehouses, median of 5")
+    header = f"{'case':<12} | {'holes':>5} | {'rows read':>9} | {'run s':>6} | {'ratio':>7}"
+    print(header)
+    print("-" * len(header))
+    for case, seconds, read, kept in holes:
+        print(
+            f"{case:<12} | {kept:>5,} | {read:>9,} | {seconds:>6.3f} | "
+            f"{seconds / holes[0][1]:>6.2f}x"
+        )
     table(f"first load of {n:,} events, best of {runs}", "declared cursor", firsts)
     table(f"whole runs through the CLI, median of {runs}", "run", list(whole.items()))
     return 0

@@ -139,6 +139,12 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
             if spec.day_column is not None
             else {}
         ),
+        # an id cursor: the ids it remembers missing below what it read, and found again
+        **(
+            {"holes_remembered": result.holes_remembered, "holes_filled": result.holes_filled}
+            if spec.counts_ids
+            else {}
+        ),
         "late_rows": result.late_rows,
         "future_rows": result.future_rows,
         future: _keys(result.future_keys),

@@ -188,10 +188,11 @@ def load(
     start: str | None = None,
     end: str | None = None,
     allow: bool = False,
+    now=NOW,
 ):
     """A real load of ``app``'s table into ``warehouse`` (UTC, two days of lookback, the
-    tests' clock): incremental, or a range load of the days ``[start, end)``
-    (``YYYY-MM-DD``); ``allow``: its deletes past the share too."""
+    tests' clock unless ``now``): incremental, or a range load of the days ``[start,
+    end)`` (``YYYY-MM-DD``); ``allow``: its deletes past the share too."""
     bound = {} if start is None else {"start": stamp(start), "end": stamp(end)}
     return load_table(
         app.engine,
@@ -199,7 +200,7 @@ def load(
         spec=app.spec,
         tz=UTC,
         lookback_days=2,
-        now=NOW,
+        now=now,
         deletes=DeletePolicy(allow=allow),
         **bound,
     )

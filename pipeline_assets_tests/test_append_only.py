@@ -20,13 +20,16 @@ import json
 from datetime import date, timedelta
 
 import pytest
+import sqlalchemy as sa
 from dagster import build_sensor_context
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline_assets.core import sensing
 from pipeline_assets.core.db.engines import make_engine
+from pipeline_assets.core.db.state import id_holes
 from pipeline_assets.core.errors import DeclarationError
+from pipeline_assets.core.load.holes import HOLE_HOURS, HOLES_KEPT
 from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE
@@ -76,11 +79,29 @@ def test_a_row_committed_late_within_the_lookback_is_loaded_and_counted_late(eve
     assert load(app, warehouse).watermark_after == 8  # only forward
 
 
-def test_a_row_later_than_the_lookback_or_changed_in_place_is_named_by_verify(events, tmp_path):
+def test_a_late_commit_below_the_window_is_loaded_through_its_remembered_hole(events):
+    """5 was missing between ids the first run read: remembered, read again by key after
+    the lookback has moved past it, and loaded when it commits, with no repair."""
     app, warehouse = events
     put(app, 7, 8, 9)
-    load(app, warehouse)  # the watermark is 9: a run reads again from 7
-    put(app, 5)  # committed much later
+    moved = load(app, warehouse)  # from 4 (the watermark was 6); it leaves 9: next, from 7
+    assert (moved.window_start, moved.holes_remembered, moved.holes_filled) == (4, 1, 0)
+    put(app, 5)  # committed much later than the lookback
+    late = load(app, warehouse)
+    assert (late.inserted, late.holes_filled, late.holes_remembered) == (1, 1, 0)
+    assert (late.late_rows, late.max_lateness, late.days_touched) == (1, 4, ("2026-01-05",))
+    assert wm.current(warehouse, table=EVENTS.name) == 9
+
+
+def test_a_hole_a_day_old_or_a_row_changed_in_place_is_named_by_verify(events, tmp_path):
+    """A hole is forgotten a day after it was first missed (a rolled-back id never
+    fills); a row committed after that, or updated in place, is verify's to find."""
+    app, warehouse = events
+    put(app, 7, 8, 9)
+    assert (
+        load(app, warehouse, now=NOW + timedelta(hours=HOLE_HOURS, seconds=1)).holes_remembered == 0
+    )
+    put(app, 5)  # committed more than a day late
     put(app, 2, version=1)  # an append-only table's row, updated in place
     assert load(app, warehouse).inserted == 0  # no incremental run sees either
     assert differing(app, warehouse, tmp_path) == ["2026-01-02", "2026-01-05"]
@@ -88,6 +109,21 @@ def test_a_row_later_than_the_lookback_or_changed_in_place_is_named_by_verify(ev
     load(app, warehouse, "2026-01-05", "2026-01-06")
     assert differing(app, warehouse, tmp_path) == []
     assert wm.current(warehouse, table=EVENTS.name) == 9  # range loads leave it
+
+
+def test_holes_are_bounded_by_their_span_and_count(tmp_path):
+    """Looked for within ten lookbacks below the newest id, and at most HOLES_KEPT kept,
+    the highest: ids 1 and 2,500 with lookback_ids 200 leave 1,500…2,499."""
+    spec = declare({**EVENTS_ATTRIBUTES, "lookback_ids": 200})
+    app = TableSource(make_engine(f"sqlite:///{tmp_path / 'app.db'}", role="app"), spec)
+    app.create()
+    app.put(1, stamp("2026-01-01T10:00"))
+    app.put(2500, stamp("2026-01-02T10:00"))
+    warehouse = make_engine(f"sqlite:///{tmp_path / 'warehouse.db'}", role="warehouse")
+    assert load(app, warehouse).holes_remembered == HOLES_KEPT
+    with warehouse.connect() as conn:
+        kept = conn.execute(sa.select(id_holes.c.id)).scalars().all()
+    assert sorted(kept) == list(range(1500, 2500))
 
 
 def test_the_sensor_asks_for_the_highest_id(events):

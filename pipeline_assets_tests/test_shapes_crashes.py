@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from pipeline_assets.core.crash import POINTS, SimulatedCrash
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
-from pipeline_assets.core.db.state import batches, of_table
+from pipeline_assets.core.db.state import batches, id_holes, of_table
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE
 from pipeline_assets.core.warehouse import watermark as wm
 
@@ -97,7 +97,13 @@ def ledger(warehouse, spec) -> list[str]:
 
 
 def state(warehouse, spec) -> tuple:
-    return stored(warehouse, spec), wm.current(warehouse, table=spec.name), ledger(warehouse, spec)
+    """Rows, watermark, ledger and (an id cursor's) remembered holes."""
+    with warehouse.connect() as conn:
+        holes = conn.execute(
+            sa.select(id_holes.c.id, id_holes.c.seen_at).where(id_holes.c.table_name == spec.name)
+        ).all()
+    mark = wm.current(warehouse, table=spec.name)
+    return stored(warehouse, spec), mark, ledger(warehouse, spec), sorted(holes)
 
 
 @contextmanager
@@ -124,7 +130,7 @@ def oracle(app: TableSource, tmp_path, span) -> tuple:
 def converged(app: TableSource, warehouse, tmp_path, span, before: tuple) -> None:
     """The rows are the oracle's; the watermark too, or (a range load) as before it; the
     ledger holds each batch once, those before the crash among them."""
-    rows, mark, ids = state(warehouse, app.spec)
+    rows, mark, ids, _ = state(warehouse, app.spec)
     want_rows, want_mark = oracle(app, tmp_path, span)
     assert (rows, mark) == (want_rows, before[1] if span else want_mark)
     before_ledger = before[2]

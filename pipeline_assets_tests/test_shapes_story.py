@@ -3,7 +3,7 @@
 ``shop`` declares three tables in ``defs.yaml`` files, one of each shape an app has:
 
 - ``charges``: a change stamp (``modified_at``) and its days by ``charged_at``;
-- ``events``: append-only, an integer id cursor with ``lookback_ids``;
+- ``events``: append-only, an integer id cursor with ``lookback_ids`` (and holes);
 - ``prices``: no change stamp (``cursor: null``), a ``date`` day column and a key of two
   columns.
 
@@ -11,9 +11,10 @@ Each runs the story in the project's own Dagster definitions (imported as ``dags
 imports them, run in process on an ephemeral instance) and its ``pipeline-assets``
 commands: the first load, the day files of every day, the app's changes, the refresh
 sensor's rebuilds, ``verify`` with its printed repairs run as printed, and deletes
-past ``max_delete_share`` refused, then allowed. A late commit below the id window, an
-in-place update of the append-only table and a row moved to another day all end with
-``verify`` clean, and each declaration that cannot work is refused, naming its file.
+past ``max_delete_share`` refused, then allowed. A late commit below the id window
+(loaded through its remembered hole), an in-place update of the append-only table and a
+row moved to another day all end with ``verify`` clean, and each declaration that cannot
+work is refused, naming its file.
 """
 
 from __future__ import annotations
@@ -247,9 +248,9 @@ def test_charges_a_row_moved_to_another_day_and_a_guarded_delete(shop):
 
 
 def test_events_late_commits_and_in_place_updates_end_with_verify_clean(shop):
-    """Ids 1–6 on the days of their number: a late commit within ``lookback_ids`` is
-    loaded; one below the window and an in-place update are named by verify, whose
-    printed range loads load them."""
+    """Ids 1–4, 6 and 8 on the days of their number (5 and 7 remembered as holes): 7
+    commits within ``lookback_ids``, 5 below the window, and both are loaded, 5 through
+    its hole; an in-place update is named by verify, whose printed range load loads it."""
     app = shop.apps["events"]
     first_days(shop, "events", {1: 1, 2: 2, 3: 3, 4: 4, 6: 6, 8: 8})
     before = shop.last_load("events")
@@ -257,17 +258,17 @@ def test_events_late_commits_and_in_place_updates_end_with_verify_clean(shop):
     app.put(5, stamp(f"{day(5)}T10:00"))  # below it: committed too late for the lookback
     app.put(2, stamp(f"{day(2)}T10:00"), version=1)  # the app updated an event in place
     meta = shop.load("events", ok="checks")
-    check = meta["events_match_source"]  # the load's check names the days of 2 and 5
-    assert not check.passed and check.metadata["differing_days"].data == [day(2), day(5)]
-    assert (meta["window_start"], meta["watermark_after"], meta["inserted"]) == ("6", "8", 1)
-    assert shop.refresh("events", before) == [(day(7), day(7))]
+    assert (meta["window_start"], meta["watermark_after"], meta["inserted"]) == ("6", "8", 2)
+    assert (meta["holes_filled"], meta["holes_remembered"]) == (2, 0)
+    check = meta["events_match_source"]  # the load's check names the day of 2
+    assert not check.passed and check.metadata["differing_days"].data == [day(2)]
+    assert shop.refresh("events", before) == [(day(5), day(5)), (day(7), day(7))]
+    assert (shop.filed("events", 5), shop.filed("events", 7)) == ([(5,)], [(7,)])
     repairs = shop.repair("events")
     loads = [c for c in repairs if "--config-json" in c]
     assert [json.loads(shlex.split(c)[-1])["ops"]["events"]["config"] for c in loads] == [
-        {"start": day(2), "end": day(3)},
-        {"start": day(5), "end": day(6)},
+        {"start": day(2), "end": day(3)}
     ]
-    assert shop.filed("events", 5) == [(5,)]
     code, out, _ = shop.cli(
         "watermark", "show", "-m", f"{shop.module}.definitions", "--table", "events", **shop.env
     )

@@ -106,6 +106,15 @@ comparisons = sa.Table(
     sa.Column("through_id", sa.BigInteger, nullable=False),
     sa.Column("compared_at", sa.String(32), nullable=False),  # canonical UTC
 )
+id_holes = sa.Table(
+    "pipeline_id_holes",
+    metadata,
+    # an append-only table's ids missing below what a run read (core/load/holes.py): read
+    # again by key by the next runs until found or HOLE_HOURS old
+    sa.Column("table_name", sa.String(64), primary_key=True),
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("seen_at", sa.String(32), nullable=False),  # canonical UTC: first missed
+)
 # Columns added after a table's first release: a warehouse made before gains them.
 ADDED_COLUMNS = {
     "pipeline_batches": (
@@ -125,6 +134,7 @@ STATE_TABLES = (
     declarations,
     column_fills,
     comparisons,
+    id_holes,
 )
 
 

@@ -9,7 +9,6 @@ the ledger in that same transaction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -22,7 +21,7 @@ from sqlalchemy.engine import Engine
 from ..crash import crash_point
 from ..db.engines import guard, require_distinct, writing
 from ..db.schema import warehouse_table
-from ..db.state import batches, of_table, prepare_warehouse
+from ..db.state import batches, prepare_warehouse
 from ..errors import LoadError
 from ..source.scan import SCAN_BATCH, ahead, inspect_source, scan_table
 from ..source.sql import SourceTable
@@ -32,24 +31,14 @@ from ..times.arrays import day_text
 from ..warehouse import declaration, evolve
 from ..warehouse import watermark as wm
 from ..warehouse.staging import Changes, Stage
+from . import holes
 from .deletions import GUARDED, DeletePolicy, Deletions, delete_lost
+from .ledger import batch_id_for, days_committed_after
 from .result import LoadResult, Tally
 from .window import Window, window_for
 
 FUTURE_TOLERANCE = timedelta(hours=1)
 _NOTHING = object()  # announced_batch not given: do not look for unannounced batches
-
-
-def batch_id_for(
-    kind: str, start: datetime | None, end: datetime | None, digest: str, table: str
-) -> str:
-    """Same table, same window and same rows → same id, so a retry of a committed batch
-    is recognized (``<table>-`` and 24 hex digits).
-
-    Derived from content only: never from the wall clock or the run id.
-    """
-    key = json.dumps([kind, wm.stored(start), end and canonical(end), digest])
-    return f"{table}-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def load_table(
@@ -147,6 +136,7 @@ class _Committed:
     after: datetime | None  # the watermark the batch leaves
     seen: bool  # the ledger already had the batch
     unannounced: set[str]  # days of batches committed after the last announced one
+    holes: holes.Holes = holes.Holes()  # an id cursor's: what it remembers and filled
 
 
 def _tally(window: Window, now: datetime, tz: tzinfo, spec: TableSpec) -> Tally:
@@ -220,7 +210,9 @@ def _scan_and_stage(
 
     def scanned_and_prepared() -> Iterator:  # runs in ahead()'s thread
         by_day = window.kind == "range"  # a range is of days; an incremental window, not
-        scanned = scan_table(source, src, tz, window.start, window.end, chunk_size, by_day=by_day)
+        scanned = scan_table(
+            source, src, tz, window.start, window.end, chunk_size, by_day=by_day, also=window.also
+        )
         for rows, older_copies in scanned:
             tally.count(rows, older_copies)
             yield stage.prepare(rows)
@@ -266,7 +258,7 @@ def _commit(
         is not None
     )
     unannounced = (
-        _days_committed_after(conn, spec, announced_batch, batch_id)
+        days_committed_after(conn, spec, announced_batch, batch_id)
         if announced_batch is not _NOTHING
         else set()
     )
@@ -279,12 +271,15 @@ def _commit(
     # without a column added since are filled there (core/warehouse/evolve.py)
     evolve.record_gaps(conn, spec, window.evolution, batch_id, now)
     evolve.close_gaps(conn, spec, *_days_read_whole(tally))
+    kept = holes.Holes()
+    if spec.counts_ids and window.kind == "incremental":
+        kept = holes.update(conn, spec, window.start, tally.newest, now)
     if not seen:
         _record_batch(conn, spec, batch_id, window, tally, changes, gone, after, now)
     crash_point("load_before_commit")
     trans.commit()
     crash_point("load_after_commit")
-    return _Committed(batch_id, after, seen, unannounced)
+    return _Committed(batch_id, after, seen, unannounced, kept)
 
 
 def _record_batch(
@@ -379,22 +374,6 @@ def _result(
         columns_widened=tuple(w.to_json() for w in window.evolution.widened),
         days_to_fill=tuple(evolve.unread(window.evolution.gap_days, *_days_read_whole(tally))),
         days_moved=tuple(sorted(changes.moves)),
+        holes_remembered=committed.holes.remembered,
+        holes_filled=committed.holes.filled,
     )
-
-
-def _days_committed_after(
-    conn: sa.Connection, spec: TableSpec, announced: str | None, current: str
-) -> set[str]:
-    """Days touched by ``spec``'s batches committed after ``announced`` (all, if None),
-    not ``current``."""
-    b = batches.c
-    query = sa.select(b.days_touched).where(b.batch_id != current, of_table(b.table_name, spec))
-    if announced is not None:
-        mark = conn.execute(sa.select(b.id).where(b.batch_id == announced)).scalar()
-        if mark is None:  # unknown to this warehouse (reset, or another one): nothing owed
-            return set()
-        query = query.where(b.id > mark)
-    days: set[str] = set()
-    for (text,) in conn.execute(query):
-        days.update(json.loads(text))
-    return days

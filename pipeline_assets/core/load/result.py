@@ -82,6 +82,9 @@ class LoadResult:
     days_to_fill: tuple[str, ...] = ()  # days whose rows were stored without the added
     # (old day, new day) of rows a file held that moved day (a day_column's tables only)
     days_moved: tuple[tuple[str, str], ...] = ()
+    # an id cursor's holes (core/load/holes.py): ids it remembers missing, and found
+    holes_remembered: int = 0
+    holes_filled: int = 0
     read_whole: WholeDays | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
@@ -89,6 +92,9 @@ class LoadResult:
         out.pop("read_whole")
         if not self.days_moved:  # a day_column's tables only: the others' JSON as it was
             out.pop("days_moved")
+        if not (self.holes_remembered or self.holes_filled):  # an id cursor's tables only
+            out.pop("holes_remembered")
+            out.pop("holes_filled")
         for key, value in out.items():
             if isinstance(value, datetime):
                 out[key] = value.isoformat()

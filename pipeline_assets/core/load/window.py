@@ -15,6 +15,7 @@ from ..db.state import ensure_schema
 from ..table.spec import TableSpec
 from ..warehouse import declaration, evolve
 from ..warehouse import watermark as wm
+from . import holes
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Window:
     end: datetime | None
     before: datetime | None  # the watermark when the batch began
     evolution: evolve.Evolution  # what changed in the declaration, done to the table
+    also: tuple[int, ...] = ()  # an id cursor's remembered holes below start, read too
 
 
 def window_for(
@@ -50,8 +52,11 @@ def window_for(
     declaration.check_unchanged(conn, spec, stored)
     evolution = evolve.evolve(conn, spec, stored, tz)
     before = wm.read(conn, table=spec.name)
+    also: tuple[int, ...] = ()
     if kind == "incremental":  # an integer cursor looks back in ids, its declaration's
         start = wm.window_start(before, spec.lookback_ids if spec.counts_ids else lookback_days)
+        if spec.counts_ids:
+            also = holes.remembered(conn, spec, below=start)
     if evolution.altered:
         crash_point("load_after_alter")
-    return Window(kind, start, end, before, evolution)
+    return Window(kind, start, end, before, evolution, also)

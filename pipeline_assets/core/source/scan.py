@@ -134,10 +134,11 @@ def _small_sqlite_window(
     start: datetime | None,
     end: datetime | None,
     by_day: bool = False,
+    also: tuple[int, ...] = (),
 ) -> bool:
     """Whether an index serves the window's filter and it holds < :data:`SMALL_WINDOW` rows
     (counted through that index, at most that many: bounded whatever the table)."""
-    where = window_filter(src, "sqlite", tz, start, end, by_day=by_day)
+    where = window_filter(src, "sqlite", tz, start, end, by_day=by_day, also=also)
     if not where:
         return False
     table = table_sql(src.spec, "sqlite")
@@ -173,10 +174,11 @@ def scan_window(
     batch_rows: int = SCAN_BATCH,
     *,
     by_day: bool = False,
+    also: tuple[int, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
     """The raw rows of the window's SQL superset as Arrow batches, in key order: the
     declared columns, typed as :func:`scan_sql` reads them. ``by_day``: the window is on
-    the day column (a range load), not the cursor.
+    the day column (a range load), not the cursor; ``also``: ids read besides.
 
     Read through the Arrow ADBC driver of the source database (SQLite, or PostgreSQL
     over binary ``COPY``), or connectorx for MySQL and MariaDB, streamed: at most a few
@@ -185,7 +187,7 @@ def scan_window(
     """
     dialect = dialect_of(engine)
     if dialect == MYSQL:
-        sql = scan_sql(src, dialect, tz, start, end, by_day=by_day)
+        sql = scan_sql(src, dialect, tz, start, end, by_day=by_day, also=also)
         yield from mysql_batches(engine, sql, batch_rows)
         return
     nullable = _nullable(src.spec) if dialect == "sqlite" else []
@@ -196,7 +198,7 @@ def scan_window(
         ):
             by_index = False
             if dialect == "sqlite":
-                by_index = _small_sqlite_window(cur, src, tz, start, end, by_day)
+                by_index = _small_sqlite_window(cur, src, tz, start, end, by_day, also)
                 cur.adbc_statement.set_options(
                     **{"adbc.sqlite.query.batch_rows": str(max(1, min(batch_rows, 65_536)))}
                 )
@@ -204,7 +206,9 @@ def scan_window(
                 cur.adbc_statement.set_options(
                     **{"adbc.postgresql.batch_size_hint_bytes": str(PG_BATCH_BYTES)}
                 )
-            cur.execute(scan_sql(src, dialect, tz, start, end, by_index=by_index, by_day=by_day))
+            cur.execute(
+                scan_sql(src, dialect, tz, start, end, by_index=by_index, by_day=by_day, also=also)
+            )
             reader = cur.fetch_record_batch()
             for batch in reader:
                 if nullable:
@@ -296,11 +300,12 @@ def scan_table(
     batch_rows: int = SCAN_BATCH,
     *,
     by_day: bool = False,
+    also: tuple[int, ...] = (),
 ) -> Iterator[tuple[pa.Table, int]]:
     """The window's rows of ``src.spec``, validated and normalized, one row per primary
     key, in ascending key order across all batches, with the number of older copies
     dropped (a source without a primary key): the newest copy of a key wins. ``by_day``:
-    the window is on the day column (a range load), not the cursor.
+    the window is on the day column (a range load), not the cursor; ``also``: holes.
 
     The source is read in key order, so every copy of a key is in the same scanned batch
     or the next: the rows of the key the batch ends with (its last row's) wait for the
@@ -315,14 +320,15 @@ def scan_table(
 
     spec = src.spec
     held = None
-    for raw in scan_window(source, src, tz, start, end, batch_rows, by_day=by_day):
+    for raw in scan_window(source, src, tz, start, end, batch_rows, by_day=by_day, also=also):
         if raw.num_rows == 0:
             continue
         rows = normalize(raw, tz, spec)
-        if spec.counts_ids and not by_day:  # a window of ids: from start on
-            rows = (
-                rows if start is None else rows.filter(pc.greater_equal(rows[spec.cursor], start))
-            )
+        if spec.counts_ids and not by_day:  # a window of ids: from start on, and ``also``
+            if start is not None:
+                kept = pc.greater_equal(rows[spec.cursor], start)
+                holes = pc.is_in(rows[spec.cursor], pa.array(also, pa.int64()))
+                rows = rows.filter(pc.or_(kept, holes))
         else:
             rows = within(rows, start, end, by_day=by_day)
         last = normalize(raw.slice(raw.num_rows - 1), tz, spec)

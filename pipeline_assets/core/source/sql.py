@@ -213,6 +213,7 @@ def scan_sql(
     *,
     by_index: bool = False,
     by_day: bool = False,
+    also: tuple[int, ...] = (),
 ) -> str:
     """The window's rows as plain SQL for the Arrow reader: the declared columns, in
     declaration order, ordered by the primary key.
@@ -253,10 +254,11 @@ def scan_sql(
     scan in key order).
 
     ``by_day``: the window is on the day column (a range load), not on the cursor.
+    ``also``: ids an integer cursor's window reads besides (its remembered holes).
     """
     cursor = quote(src.window_column(by_day), dialect)
     filtered = f"+{cursor}" if dialect == "sqlite" and not by_index else cursor
-    where = window_filter(src, dialect, tz, start, end, column=filtered, by_day=by_day)
+    where = window_filter(src, dialect, tz, start, end, column=filtered, by_day=by_day, also=also)
     order = _order_by(src, dialect, plus=bool(by_index and where))
     return (
         f"SELECT {', '.join(_select_list(src, dialect))} FROM {table_sql(src.spec, dialect)}"
@@ -273,12 +275,14 @@ def window_filter(
     *,
     column: str | None = None,
     by_day: bool = False,
+    also: tuple[int, ...] = (),
 ) -> str:
     """`` WHERE …`` on the cursor (``by_day``: on the day column) for ``[start, end)``, in
     the column's own type ("" for all): the window rule of every reader. For a text
     column it is the safe superset :func:`_sql_bound` gives; readers of rows apply the
     exact bounds after parsing. ``column``: that column as SQL (default: its quoted name);
-    ``+updated_at`` keeps SQLite from reading the window through the index."""
+    ``+updated_at`` keeps SQLite from reading the window through the index. ``also``: ids
+    read besides the window (an integer cursor's remembered holes, our own integers)."""
     if column is None:
         column = quote(src.window_column(by_day), dialect)
     kind = src.kind_of(by_day)
@@ -294,6 +298,9 @@ def window_filter(
     if end is not None:
         bound = _literal(_sql_bound(kind, end, tz, lower=False), dialect)
         where.append(f"{column} < {bound}{cast}")
+    if also and where:
+        ids = ", ".join(str(int(n)) for n in also)
+        return f" WHERE ({' AND '.join(where)} OR {column} IN ({ids}))"
     return " WHERE " + " AND ".join(where) if where else ""
 
 
