@@ -138,8 +138,8 @@ class DeclarationChanged(PipelineError):
             f"old declaration of {table} from the project. Its warehouse table {table}, its "
             "state and its day files stay as they were; to remove them, drop the table "
             f"{table} and delete its rows of pipeline_watermark (name = '{table}'), "
-            "pipeline_watermark_history, pipeline_batches, pipeline_declarations and "
-            "pipeline_column_fills "
+            "pipeline_watermark_history, pipeline_batches, pipeline_declarations, "
+            "pipeline_column_fills, pipeline_comparisons and pipeline_id_holes "
             f"(table_name = '{table}'){legacy}, and its day files' folders, by hand."
         )
 
