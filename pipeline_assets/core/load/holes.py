@@ -82,10 +82,11 @@ def update(
         low = low if start is None else max(low, start)
         present = conn.execute(sa.select(column).where(column >= low, column <= newest)).scalars()
         ids = np.fromiter((int(n) for n in present), np.int64)
-        missing = {int(n): canonical(now) for n in np.setdiff1d(np.arange(low, newest + 1), ids)}
+        gaps = np.setdiff1d(np.arange(low, newest + 1), ids)[-HOLES_KEPT:]  # the highest
+        missing = {int(n): canonical(now) for n in gaps}
     forget = canonical(now - timedelta(hours=HOLE_HOURS))
     kept = {n: seen for n, seen in old.items() if n not in held and seen >= forget}
-    # a hole keeps the time it was first missed: one forgotten is not found again
+    # a hole keeps the time it was first missed; one this run forgets, it does not add back
     kept |= {n: seen for n, seen in missing.items() if n not in old}
     kept = dict(sorted(kept.items())[-HOLES_KEPT:])
     if kept != old:
