@@ -74,6 +74,13 @@ def build(path: Path, n: int, first: int = 1) -> None:
         )
 
 
+def load(source, warehouse, attributes: dict):
+    """One run of the table ``attributes`` declare, in process, the clock now."""
+    return load_table(
+        source, warehouse, spec=declare(attributes), tz=UTC, lookback_days=2, now=datetime.now(UTC)
+    )
+
+
 def with_holes(work: Path, n: int) -> list[tuple[str, float, int, int]]:
     """The median run with nothing new (the default lookback_ids) on the log, and on the
     same log built with every tenth of its last 10,000 ids missing (1,000 holes
@@ -83,13 +90,12 @@ def with_holes(work: Path, n: int) -> list[tuple[str, float, int, int]]:
     build(gappy, n)
     with sqlite3.connect(gappy) as db:
         db.execute("DELETE FROM events WHERE event_id > ? AND event_id % 10 = 0", (n - 10_000,))
-    spec = declare({k: v for k, v in EVENTS_ATTRIBUTES.items() if k != "lookback_ids"})
+    default = {k: v for k, v in EVENTS_ATTRIBUTES.items() if k != "lookback_ids"}
     out = []
     for case, path in (("no holes", work / "app.db"), ("1,000 holes", gappy)):
         source = make_engine(f"sqlite:///{path}", role="source")
         warehouse = make_engine(f"sqlite:///{path.with_suffix('.wh.db')}", role="warehouse")
-        now = datetime.now(UTC)
-        first = load_table(source, warehouse, spec=spec, tz=UTC, lookback_days=2, now=now)
+        first = load(source, warehouse, default)
         seconds, read = median_run(source, warehouse, 1_000)
         out.append((case, seconds, read, first.holes_remembered))
         source.dispose()
@@ -109,14 +115,7 @@ def first_loads(work: Path, source, runs: int) -> list[tuple[str, float]]:
                 f"sqlite:///{work / f'first-{round_}-{len(best)}-{name[:5]}.db'}", role="warehouse"
             )
             started = time.perf_counter()
-            load_table(
-                source,
-                warehouse,
-                spec=declare(attributes),
-                tz=UTC,
-                lookback_days=2,
-                now=datetime.now(UTC),
-            )
+            load(source, warehouse, attributes)
             seconds = time.perf_counter() - started
             warehouse.dispose()
             best[name] = min(best.get(name, seconds), seconds)
@@ -179,14 +178,7 @@ def main(argv=None) -> int:
         source = make_engine(f"sqlite:///{work / 'app.db'}", role="source")
         warehouse = make_engine(f"sqlite:///{work / 'warehouse.db'}", role="warehouse")
         first = time.perf_counter()
-        load_table(
-            source,
-            warehouse,
-            spec=declare(EVENTS_ATTRIBUTES),
-            tz=UTC,
-            lookback_days=2,
-            now=datetime.now(UTC),
-        )
+        load(source, warehouse, EVENTS_ATTRIBUTES)
         print(f"{n:,} events, first load {time.perf_counter() - first:.2f} s")
         rows = [
             (k, *median_run(source, warehouse, k), floor(work / "app.db", n, k))

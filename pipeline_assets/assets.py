@@ -34,6 +34,7 @@ from .automation import COMPARISON_TAG, REASON_TAG
 from .core.commands import DEFINITIONS_MODULE
 from .core.secrets import redact
 from .core.times import to_instant, utc_now
+from .core.warehouse import watermark as wm
 from .location import declaration_metadata
 from .settings import Settings
 from .step_failure import failing_step, step_failure
@@ -114,7 +115,7 @@ def load_metadata(result: "LoadResult", lookback_days: int, spec: TableSpec) -> 
     ``future_keys`` and ``deleted_keys``)."""
 
     def when(value):  # an instant, or an integer cursor's id
-        return str(value) if isinstance(value, int) else value.isoformat() if value else "none"
+        return wm.text(value) or "none"
 
     future, deleted = spec.key_name("future_keys"), spec.key_name("deleted_keys")
     return {

@@ -35,6 +35,7 @@ from pipeline_assets.core.table.spec import DailyFiles
 from .assets import OWNER, Clock, TableResources, TableSettings
 from .core.commands import daily_assets
 from .core.times import utc_now
+from .core.warehouse import watermark as wm
 from .io_manager import DECLARED_IN, FILES_NAME, REBUILD_METADATA, SHAPE_METADATA
 from .pools import pool_name
 from .settings import Settings, files_location
@@ -119,8 +120,7 @@ def _build_files_asset(
         )
         return DayFilesBatch(
             days=by_day,
-            # an integer cursor's watermark is its id, as text
-            watermark=str(current) if isinstance(current, int) else current and current.isoformat(),
+            watermark=wm.text(current),  # an integer cursor's: its id, as text
             written_at=clock().isoformat(timespec="seconds"),
             spec=spec,
             files=files,

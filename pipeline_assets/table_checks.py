@@ -27,11 +27,11 @@ def key_value(value):
     return value
 
 
-def lateness_check(result: "LoadResult", lookback_days: int, spec=None) -> AssetCheckResult:
+def lateness_check(result: "LoadResult", lookback_days: int, spec: TableSpec) -> AssetCheckResult:
     """Warn when rows arrive late by half the lookback window or more: widen it in time
     (an integer cursor's: in ids, against its ``lookback_ids``)."""
     worst = result.max_lateness
-    if spec is not None and spec.counts_ids:
+    if spec.counts_ids:
         worst, lookback = worst or 0, spec.lookback_ids
         return _lateness(
             result,

@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import textwrap
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,15 @@ def dg_project(root: Path, tables: dict[str, dict], package: str | None = None) 
             )
         )
     return f"{package}.definitions"
+
+
+@contextmanager
+def crashing_at(point: str):
+    """Make the next pass through ``point`` raise SimulatedCrash; plain os.environ."""
+    os.environ["PIPELINE_CRASH_AT"] = point
+    os.environ["PIPELINE_CRASH_MODE"] = "raise"
+    try:
+        yield
+    finally:
+        os.environ.pop("PIPELINE_CRASH_AT", None)
+        os.environ.pop("PIPELINE_CRASH_MODE", None)

@@ -11,6 +11,8 @@ Unicode text), delete it, or re-stamp it. The tests that run the same story on
 
 from __future__ import annotations
 
+import json
+import shlex
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
@@ -217,3 +219,15 @@ def check(app: TableSource, warehouse: sa.Engine, folder):
         partitions_start=date(2026, 1, 1),
         spec=app.spec,
     )
+
+
+def ranges(commands: list[str]) -> list[tuple[str, str]]:
+    """The ``(start, end)`` of each range load among printed commands (each a run of one
+    table's asset with its run config)."""
+    out = []
+    for command in commands:
+        argv = shlex.split(command)
+        if "--config-json" in argv:
+            (op,) = json.loads(argv[argv.index("--config-json") + 1])["ops"].values()
+            out.append((op["config"]["start"], op["config"]["end"]))
+    return out

@@ -38,6 +38,7 @@ from pipeline_assets.core.warehouse import watermark as wm
 
 from .conftest import NOW, ROOT
 from .support import database_urls
+from .table_sources import ranges
 from .tables import (
     PAYMENTS,
     PAYMENTS_ATTRIBUTES,
@@ -128,18 +129,6 @@ def stored(warehouse, *columns: str) -> list[tuple]:
 def warehouse_columns(warehouse) -> dict[str, bool]:
     """The warehouse table's columns and whether each is nullable."""
     return {c["name"]: c["nullable"] for c in sa.inspect(warehouse).get_columns("payments")}
-
-
-def ranges(commands: list[str]) -> list[tuple[str, str]]:
-    """The ``(start, end)`` of each range load among printed commands."""
-    out = []
-    for command in commands:
-        argv = shlex.split(command)
-        if "--config-json" in argv:
-            config = json.loads(argv[argv.index("--config-json") + 1])
-            got = config["ops"]["payments"]["config"]
-            out.append((got["start"], got["end"]))
-    return out
 
 
 def run_printed(engines, commands: list[str], spec) -> None:
@@ -757,7 +746,7 @@ def test_a_schema_change_made_by_a_step_on_a_celery_worker(tmp_path, postgres, r
     batch's transaction on the PostgreSQL warehouse and records the days to fill."""
     from .brokers import CeleryWorker
     from .support import dg_project
-    from .worlds import CALLERS, psycopg2_url
+    from .worlds import on_celery
 
     module = dg_project(tmp_path, {"payments": PAYMENTS_ATTRIBUTES})
     urls = {name: postgres.url(name) for name in ("source", "warehouse", "instance")}
@@ -770,27 +759,7 @@ def test_a_schema_change_made_by_a_step_on_a_celery_worker(tmp_path, postgres, r
     migrate(engines[0])
     declare_in(tmp_path, module, dict(WITH_CODE.attributes))
 
-    production = (ROOT / "deploy" / "dagster.yaml").read_text()
-    env = {key: value for key, value in os.environ.items() if not key.startswith(CALLERS)}
-    env |= {
-        "SOURCE_DATABASE_URL": urls["source"],
-        "WAREHOUSE_DATABASE_URL": urls["warehouse"],
-        "PIPELINE_AUTOMATION": "off",
-        "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
-        "PIPELINE_EXECUTOR": "celery",
-        "CELERY_BROKER_URL": rabbit.url,
-        "CELERY_WORKER_MODULE": module,
-    }
-    for side in ("run", "worker"):  # a home and a data folder each: no shared local disk
-        (tmp_path / side / "home").mkdir(parents=True)
-        (tmp_path / side / "home" / "dagster.yaml").write_text(production)
-    homes = {
-        side: {
-            "DAGSTER_HOME": str(tmp_path / side / "home"),
-            "PIPELINE_DATA_DIR": str(tmp_path / side / "data"),
-        }
-        for side in ("run", "worker")
-    }
+    env, homes = on_celery(tmp_path, module, urls, rabbit.url)
     worker = CeleryWorker("w1", env | homes["worker"], tmp_path / "worker.log")
     try:
         worker.start().wait_ready()

@@ -20,7 +20,6 @@ connection), and killed for real with SIGKILL before and after the commit
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -33,7 +32,7 @@ from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE
 from pipeline_assets.core.warehouse import watermark as wm
 
 from .killed import run as killed_run
-from .support import RUNS_IN_PROCESS, database_urls
+from .support import RUNS_IN_PROCESS, crashing_at, database_urls
 from .table_sources import TableSource, check, load, stamp
 from .tables import CAPTURES, EVENTS, PRICES
 
@@ -104,16 +103,6 @@ def state(warehouse, spec) -> tuple:
         ).all()
     mark = wm.current(warehouse, table=spec.name)
     return stored(warehouse, spec), mark, ledger(warehouse, spec), sorted(holes)
-
-
-@contextmanager
-def crashing_at(point: str):
-    os.environ["PIPELINE_CRASH_AT"], os.environ["PIPELINE_CRASH_MODE"] = point, "raise"
-    try:
-        yield
-    finally:
-        os.environ.pop("PIPELINE_CRASH_AT", None)
-        os.environ.pop("PIPELINE_CRASH_MODE", None)
 
 
 def oracle(app: TableSource, tmp_path, span) -> tuple:

@@ -12,7 +12,6 @@ rows, and ``verify`` finds source, warehouse and files in agreement.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from datetime import date
@@ -28,11 +27,11 @@ from pipeline_assets.core.times import UTC
 from pipeline_assets.core.verify import verify
 
 from .brokers import CeleryWorker
-from .conftest import NOW, ROOT
+from .conftest import NOW
 from .support import dg_project
 from .table_sources import TableSource, stamp
 from .tables import CAPTURES_ATTRIBUTES, EVENTS_ATTRIBUTES, PRICES_ATTRIBUTES
-from .worlds import CALLERS, psycopg2_url
+from .worlds import on_celery
 
 DAYS = [f"2026-01-{n:02}" for n in range(2, 8)]
 
@@ -64,25 +63,7 @@ def test_every_shape_runs_on_celery_workers_with_its_files_in_the_bucket(
         for n in range(1, 7):
             app.put(n, stamp(f"2026-01-{n + 1:02}T10:00"), filed=n != 3)
 
-    production = (ROOT / "deploy" / "dagster.yaml").read_text()
-    env = {key: value for key, value in os.environ.items() if not key.startswith(CALLERS)}
-    env |= {
-        "SOURCE_DATABASE_URL": urls["source"],
-        "WAREHOUSE_DATABASE_URL": urls["warehouse"],
-        "PIPELINE_AUTOMATION": "off",
-        "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
-        "PIPELINE_EXECUTOR": "celery",
-        "CELERY_BROKER_URL": rabbit.url,
-        "CELERY_WORKER_MODULE": module,
-    }
-    homes = {}
-    for side in ("run", "worker"):  # a home and a data folder each
-        (tmp_path / side / "home").mkdir(parents=True)
-        (tmp_path / side / "home" / "dagster.yaml").write_text(production)
-        homes[side] = {
-            "DAGSTER_HOME": str(tmp_path / side / "home"),
-            "PIPELINE_DATA_DIR": str(tmp_path / side / "data"),
-        }
+    env, homes = on_celery(tmp_path, module, urls, rabbit.url)
 
     def materialize(*select: str, days: list[str] | None = None) -> str:
         argv = [str(Path(sys.executable).parent / "dagster"), "asset", "materialize"]

@@ -14,9 +14,6 @@ then the user declares it:
 
 from __future__ import annotations
 
-import json
-import shlex
-
 import pytest
 import sqlalchemy as sa
 
@@ -27,7 +24,7 @@ from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.verify import DIFFERS_FROM_SOURCE, LACKS_COLUMN
 
 from .support import database_urls
-from .table_sources import TableSource, check, load, stamp
+from .table_sources import TableSource, check, load, ranges, stamp
 from .tables import CAPTURES_ATTRIBUTES, EVENTS_ATTRIBUTES, PRICES_ATTRIBUTES
 
 SHAPES = {"day_column": CAPTURES_ATTRIBUTES, "ids": EVENTS_ATTRIBUTES, "whole": PRICES_ATTRIBUTES}
@@ -73,16 +70,6 @@ def codes(warehouse, spec) -> dict[int, str | None]:
     with warehouse.connect() as conn:
         rows = conn.execute(sa.select(table.c[spec.primary_key[0]], table.c.code)).all()
     return {int(k): code for k, code in rows}
-
-
-def ranges(commands: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for command in commands:
-        argv = shlex.split(command)
-        if "--config-json" in argv:
-            (config,) = json.loads(argv[argv.index("--config-json") + 1])["ops"].values()
-            out.append((config["config"]["start"], config["config"]["end"]))
-    return out
 
 
 def test_a_declared_column_is_added_and_filled_by_the_printed_range_loads(loaded, tmp_path):

@@ -38,9 +38,10 @@ from pipeline_assets.core.crash import SimulatedCrash
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DeleteRefused
 
+from .support import crashing_at
 from .table_sources import TableSource, load, stamp
 from .tables import CAPTURES, EVENTS, PRICES
-from .test_shapes_crashes import LOAD_POINTS, crashing_at, state
+from .test_shapes_crashes import LOAD_POINTS, state
 
 EXAMPLES = int(os.environ.get("PIPELINE_STATEFUL_EXAMPLES", "0")) or 12
 STEPS = int(os.environ.get("PIPELINE_STATEFUL_STEPS", "0")) or 12

@@ -77,6 +77,7 @@ from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
 from .conftest import MysqlDatabases, PostgresDatabases
 from .model import Model, Payment, Version, canonical, day_file_bytes
+from .support import crashing_at
 from .tables import PAYMENTS, delete_payment, make_payments
 
 orders = warehouse_table(ORDERS)  # orders' warehouse table
@@ -192,18 +193,6 @@ def render(instant: datetime, form: str, tz, naive: datetime | None = None) -> s
         return local.isoformat()
     hours = -5 if form == "minus5" else 5.5
     return instant.astimezone(timezone(timedelta(hours=hours))).isoformat()
-
-
-@contextmanager
-def crashing_at(point: str):
-    """Make the next pass through ``point`` raise SimulatedCrash; plain os.environ."""
-    os.environ["PIPELINE_CRASH_AT"] = point
-    os.environ["PIPELINE_CRASH_MODE"] = "raise"
-    try:
-        yield
-    finally:
-        os.environ.pop("PIPELINE_CRASH_AT", None)
-        os.environ.pop("PIPELINE_CRASH_MODE", None)
 
 
 class EmptiedDatabases:

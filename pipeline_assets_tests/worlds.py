@@ -14,6 +14,7 @@ day files, run through core (``test_verify.py``) or as Dagster jobs
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Mapping
 from datetime import date
@@ -31,7 +32,7 @@ from pipeline_assets.core.verify import verify
 from pipeline_assets.settings import from_env
 from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
-from .conftest import NOW
+from .conftest import NOW, ROOT
 from .devserver import BIN
 from .stores import all_files
 
@@ -61,6 +62,35 @@ def psycopg2_url(url: str) -> str:
         .set(drivername="postgresql+psycopg2")
         .render_as_string(hide_password=False)
     )
+
+
+def on_celery(root: Path, module: str, urls: Mapping[str, str], broker_url: str):
+    """A user's project (code location ``module``) on the production stack: its runs' and
+    its Celery worker's environments, ``(env, homes)``, the run's being ``env |
+    homes["run"]`` and the worker's ``env | homes["worker"]``. Source, warehouse and the
+    instance (``deploy/dagster.yaml``) on PostgreSQL at ``urls``; each side a home and a
+    data folder of its own under ``root``, so nothing reaches the worker through a shared
+    local disk."""
+    production = (ROOT / "deploy" / "dagster.yaml").read_text()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(CALLERS)}
+    env |= {
+        "SOURCE_DATABASE_URL": urls["source"],
+        "WAREHOUSE_DATABASE_URL": urls["warehouse"],
+        "PIPELINE_AUTOMATION": "off",
+        "DAGSTER_POSTGRES_URL": psycopg2_url(urls["instance"]),
+        "PIPELINE_EXECUTOR": "celery",
+        "CELERY_BROKER_URL": broker_url,
+        "CELERY_WORKER_MODULE": module,
+    }
+    homes = {}
+    for side in ("run", "worker"):
+        (root / side / "home").mkdir(parents=True)
+        (root / side / "home" / "dagster.yaml").write_text(production)
+        homes[side] = {
+            "DAGSTER_HOME": str(root / side / "home"),
+            "PIPELINE_DATA_DIR": str(root / side / "data"),
+        }
+    return env, homes
 
 
 def demo_world(

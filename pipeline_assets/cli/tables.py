@@ -3,8 +3,6 @@ that work on the tables a code location declares (``-m MODULE``, ``--table N``).
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pipeline_assets.core.load.batch import load_table
 from pipeline_assets.core.secrets import redact
 from pipeline_assets.core.table.spec import TableSpec
@@ -101,15 +99,6 @@ def add_verify(commands) -> None:
     p.set_defaults(handler=_verify)
 
 
-def _iso(value: datetime | int | None) -> str | int | None:
-    """An instant as ISO-8601; an integer cursor's id as the number it is."""
-    return wm.shown(value)
-
-
-def _iso_stored(value: str | None) -> str | int | None:
-    return wm.shown(wm.parsed(value))
-
-
 # --- watermark --------------------------------------------------------------------------
 
 
@@ -123,9 +112,9 @@ def _watermark_show(args, ctx: Context) -> int:
         name, lookback = "lookback_days", ctx.lookback_days(spec)
     print_json(
         {
-            "watermark": _iso(current),
+            "watermark": wm.shown(current),
             name: lookback,
-            "window_start": _iso(wm.window_start(current, lookback)),
+            "window_start": wm.shown(wm.window_start(current, lookback)),
         }
     )
     return 0
@@ -151,7 +140,7 @@ def _watermark_rewind(args, ctx: Context) -> int:
         )
     engine, _ = ctx.warehouse_for_reading()  # no file: no watermark, and core says so
     old, new = wm.rewind(engine, value, reason=args.reason, at=ctx.clock(), table=spec.name)
-    print(f"watermark rewound from {_iso(old)} to {_iso(new)}")
+    print(f"watermark rewound from {wm.shown(old)} to {wm.shown(new)}")
     return 0
 
 
@@ -172,10 +161,10 @@ def _watermark_history(args, ctx: Context) -> int:
     earlier = wanted is not None and len(found) > wanted
     changes = [
         {
-            "changed_at": _iso_stored(c.changed_at),
+            "changed_at": wm.shown(wm.parsed(c.changed_at)),
             "kind": c.kind,
-            "old_value": _iso_stored(c.old_value),
-            "new_value": _iso_stored(c.new_value),
+            "old_value": wm.shown(wm.parsed(c.old_value)),
+            "new_value": wm.shown(wm.parsed(c.new_value)),
             "reason": c.reason,
             "batch_id": c.batch_id,
         }

@@ -273,7 +273,7 @@ def _commit(
     evolve.close_gaps(conn, spec, *_days_read_whole(tally))
     kept = holes.Holes()
     if spec.counts_ids and window.kind == "incremental":
-        kept = holes.update(conn, spec, window.start, tally.newest, now)
+        kept = holes.update(conn, spec, before, tally.newest, now)
     if not seen:
         _record_batch(conn, spec, batch_id, window, tally, changes, gone, after, now)
     crash_point("load_before_commit")

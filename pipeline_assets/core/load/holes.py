@@ -8,11 +8,12 @@ a table with an integer cursor:
 - reads, besides its window, the remembered ids below the window's start, by key (one
   ``IN`` list: at most :data:`HOLES_KEPT` ids, through the cursor's index);
 - then, in the batch's transaction, finds the ids missing between
-  ``max(window start, newest − HOLE_SPAN × lookback_ids, the table's lowest id)`` and
-  the newest id read, adds them to those still missing, forgets those found, and those
-  first missed more than :data:`HOLE_HOURS` ago (an id rolled back never fills; a
-  transaction open for a day is an incident: ``verify`` names its row's day), and keeps
-  the :data:`HOLES_KEPT` highest.
+  ``max(the watermark it started from + 1, newest − HOLE_SPAN × lookback_ids)`` (on a
+  first run, the table's lowest id) and the newest id read (below, the runs before have
+  looked), adds them to those still missing, forgets those found, and those first
+  missed more than :data:`HOLE_HOURS` ago (an id rolled back never fills; a transaction
+  open for a day is an incident: ``verify`` names its row's day), and keeps the
+  :data:`HOLES_KEPT` highest.
 
 A late commit within those bounds is loaded by the next run without a repair; beyond
 them, ``verify`` finds it as before. ``pipeline_id_holes`` holds them, per table.
@@ -59,10 +60,11 @@ def remembered(conn: sa.Connection, spec: TableSpec, below: int | None) -> tuple
 
 
 def update(
-    conn: sa.Connection, spec: TableSpec, start: int | None, newest: int | None, now: datetime
+    conn: sa.Connection, spec: TableSpec, before: int | None, newest: int | None, now: datetime
 ) -> Holes:
     """Remember the ids missing up to ``newest`` (see the module docstring); in the
-    batch's transaction, after its merge."""
+    batch's transaction, after its merge. Up to ``before`` (the watermark the run started
+    from) the runs before have looked already: only the ids above it are searched."""
     c = id_holes.c
     old = {
         int(n): seen
@@ -75,11 +77,13 @@ def update(
     column = warehouse_table(spec).c[spec.cursor]
     held = set(_held(conn, column, sorted(old)))
     missing = {}
-    if newest is not None:
-        lowest = conn.execute(sa.select(sa.func.min(column))).scalar()
+    if newest is not None and (before is None or newest > before):
         span = min(HOLE_SPAN * spec.lookback_ids, MAX_SPAN)
-        low = max(newest - span, int(lowest if lowest is not None else newest))
-        low = low if start is None else max(low, start)
+        if before is None:  # the first run: from the table's lowest id
+            lowest = conn.execute(sa.select(sa.func.min(column))).scalar()
+            low = max(newest - span, int(lowest if lowest is not None else newest))
+        else:
+            low = max(newest - span, before + 1)
         present = conn.execute(sa.select(column).where(column >= low, column <= newest)).scalars()
         ids = np.fromiter((int(n) for n in present), np.int64)
         gaps = np.setdiff1d(np.arange(low, newest + 1), ids)[-HOLES_KEPT:]  # the highest

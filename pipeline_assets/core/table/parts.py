@@ -133,12 +133,16 @@ def read_cursor(raw: object, by_name: Mapping[str, Column], *, present: bool = T
 LOOKBACK_IDS = 1_000
 
 
+def _counts_ids(by_name: Mapping[str, Column], cursor: str | None) -> bool:
+    return cursor is not None and by_name[cursor].type.kind == "integer"
+
+
 def read_lookbacks(
     attributes: Mapping, by_name: Mapping[str, Column], cursor: str | None
 ) -> int | None:
     """``lookback_ids`` of an integer cursor (its default when not given), None for any
     other; a lookback that does not fit the cursor is refused."""
-    ids = cursor is not None and by_name[cursor].type.kind == "integer"
+    ids = _counts_ids(by_name, cursor)
     days, given = attributes.get("lookback_days"), attributes.get("lookback_ids")
     if days is not None and (cursor is None or ids):
         raise DeclarationError(
@@ -166,7 +170,7 @@ def read_lookbacks(
 def read_day_column(raw: object, by_name: Mapping[str, Column], cursor: str | None) -> str | None:
     """The column a row's day is read from, or None: the cursor's (the default, and a
     ``day_column`` naming the cursor itself). Required without a cursor."""
-    if raw is None and (cursor is None or by_name[cursor].type.kind == "integer"):
+    if raw is None and (cursor is None or _counts_ids(by_name, cursor)):
         raise DeclarationError(
             "day_column",
             raw,

@@ -68,6 +68,12 @@ def shown(value: Mark | None) -> str | int | None:
     return value.isoformat()
 
 
+def text(value: Mark | None) -> str | None:
+    """A watermark as text for people and manifests: ISO-8601, or the id's digits."""
+    shown_value = shown(value)
+    return None if shown_value is None else str(shown_value)
+
+
 def advance(watermark: Mark | None, newest_read: Mark | None) -> Mark | None:
     """``max(watermark, newest read)``: the watermark never moves back."""
     if newest_read is None:
