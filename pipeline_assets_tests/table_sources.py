@@ -163,9 +163,10 @@ class TableSource:
         """The table as SQLAlchemy Core writes it: every name quoted as its dialect needs
         (a colon or a percent sign in a name is no bind parameter there)."""
         schema, _, name = self.spec.table.rpartition(".")
-        return sa.table(
-            name, *(sa.column(c) for c in self.spec.column_names), schema=schema or None
-        )
+        # quoted always: a word SQLAlchemy does not know a dialect reserves (SQLite's
+        # ``nothing``) would be written bare otherwise
+        quoted = [sa.column(sa.sql.quoted_name(c, True)) for c in self.spec.column_names]
+        return sa.table(sa.sql.quoted_name(name, True), *quoted, schema=schema or None)
 
     def _is(self, table: sa.TableClause, n: int):
         return sa.and_(

@@ -202,6 +202,8 @@ WORKING_NAMES = ["day", "instant", "paid", "file", "_row", "key", "column", "row
 WORKING_NAMES += ["s_day", "w_day", "s_paid", "w_paid", "old__key", "count_all", "c0", "row"]
 RESERVED = ["order", "select", "Group", "from", "WHERE", "table", "user", "Index", "limit"]
 RESERVED += ["primary", "desc", "Default", "null", "true", "check", "values"]
+# SQLite's keywords that SQLAlchemy's list of its reserved words lacks
+RESERVED += ["nothing", "Do", "filter", "window", "others", "nulls"]
 OTHER_SCRIPTS = ["Größe", "名前", "prix €", "naïve", "Ωmega", "mixed Case", "a.b", "x-y"]
 
 

@@ -109,6 +109,8 @@ def make_engine(url: str, *, role: str) -> Engine:
             f"cannot use the {role} database {redact(url)}: {scrub(str(exc), url)}"
         ) from None
     if engine.dialect.name == "sqlite":
+        preparer = engine.dialect.identifier_preparer  # a keyword as a name: quoted
+        preparer.reserved_words = preparer.reserved_words | SQLITE_KEYWORDS
         _sqlite_transactions(engine, wal=(role == "warehouse"))
         if never_create:
             _sqlite_never_create(engine, never_create)
@@ -122,6 +124,26 @@ def make_engine(url: str, *, role: str) -> Engine:
         _mysql_session(engine)
     engine.info_role = role  # type: ignore[attr-defined]
     return engine
+
+
+# Every keyword SQLite's parser knows (sqlite.org/lang_keywords.html), SQLAlchemy's list of
+# its reserved words lacks some (``nothing``, ``do``, ``filter``, ``window``...): a column of
+# that name written bare is a syntax error there.
+SQLITE_KEYWORDS = frozenset(
+    """abort action add after all alter always analyze and as asc attach autoincrement
+    before begin between by cascade case cast check collate column commit conflict
+    constraint create cross current current_date current_time current_timestamp database
+    default deferrable deferred delete desc detach distinct do drop each else end escape
+    except exclude exclusive exists explain fail filter first following for foreign from
+    full generated glob group groups having if ignore immediate in index indexed initially
+    inner insert instead intersect into is isnull join key last left like limit match
+    materialized natural no not nothing notnull null nulls of offset on or order others
+    outer over partition plan pragma preceding primary query raise range recursive
+    references regexp reindex release rename replace restrict returning right rollback row
+    rows savepoint select set table temp temporary then ties to transaction trigger
+    unbounded union unique update using vacuum values view virtual when where window with
+    without""".split()
+)
 
 
 MYSQL = "mysql"  # MySQL and MariaDB: one SQL dialect here, whatever SQLAlchemy calls it

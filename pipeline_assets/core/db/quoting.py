@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from .engines import MYSQL
+from .engines import MYSQL, SQLITE_KEYWORDS
 
 
 @functools.cache
@@ -27,7 +27,9 @@ def preparer(dialect: str):
     if dialect == "sqlite":
         from sqlalchemy.dialects import sqlite
 
-        return sqlite.dialect().identifier_preparer
+        preparer = sqlite.dialect().identifier_preparer
+        preparer.reserved_words = preparer.reserved_words | SQLITE_KEYWORDS
+        return preparer
     from sqlalchemy.dialects import postgresql
 
     return postgresql.dialect().identifier_preparer
