@@ -31,6 +31,7 @@ from dagster import (
 from pipeline_assets.core.daily_files import DayFilesBatch, manifest_path, shape_of
 from pipeline_assets.core.daily_files.views import day_rows, day_totals, store_totals
 from pipeline_assets.core.table.spec import DailyFiles
+from pipeline_assets.core.verify.files import day_tables
 
 from .assets import OWNER, Clock, TableResources, TableSettings
 from .core.commands import daily_assets
@@ -86,27 +87,22 @@ def _build_files_asset(
         group_name="daily_files",
         code_version="1",
         owners=[OWNER],
-        kinds={"json"},
+        kinds={files.format},
         retry_policy=RetryPolicy(max_retries=2, delay=5),
         required_resource_keys={keys.watermark},
-        # what the IO manager names when a reader finds a day not committed
-        metadata={
-            REBUILD_METADATA: MetadataValue.json(
-                {"select": daily_assets(spec, files.name), "module": table.module}
-            ),
-            # the shape its files are declared with: a reader refuses a day of another
-            SHAPE_METADATA: MetadataValue.json(asdict(shape_of(spec, files))),
-            **_declared_in(spec, files),
-        },
-        description=f"{spec.say('Files_rows', file=files.name)} of each day, one JSON file "
-        "per day, replaced atomically; a manifest per run says which files are committed.",
+        metadata=_files_metadata(table, files),
+        description=f"{spec.say('Files_rows', file=files.name)} of each day, one "
+        f"{_FORMAT_WORDS[files.format]} file per day, replaced atomically; a manifest per run "
+        "says which files are committed.",
     )
     def files_asset(context: AssetExecutionContext) -> DayFilesBatch:
-        """The rows of each day, one JSON file per day."""
+        """The rows of each day, one file per day."""
         watermark = getattr(context.resources, keys.watermark)
         days = list(context.partition_keys)
+        # a Parquet day is built from Arrow tables of the stored rows, a JSON day from rows
+        read = day_tables if files.format == "parquet" else day_rows
         with failing_step(spec):
-            by_day = day_rows(watermark.warehouse.engine(), days, tz, spec=spec, files=files)
+            by_day = read(watermark.warehouse.engine(), days, tz, spec=spec, files=files)
             current = watermark.current(spec.name)
         manifest = manifest_path(location, context.run.run_id)
         for day in days:
@@ -116,7 +112,7 @@ def _build_files_asset(
             )
         context.log.info(
             f"built {len(days)} day(s) {days[0]}...{days[-1]}, "
-            f"{sum(map(len, by_day.values()))} {rows_word}"
+            f"{sum(map(len, by_day.values()))} {rows_word} ({files.format})"
         )
         return DayFilesBatch(
             days=by_day,
@@ -127,6 +123,22 @@ def _build_files_asset(
         )
 
     return files_asset
+
+
+_FORMAT_WORDS = {"json": "JSON", "parquet": "Parquet"}
+
+
+def _files_metadata(table: TableSettings, files: DailyFiles) -> dict:
+    """What the IO manager names when a reader finds a day not committed, and the shape
+    the files are declared with (a reader refuses a day of another)."""
+    spec = table.spec
+    return {
+        REBUILD_METADATA: MetadataValue.json(
+            {"select": daily_assets(spec, files.name), "module": table.module}
+        ),
+        SHAPE_METADATA: MetadataValue.json(asdict(shape_of(spec, files))),
+        **_declared_in(spec, files),
+    }
 
 
 def _declared_in(spec, files: DailyFiles) -> dict:

@@ -44,15 +44,17 @@ def _declared(metadata) -> Callable[[str], str] | None:
 
 
 class DailyFilesIOManager(ConfigurableIOManager):
-    """One JSON file per day partition, replaced atomically, plus one manifest per run.
+    """One file per day partition (JSON, or Parquet for a file set declared so), replaced
+    atomically, plus one manifest per run.
 
     Contract (docs/contract.md): ``handle_output`` writes exactly the run's partition keys
-    (a day missing from the output is written as ``[]``), then the manifest
-    ``_manifest_<run id>.json``; ``load_input`` returns only committed days and fails
-    naming any other day. Files live in ``url`` (a file set's own folder, PAID_ORDERS_URL
-    for ``paid_orders``: a local path or an fsspec URL such as ``s3://bucket/prefix``) or,
-    without it, in ``<base_dir>/<asset key path>`` (one such manager serves every file set
-    in its default folder). Writers on one machine are serialized by a file lock; across
+    (a day missing from the output is written empty), then the manifest
+    ``_manifest_<run id>.json``; ``load_input`` returns only committed days (a JSON day as
+    a list of rows, a Parquet day as a ``pyarrow.Table``) and fails naming any other day.
+    Files live in ``url`` (a file set's own folder, PAID_ORDERS_URL for ``paid_orders``: a
+    local path or an fsspec URL such as ``s3://bucket/prefix``) or, without it, in
+    ``<base_dir>/<asset key path>`` (one such manager serves every file set in its default
+    folder). Writers on one machine are serialized by a file lock; across
     machines and on object stores, by the concurrency pool ``<F>_files``
     (``paid_orders_files``). Object-store credentials come from the store's own
     environment variables, never from this configuration.

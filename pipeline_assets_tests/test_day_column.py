@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files import read_committed_day, write_day_files
-from pipeline_assets.core.daily_files.state import shape_of, stale_days
+from pipeline_assets.core.daily_files.readers import shape_of, stale_days
 from pipeline_assets.core.daily_files.views import day_rows
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.errors import DeclarationError

@@ -71,7 +71,11 @@ DECLARED = {
     "events": EVENTS_ATTRIBUTES,
     "prices": PRICES_BY_TIER,
 }
-SPECS = {name: declare_spec(attributes) for name, attributes in DECLARED.items()}
+
+
+def in_format(attributes: dict, form: str) -> dict:
+    """The declaration with its daily files written as ``form`` (json or parquet)."""
+    return {**attributes, "daily_files": [{**f, "format": form} for f in attributes["daily_files"]]}
 
 
 def day(n: int) -> str:
@@ -81,11 +85,13 @@ def day(n: int) -> str:
 class Shop:
     """The project, its databases, its definitions and the runs a user starts."""
 
-    def __init__(self, root, instance, cli, monkeypatch):
+    def __init__(self, root, instance, cli, monkeypatch, form: str = "json"):
         self.module = f"shop_{uuid.uuid4().hex[:8]}"
         project(root, self.module)
-        for name, attributes in DECLARED.items():
+        declared = {name: in_format(a, form) for name, a in DECLARED.items()}
+        for name, attributes in declared.items():
             declare(root, name, attributes, module=self.module)
+        self.specs = {name: declare_spec(attributes) for name, attributes in declared.items()}
         self.root, self.instance, self.cli = root, instance, cli
         self.env = {
             "SOURCE_DATABASE_URL": f"sqlite:///{root / 'app.db'}",
@@ -99,7 +105,7 @@ class Shop:
             monkeypatch.setenv(key, value)
         monkeypatch.chdir(root)
         source = make_engine(self.env["SOURCE_DATABASE_URL"], role="app")
-        self.apps = {name: TableSource(source, spec) for name, spec in SPECS.items()}
+        self.apps = {name: TableSource(source, spec) for name, spec in self.specs.items()}
         self.defs = location_definitions(f"{self.module}.definitions")
 
     def dispose(self) -> None:
@@ -119,7 +125,7 @@ class Shop:
         """The table's job: its materialization's metadata, and its checks' outcomes under
         their names (a failed run: its error's text). The checks pass unless ``ok`` is
         ``"checks"``."""
-        spec = SPECS[name]
+        spec = self.specs[name]
         run = {"ops": {spec.names.asset: {"config": config}}} if config else None
         result = self.execute(spec.names.load_job, config=run, ok=ok)
         if not result.success:
@@ -134,7 +140,7 @@ class Shop:
 
     def build(self, name: str, first: str, last: str) -> None:
         """The table's day files and totals over ``first``…``last``: one run."""
-        job = SPECS[name].names.files[SPECS[name].daily_files[0].name].job
+        job = self.specs[name].names.files[self.specs[name].daily_files[0].name].job
         self.execute(job, tags=dict(zip(RANGE, (first, last), strict=True)))
 
     def last_load(self, name: str) -> int:
@@ -144,7 +150,7 @@ class Shop:
     def refresh(self, name: str, after: int) -> list[tuple[str, str]]:
         """One tick of the refresh sensor of the table's files that has read every load
         up to ``after``: the runs it asks for, built; their ``(first, last)`` days."""
-        spec = SPECS[name]
+        spec = self.specs[name]
         sensor = self.defs.resolve_sensor_def(
             spec.names.files[spec.daily_files[0].name].refresh_sensor
         )
@@ -171,7 +177,7 @@ class Shop:
         argv = shlex.split(command)
         assert argv[:5] == ["dagster", "asset", "materialize", "-m", f"{self.module}.definitions"]
         select = argv[argv.index("--select") + 1].split(",")
-        spec = next(s for s in SPECS.values() if select[0] in (s.names.asset, *s.names.files))
+        spec = next(s for s in self.specs.values() if select[0] in (s.names.asset, *s.names.files))
         if "--config-json" in argv:
             assert select == [spec.names.asset]
             config = json.loads(argv[argv.index("--config-json") + 1])
@@ -194,14 +200,15 @@ class Shop:
 
     def filed(self, name: str, n: int) -> list[tuple]:
         """The keys in the committed file of January ``n``."""
-        spec = SPECS[name]
+        spec = self.specs[name]
         rows = read_committed_day(self.root / "data" / spec.daily_files[0].name, day(n))
+        rows = rows if isinstance(rows, list) else rows.to_pylist()  # a Parquet day's table
         return [tuple(r[k] for k in spec.primary_key) for r in rows]
 
 
-@pytest.fixture
-def shop(tmp_path, instance, cli, monkeypatch):
-    made = Shop(tmp_path, instance, cli, monkeypatch)
+@pytest.fixture(params=["json", "parquet"])
+def shop(request, tmp_path, instance, cli, monkeypatch):
+    made = Shop(tmp_path, instance, cli, monkeypatch, request.param)
     for app in made.apps.values():
         app.create()
     yield made

@@ -65,6 +65,7 @@ from ..core.errors import PipelineError
 from ..core.times import utc_now
 from .context import Clock, Context, one_line
 from .demo import add_demo
+from .files import add_files
 from .tables import add_plan, add_verify, add_watermark
 
 PROG = "pipeline-assets"
@@ -106,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Operate the pipeline of a code location's declared tables (this "
         "project's orders by default): demo data, the watermark, dry runs, "
-        "verify.",
+        "verify, the committed day files.",
         epilog="Settings come from the environment (PIPELINE_DATA_DIR, SOURCE_DATABASE_URL, "
         "WAREHOUSE_DATABASE_URL, LOOKBACK_DAYS, PIPELINE_TIMEZONE). Exit 0: done; "
         "1: failed, nothing written; 2: bad command line.",
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_watermark(commands)
     add_plan(commands)
     add_verify(commands)
+    add_files(commands)
     return parser
 
 

@@ -1,17 +1,21 @@
-"""The daily ``paid_orders`` files: whole day files, one manifest per run, committed days.
+"""Day files (``paid_orders`` and every declared file set): whole day files in JSON or
+Parquet, one manifest per run, committed days.
 
 How the modules fit, bottom up:
 
 - :mod:`.layout`: the names in a folder (``2026-01-25.json``, ``_manifest_<run>.json``,
   ``_committed/…``) and the checks on days and run ids.
 - :mod:`.serialize`: the bytes of each file (deterministic JSON) and their sha256.
+- :mod:`.parquet`: the bytes of a Parquet day file (typed columns, fixed writer options:
+  the same rows, the same bytes), from rows or from Arrow tables of stored rows.
 - :mod:`.hashes`: the sha256 of the same day file bytes, built from Arrow tables of stored
   rows (what ``verify`` checks with).
 - :mod:`.store`: where the folder lives and how one file is replaced: local disk
   (temp + fsync + rename, ``flock``) or an object store (one whole-object PUT, through
   ``universal_pathlib`` and fsspec). Chosen by the location: a path or a URL.
-- :mod:`.state`: commit state and the readers (``day_status``,
-  ``read_committed_day(s)``).
+- :mod:`.state`: commit state (``day_status``, ``settled_statuses``).
+- :mod:`.readers`: the readers (``read_committed_day(s)``, the committed files' listing),
+  the shape a file set is declared with and the days written in another.
 - :mod:`.writer`: one run's write, in the order below.
 
 Write order of a run, the same on both stores::
@@ -76,18 +80,21 @@ from .layout import (
     manifest_name,
     pointer_name,
 )
+from .readers import (
+    Shape,
+    committed_files,
+    read_committed_day,
+    read_committed_days,
+    shape_of,
+    stale_days,
+)
 from .serialize import serialize_day, sha256_hex
 from .state import (
     DayStatus,
-    Shape,
     day_status,
     describe_days,
     known_days,
-    read_committed_day,
-    read_committed_days,
     settled_statuses,
-    shape_of,
-    stale_days,
 )
 from .store import LocalStore, ObjectStore, Store, atomic_replace, is_url, open_store, temp_path_for
 from .writer import DayFilesBatch, WrittenRun, rebuild_pointers, write_day_files
@@ -131,6 +138,7 @@ __all__ = [
     "WrittenRun",
     "atomic_replace",
     "check_day",
+    "committed_files",
     "day_file_path",
     "day_status",
     "describe_days",

@@ -3,6 +3,7 @@
 Every name is relative to the folder (a local directory or an object-store prefix)::
 
     2026-01-25.json                 a day file: the day's rows, byte-deterministic
+    2026-01-25.parquet              the same, of a file set declared ``format: parquet``
     _manifest_<run_id>.json         one per run, written after all of its day files
     _committed/2026-01-25.json      pointer: the newest manifest that lists the day
     _committed/_head.json           the last run that started writing, and whether it finished
@@ -18,8 +19,10 @@ import secrets
 from datetime import date
 
 from ..errors import DayFilesError
+from ..table.spec import FILE_FORMATS
 
-DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.json$")
+DAY_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.(json|parquet)$")
+FORMATS = FILE_FORMATS  # a day file's formats; each is its name's extension
 MANIFEST_RE = re.compile(r"^_manifest_([A-Za-z0-9][A-Za-z0-9_.-]*)\.json$")
 TEMP_SUFFIX = ".partial"
 LOCK_NAME = ".lock"
@@ -54,9 +57,11 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def day_name(day: str) -> str:
-    """``YYYY-MM-DD.json``."""
-    return f"{check_day(day)}.json"
+def day_name(day: str, form: str = "json") -> str:
+    """``YYYY-MM-DD.json`` (or ``.parquet``: ``form``)."""
+    if form not in FORMATS:
+        raise DayFilesError(f"{form!r} is not a day file format ({' or '.join(FORMATS)})")
+    return f"{check_day(day)}.{form}"
 
 
 def manifest_name(run_id: str) -> str:

@@ -108,6 +108,14 @@ def serialize_day(
     nullable. A row the file cannot hold exactly, or a key given twice, raises
     :class:`DayFilesError` naming the day, the row and the value.
     """
+    return dumps(clean_rows(day, rows, spec, files))
+
+
+def clean_rows(
+    day: str, rows: Iterable[Mapping], spec: TableSpec, files: DailyFiles | None = None
+) -> list[dict]:
+    """The rows as a day file of ``files`` writes them, sorted by the primary key, or the
+    :class:`DayFilesError` of the first the file cannot hold (see :func:`serialize_day`)."""
     check_day(day)
     files = file_of(spec, files)
     clean = sorted((_row_for_file(day, row, spec, files) for row in rows), key=lambda pair: pair[0])
@@ -117,7 +125,7 @@ def serialize_day(
             raise DayFilesError(
                 f"day {day}: {label} appears twice; a day holds each {spec.say('one_row')} once"
             )
-    return dumps([row for _, row in clean])
+    return [row for _, row in clean]
 
 
 def dumps(value: object) -> bytes:

@@ -9,7 +9,6 @@ of a run that stopped between its manifest and its pointers.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -17,13 +16,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..commands import rebuild_command
-from ..errors import StaleDayError, UncommittedDayError
 from ..table import ORDERS
-from ..table.spec import DailyFiles, TableSpec
-from ..warehouse.declaration import describe_files, files_fingerprint, implied_files_fingerprint
 from .layout import (
     COMMITTED,
     DAY_FILE_RE,
+    FORMATS,
     HEAD,
     MANIFEST_RE,
     NOT_BUILT,
@@ -33,7 +30,7 @@ from .layout import (
     day_name,
     pointer_name,
 )
-from .serialize import file_of, json_object, sha256_hex
+from .serialize import json_object, sha256_hex
 from .store import Store, open_store
 
 # On an object store (no lock to wait on) a reader that finds a day uncommitted while
@@ -58,6 +55,12 @@ class DayStatus:
     # (None: a manifest from before manifests recorded it) and columns
     declaration: str | None = None
     columns: dict | None = field(default=None, compare=False)
+    format: str = "json"  # its file's format, as the manifest that lists it says
+
+    @property
+    def file_name(self) -> str:
+        """Its file's name in the folder: ``YYYY-MM-DD.json`` or ``.parquet``."""
+        return day_name(self.day, self.format)
 
     @property
     def committed(self) -> bool:
@@ -67,7 +70,7 @@ class DayStatus:
     def repair_command(self) -> str:
         """The rebuild of this day of the code location's own ``orders`` (the reader's
         default file set, :func:`read_committed_days`)."""
-        return _default_rebuild(self.day)
+        return default_rebuild(self.day)
 
 
 # --- the small JSON files -----------------------------------------------------------------
@@ -135,15 +138,22 @@ def read_head(store: Store | Snapshot) -> dict | None:
 # --- committed days -----------------------------------------------------------------------
 
 
-def _day_status(store: Snapshot, day: str) -> DayStatus:
-    data = store.read(day_name(day))
+def _format_of(manifest: dict) -> str:
+    """The format a manifest's day files are in (JSON when it says none)."""
+    form = manifest.get("format", "json")
+    return form if form in FORMATS else "json"
+
+
+def _day_status(store: Snapshot, day: str, expect: str = "json") -> DayStatus:
     listing, problem = _newest_listing(store, day)
     if listing is None:
-        if problem is None and data is None:
+        names = [day_name(day, expect), *(day_name(day, f) for f in FORMATS if f != expect)]
+        if problem is None and all(store.read(name) is None for name in names):
             return DayStatus(day, NOT_BUILT, "it was never built (no file, no manifest lists it)")
         reason = problem or "the file exists but no manifest lists it (a run stopped early)"
         return DayStatus(day, UNCOMMITTED, reason)
-    return _listed_status(day, data, *listing)
+    form = _format_of(listing[3])
+    return _listed_status(day, store.read(day_name(day, form)), *listing, form)
 
 
 def _newest_listing(store: Snapshot, day: str) -> tuple[tuple | None, str | None]:
@@ -182,16 +192,24 @@ def _newest_listing(store: Snapshot, day: str) -> tuple[tuple | None, str | None
 
 
 def _listed_status(
-    day: str, data: bytes | None, manifest_name: str, sequence: int, entry: dict, shape: dict
+    day: str,
+    data: bytes | None,
+    manifest_name: str,
+    sequence: int,
+    entry: dict,
+    shape: dict,
+    form: str,
 ) -> DayStatus:
     """The day's file against the entry of the manifest that lists it."""
     if data is None:
         return DayStatus(
             day,
             UNCOMMITTED,
-            f"the file is missing, though {manifest_name} lists it",
+            f"the file is missing, though {manifest_name} lists it"
+            + ("" if form == "json" else f" ({day_name(day, form)})"),
             manifest=manifest_name,
             sequence=sequence,
+            format=form,
         )
     actual = sha256_hex(data)
     if actual != entry["sha256"]:
@@ -203,6 +221,7 @@ def _listed_status(
             manifest=manifest_name,
             sequence=sequence,
             sha256=actual,
+            format=form,
         )
     declared, columns = shape.get("declaration"), shape.get("columns")
     return DayStatus(
@@ -215,6 +234,7 @@ def _listed_status(
         data=data,
         declaration=declared if isinstance(declared, str) else None,
         columns=columns if isinstance(columns, dict) else None,
+        format=form,
     )
 
 
@@ -236,16 +256,20 @@ def known_days(folder: str | os.PathLike | Store) -> list[str]:
 def describe_days(
     folder: str | os.PathLike | Store,
     days: Iterable[str] | None = None,
+    *,
+    expect: str = "json",
 ) -> list[DayStatus]:
-    """The status of ``days`` (default: every day found in the folder), for ``verify``."""
+    """The status of ``days`` (default: every day found in the folder), for ``verify``;
+    ``expect``: the format their files are most likely in (read at once with the
+    pointers; a day of another format costs one more read)."""
     store = open_store(folder)
     wanted = known_days(store) if days is None else sorted({check_day(day) for day in days})
-    return _statuses(Snapshot(store), wanted)
+    return _statuses(Snapshot(store), wanted, expect)
 
 
-def _statuses(files: Snapshot, days: list[str]) -> list[DayStatus]:
-    files.prefetch([day_name(day) for day in days] + [pointer_name(day) for day in days])
-    return [_day_status(files, day) for day in days]
+def _statuses(files: Snapshot, days: list[str], expect: str = "json") -> list[DayStatus]:
+    files.prefetch([day_name(day, expect) for day in days] + [pointer_name(day) for day in days])
+    return [_day_status(files, day, expect) for day in days]
 
 
 def settled_statuses(
@@ -254,6 +278,7 @@ def settled_statuses(
     *,
     wait_for_writer: bool | float = True,
     clock: Callable[[], float] = time.monotonic,
+    expect: str = "json",
 ) -> list[DayStatus]:
     """:func:`describe_days`, but a run writing right now is waited for, not reported.
 
@@ -267,7 +292,7 @@ def settled_statuses(
     store = open_store(folder)
     wanted = sorted({check_day(day) for day in days})
     with store.lock(shared=True) if wait_for_writer else nullcontext():
-        statuses = _statuses(Snapshot(store), wanted)
+        statuses = _statuses(Snapshot(store), wanted, expect)
     if not wait_for_writer or store.locks or all(s.committed for s in statuses):
         return statuses
     wait = WRITER_WAIT_SECONDS if wait_for_writer is True else float(wait_for_writer)
@@ -280,110 +305,10 @@ def settled_statuses(
         time.sleep(_POLL_SECONDS)
     # No run is writing (or the one seen gave up): what is there now is settled. Look
     # again, also when no writer was seen: one may have finished since the first look.
-    again = iter(_statuses(Snapshot(store), [s.day for s in statuses if not s.committed]))
+    again = iter(_statuses(Snapshot(store), [s.day for s in statuses if not s.committed], expect))
     return [s if s.committed else next(again) for s in statuses]
 
 
-@dataclass(frozen=True)
-class Shape:
-    """The shape a file set is declared with now (``current``: its fingerprint) and the one
-    a manifest that records none was written with (``implied``; None: unknown)."""
-
-    current: str
-    implied: str | None = None
-    columns: dict | None = None  # the declared columns and their types, for messages
-
-    def stale(self, status: DayStatus) -> bool:
-        """Whether a committed day was written with another shape."""
-        return status.committed and (status.declaration or self.implied) != self.current
-
-    def why(self, status: DayStatus) -> str:
-        """How a stale day's shape differs from the declared one, in words."""
-        written = (status.declaration or self.implied or "unknown")[:16]
-        had, has = status.columns, self.columns
-        if had is None or has is None:
-            return f"written with shape {written}, declared now {self.current}"
-        parts = []
-        if sorted(set(has) - set(had)):
-            parts.append("it lacks " + ", ".join(sorted(set(has) - set(had))))
-        if sorted(set(had) - set(has)):
-            parts.append("it still holds " + ", ".join(sorted(set(had) - set(has))))
-        retyped = sorted(c for c in set(had) & set(has) if had[c] != has[c])
-        if retyped:
-            parts.append(
-                "it wrote " + ", ".join(f"{c} as {had[c]} (now {has[c]})" for c in retyped)
-            )
-        if not parts:
-            parts.append("its filter, key or day column differs")
-        return f"written with shape {written}, declared now {self.current}: " + "; ".join(parts)
-
-
-def shape_of(spec: TableSpec, files: DailyFiles | None = None) -> Shape:
-    """The shape ``spec``'s file set ``files`` (default: its first) is declared with."""
-    files = file_of(spec, files)
-    return Shape(
-        files_fingerprint(spec, files),
-        implied_files_fingerprint(spec, files),
-        describe_files(spec, files)["columns"],
-    )
-
-
-def stale_days(folder: str | os.PathLike | Store, shape: Shape) -> list[DayStatus]:
-    """The committed days of ``folder`` written with another shape than ``shape``'s (a
-    look at every day's pointer and manifest: once per declaration change)."""
-    return [s for s in describe_days(folder) if shape.stale(s)]
-
-
-def _default_rebuild(day: str) -> str:
+def default_rebuild(day: str) -> str:
+    """The rebuild of a day of the code location's own ``paid_orders``."""
     return rebuild_command(day, spec=ORDERS)
-
-
-def _parse_day_bytes(day: str, data: bytes, name: str, rebuild: Callable[[str], str]) -> list:
-    try:
-        rows = json.loads(data)
-    except ValueError:
-        raise UncommittedDayError(
-            {day: "the file is not valid JSON"}, name=name, rebuild=rebuild
-        ) from None
-    if not isinstance(rows, list):
-        raise UncommittedDayError(
-            {day: "the file does not hold a JSON array"}, name=name, rebuild=rebuild
-        )
-    return rows
-
-
-def read_committed_days(
-    folder: str | os.PathLike | Store,
-    days: Iterable[str],
-    *,
-    wait_for_writer: bool | float = True,
-    name: str | None = None,
-    rebuild: Callable[[str], str] | None = None,
-    shape: Shape | None = None,
-) -> dict[str, list[dict]]:
-    """Rows of each of ``days``, committed ones only; else one error naming every bad day
-    of the file set ``name`` and the command that rebuilds it (``rebuild(day)``; both by
-    default those of the code location's own ``orders``, whose files a reader that names
-    none reads). With ``shape``, a committed day written with another shape is
-    an error too (:class:`StaleDayError`): a reader never mixes two shapes unknowingly.
-
-    With ``wait_for_writer`` a run that is writing right now is waited for instead of
-    being reported as uncommitted (see :func:`settled_statuses`).
-    """
-    name = name or ORDERS.daily_files[0].name
-    rebuild = rebuild or _default_rebuild
-    statuses = settled_statuses(folder, days, wait_for_writer=wait_for_writer)
-    bad = {s.day: s.reason for s in statuses if not s.committed}
-    if bad:
-        raise UncommittedDayError(bad, name=name, rebuild=rebuild)
-    stale = {s.day: shape.why(s) for s in statuses if shape is not None and shape.stale(s)}
-    if stale:
-        raise StaleDayError(stale, name=name, rebuild=rebuild)
-    return {s.day: _parse_day_bytes(s.day, s.data, name, rebuild) for s in statuses}
-
-
-def read_committed_day(
-    folder: str | os.PathLike | Store, day: str, *, wait_for_writer: bool | float = True
-) -> list[dict]:
-    """Rows of one committed day, or :class:`UncommittedDayError` naming it and the fix."""
-    return read_committed_days(folder, [day], wait_for_writer=wait_for_writer)[day]

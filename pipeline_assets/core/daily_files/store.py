@@ -79,6 +79,10 @@ class Store(ABC):
             self.write(name, data, crash_at=crash_at)
 
     @abstractmethod
+    def remove(self, names: list[str]) -> None:
+        """Remove each of ``names`` (one already gone is no error)."""
+
+    @abstractmethod
     def names(self, sub: str = "") -> list[str]:
         """The names of the entries directly in the folder (or in its ``sub`` folder)."""
 
@@ -143,6 +147,19 @@ class LocalStore(Store):
                 os.unlink(temp)
             except FileNotFoundError:
                 pass
+
+    def remove(self, names: list[str]) -> None:
+        for name in names:
+            try:
+                os.unlink(self.folder / name)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise DayFilesError(
+                    f"could not remove {name} from {self.folder}: {exc.strerror or exc}"
+                ) from exc
+        if names:
+            _fsync_dir(self.folder)
 
     def names(self, sub: str = "") -> list[str]:
         try:
@@ -270,6 +287,16 @@ class ObjectStore(Store):
         except Exception as exc:
             raise self._error("write", f"{len(items)} files", exc) from None
         return None
+
+    def remove(self, names: list[str]) -> None:
+        if not names:
+            return
+        try:
+            self.fs.rm([self._key(name) for name in names])
+        except FileNotFoundError:
+            pass
+        except Exception as exc:
+            raise self._error("remove", f"{len(names)} files", exc) from None
 
     def names(self, sub: str = "") -> list[str]:
         try:

@@ -204,16 +204,18 @@ def json_reader(kind: ColumnType, tz: tzinfo) -> Callable[[object], object]:
 # --- totals ------------------------------------------------------------------------------
 
 
-def day_totals(rows: Sequence[Mapping], totals: Totals, spec: TableSpec):
-    """The totals of one day's rows: ``(rows, {column: exact sum})`` over the columns
-    ``totals`` sums (NULLs left out): a ``Decimal`` for a decimal column (exact, whatever
-    its digits), an ``int`` for an integer, a ``float`` for a float (``math.fsum``: the
-    correctly rounded sum, whatever the order).
+def day_totals(rows, totals: Totals, spec: TableSpec):
+    """The totals of one day's rows (a JSON day's list of rows, or a Parquet day's
+    ``pyarrow.Table``): ``(rows, {column: exact sum})`` over the columns ``totals`` sums
+    (NULLs left out): a ``Decimal`` for a decimal column (exact, whatever its digits), an
+    ``int`` for an integer, a ``float`` for a float (``math.fsum``: the correctly rounded
+    sum, whatever the order).
     """
     sums = {}
     for name in totals.sum:
         kind = spec.column(name).type
-        values = [kind.parse(r[name], UTC) for r in rows if r[name] is not None]
+        column = [r[name] for r in rows] if isinstance(rows, Sequence) else rows[name].to_pylist()
+        values = [kind.parse(v, UTC) for v in column if v is not None]
         sums[name] = kind.codec.total(kind, values)
     return len(rows), sums
 

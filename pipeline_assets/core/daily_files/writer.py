@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..crash import crash_point
 from ..errors import DayFilesError
@@ -13,6 +14,7 @@ from ..table.spec import DailyFiles, TableSpec
 from ..warehouse.declaration import describe_files, files_fingerprint
 from .layout import (
     DAY_FILE_RE,
+    FORMATS,
     HEAD,
     MANIFEST_RE,
     check_day,
@@ -21,9 +23,13 @@ from .layout import (
     manifest_name,
     pointer_name,
 )
+from .parquet import parquet_bytes
 from .serialize import dumps, file_of, serialize_day, sha256_hex
 from .state import Snapshot, listed, read_head, read_json_object
 from .store import Store, open_store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class DayFilesBatch:
     the watermark, when it was built, and whose files they are (``spec``'s ``files``: the
     bytes of each file are theirs)."""
 
-    days: Mapping[str, Sequence[Mapping]]
+    days: Mapping[str, Sequence[Mapping] | pa.Table]  # a Parquet file set's: either
     spec: TableSpec
     watermark: str | None = None
     written_at: str | None = None  # from the caller's clock; the manifest records it
@@ -179,32 +185,53 @@ def _checked_times(
     return written_at, watermark
 
 
+def _day_bytes(day: str, rows, spec: TableSpec, view: DailyFiles) -> tuple[bytes, int]:
+    """(the bytes of one day file in ``view``'s format, its rows)."""
+    if view.format == "parquet":
+        return parquet_bytes(day, rows, spec, view)
+    rows = list(rows)
+    # serialize_day refuses duplicates, so the row count is the input's length.
+    return serialize_day(day, rows, spec, view), len(rows)
+
+
 def _serialized(
-    days: Mapping[str, Sequence[Mapping]], spec: TableSpec, files: DailyFiles | None
+    days: Mapping[str, Sequence[Mapping]], spec: TableSpec, view: DailyFiles
 ) -> tuple[dict[str, bytes], dict[str, dict]]:
     """The bytes of each day file, by day, and each day's manifest entry (rows, sha256):
     all of them built, and so checked, before the first byte is written."""
-    rows_by_day = {check_day(day): list(rows) for day, rows in sorted(days.items())}
-    blobs = {day: serialize_day(day, rows, spec, files) for day, rows in rows_by_day.items()}
-    # serialize_day refused duplicates, so the row count is the input's length.
-    entries = {
-        day: {"rows": len(rows_by_day[day]), "sha256": sha256_hex(data)}
-        for day, data in blobs.items()
-    }
+    blobs, entries = {}, {}
+    for day, rows in sorted(days.items()):
+        blobs[check_day(day)], count = _day_bytes(day, rows, spec, view)
+        entries[day] = {"rows": count, "sha256": sha256_hex(blobs[day])}
     return blobs, entries
 
 
-def _write_days(store: Store, blobs: Mapping[str, bytes]) -> None:
+def _write_days(store: Store, blobs: Mapping[str, bytes], form: str) -> None:
     """The run's day files: the first, then the rest at once (the crash point
     ``files_between_days`` between them)."""
     (first, data), *rest = blobs.items()
-    store.write(day_name(first), data, crash_at="day_file_before_rename")
+    store.write(day_name(first, form), data, crash_at="day_file_before_rename")
     if rest:
         crash_point("files_between_days")
         # the order of the day files does not matter, only that all precede the manifest
         store.write_many(
-            {day_name(day): data for day, data in rest}, crash_at="day_file_before_rename"
+            {day_name(day, form): data for day, data in rest}, crash_at="day_file_before_rename"
         )
+
+
+def _remove_other_formats(store: Store, days: Sequence[str], form: str) -> None:
+    """A written day's file in another format (the file set's format changed): removed
+    once the day is committed in this one, never before."""
+    present = set(store.names())
+    store.remove(
+        [
+            name
+            for day in days
+            for other in FORMATS
+            if other != form
+            if (name := day_name(day, other)) in present
+        ]
+    )
 
 
 def _manifest(
@@ -227,6 +254,8 @@ def _manifest(
         "files": entries,
         "declaration": files_fingerprint(spec, view),
         "columns": describe_files(spec, view)["columns"],
+        # the format of its day files (JSON, the first, left unsaid)
+        **({"format": view.format} if view.format != "json" else {}),
     }
 
 
@@ -256,7 +285,7 @@ def write_day_files(
         raise DayFilesError(f"run {run_id} has no days to write")
     written_at, watermark = _checked_times(written_at, watermark)
     view = file_of(spec, files)
-    blobs, entries = _serialized(days, spec, files)
+    blobs, entries = _serialized(days, spec, view)
     manifest_file = manifest_name(run_id)
 
     store.prepare()
@@ -267,13 +296,14 @@ def write_day_files(
         store.write(
             HEAD, dumps({"manifest": manifest_file, "sequence": sequence, "state": "writing"})
         )
-        _write_days(store, blobs)
+        _write_days(store, blobs, view.format)
         manifest = _manifest(run_id, sequence, entries, watermark, written_at, spec, view)
         crash_point("files_before_manifest")
         store.write(manifest_file, dumps(manifest), crash_at="manifest_before_rename")
         _update_pointers(store, manifest, manifest_file, crash=True)
         crash_point("files_after_pointers")
         store.write(HEAD, dumps({"manifest": manifest_file, "sequence": sequence, "state": "done"}))
+        _remove_other_formats(store, list(blobs), view.format)
     return WrittenRun(
         run_id=run_id,
         sequence=sequence,

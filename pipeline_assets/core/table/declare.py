@@ -60,7 +60,7 @@ def _shape(spec: TableSpec) -> tuple:
         spec.primary_key,
         spec.cursor,
         spec.columns,
-        tuple((f.name, f.where, f.columns, f.totals) for f in spec.daily_files),
+        tuple((f.name, f.where, f.columns, f.totals, f.format) for f in spec.daily_files),
     )
 
 

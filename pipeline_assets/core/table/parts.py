@@ -13,7 +13,7 @@ from datetime import tzinfo
 
 from ..errors import DeclarationError, TypeValueError, UnknownTypeError
 from . import working
-from .spec import Column, DailyFiles, Totals
+from .spec import FILE_FORMATS, Column, DailyFiles, Totals
 from .types import ColumnType
 
 # The warehouse tables the pipeline keeps for itself: no declaration may take their names.
@@ -214,13 +214,13 @@ def read_daily_files(
         at = f"daily_files[{i}]"
         if not isinstance(item, Mapping):
             raise DeclarationError(at, item, "a mapping with name, where, columns, url, totals")
-        extra = set(item) - {"name", "where", "columns", "url", "totals"}
+        extra = set(item) - {"name", "where", "columns", "url", "totals", "format"}
         if extra:
             key = sorted(extra)[0]
             raise DeclarationError(
                 f"{at}.{key}",
                 item[key],
-                "unknown; a daily file takes name, where, columns, url and totals",
+                "unknown; a daily file takes name, where, columns, url, totals and format",
             )
         name = item.get("name")
         check_name(f"{at}.name", name)
@@ -254,7 +254,11 @@ def read_daily_files(
                 f"{at}.url", url, "a folder path or an fsspec URL (s3://bucket/prefix)"
             )
         totals = _totals(item.get("totals"), by_name, columns, f"{at}.totals")
-        out.append(DailyFiles(name, where, tuple(columns), url.strip() if url else None, totals))
+        form = item.get("format", "json")
+        if form not in FILE_FORMATS:
+            raise DeclarationError(f"{at}.format", form, "json or parquet")
+        url = url.strip() if url else None
+        out.append(DailyFiles(name, where, tuple(columns), url, totals, form))
     return tuple(out)
 
 

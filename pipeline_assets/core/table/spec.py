@@ -36,16 +36,22 @@ class Totals:
     sum: tuple[str, ...]
 
 
+# A daily file set's formats: its day files are ``<day>.json`` or ``<day>.parquet``.
+FILE_FORMATS = ("json", "parquet")
+
+
 @dataclass(frozen=True)
 class DailyFiles:
-    """One JSON file per day of the rows matching ``where`` (column → allowed values),
-    holding ``columns``; ``url`` is its folder (None: ``<PIPELINE_DATA_DIR>/<name>``)."""
+    """One file per day of the rows matching ``where`` (column → allowed values), holding
+    ``columns``; ``url`` is its folder (None: ``<PIPELINE_DATA_DIR>/<name>``); ``format``
+    its bytes: ``json`` (an array of objects) or ``parquet`` (typed columns)."""
 
     name: str
     where: tuple[tuple[str, tuple], ...]
     columns: tuple[str, ...]
     url: str | None = None
     totals: Totals | None = None
+    format: str = "json"
 
     def matches(self, row: Mapping) -> bool:
         """Whether a row (parsed values by column name) belongs in this view."""

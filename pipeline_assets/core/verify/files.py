@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 
+import pyarrow as pa
 from sqlalchemy.engine import Engine
 
 from ..daily_files import (
@@ -33,8 +34,11 @@ from ..daily_files import (
     sha256_hex,
     shape_of,
 )
+from ..daily_files.parquet import parquet_bytes, parquet_table, read_parquet, view_tables
+from ..daily_files.serialize import file_of
 from ..daily_files.views import day_rows
 from ..days import spans
+from ..errors import DayFilesError
 from ..table.spec import DailyFiles, TableSpec
 from ..times import EPOCH, parse_day
 from .sides import warehouse_rows
@@ -86,7 +90,9 @@ def check_files(
     files = files or spec.daily_files[0]
     named = None if spec.legacy and files == spec.daily_files[0] else files.name
     shape = shape_of(spec, files)
-    statuses = settled_statuses(folder, days, wait_for_writer=WRITER_WAIT_SECONDS)
+    statuses = settled_statuses(
+        folder, days, wait_for_writer=WRITER_WAIT_SECONDS, expect=files.format
+    )
     committed = [s.day for s in statuses if s.state == COMMITTED and not shape.stale(s)]
     hashes = (
         file_hashes(warehouse, tz, committed, spec=spec, files=files)
@@ -117,6 +123,9 @@ def check_files(
         if sha == status.sha256:
             out.append(FileCheck(status.day, status.state, True, rows, paid, file=named))
             continue
+        if files.format == "parquet":
+            out.append(_compare_parquet(status, warehouse, tz, paid, spec, files, named))
+            continue
         expected = (
             []
             if warehouse is None
@@ -137,10 +146,96 @@ def file_hashes(
     """``{day: (rows, sha256 of its file's bytes)}`` from the warehouse, for ``days`` (a
     day it cannot vouch for is left out), in one ordered read of their ranges."""
     numbers = {(parse_day(day) - EPOCH).days: day for day in days}
+    if file_of(spec, files).format == "parquet":
+        return _parquet_hashes(warehouse, tz, numbers, spec, file_of(spec, files))
     hashes = DayFileHashes(numbers, tz, spec, files)
     for table in warehouse_rows(warehouse, tz, spans(days, tz), ordered=True, spec=spec):
         hashes.add(table)
     return {numbers[number]: found for number, found in hashes.result().items()}
+
+
+def day_tables(
+    warehouse: Engine, days: Sequence[str], tz: tzinfo, *, spec: TableSpec, files: DailyFiles
+) -> dict[str, pa.Table]:
+    """``{day: the warehouse's rows of the view on it}``, each an Arrow table of the file's
+    columns as stored, from one ordered read of the days' ranges: what a Parquet day file
+    is written from (:func:`~pipeline_assets.core.daily_files.parquet.parquet_table`), by
+    the files asset and by ``verify`` alike."""
+    numbers = {(parse_day(day) - EPOCH).days: day for day in days}
+    tables = warehouse_rows(warehouse, tz, spans(list(numbers.values()), tz), spec=spec)
+    return view_tables(tables, numbers, spec, files)
+
+
+def _parquet_hashes(
+    warehouse: Engine, tz: tzinfo, numbers: dict[int, str], spec: TableSpec, files: DailyFiles
+) -> dict[str, tuple[int, str]]:
+    """:func:`file_hashes` of a Parquet file set: each day's file built as the writer
+    builds it, and hashed (a day the warehouse holds a value of that no file can hold is
+    left out, for :func:`_compare_parquet` to word)."""
+    tables = warehouse_rows(warehouse, tz, spans(list(numbers.values()), tz), spec=spec)
+    out = {}
+    for day, table in view_tables(tables, numbers, spec, files).items():
+        try:
+            data, rows = parquet_bytes(day, table, spec, files)
+        except DayFilesError:
+            continue
+        out[day] = (rows, sha256_hex(data))
+    return out
+
+
+def _compare_parquet(
+    status: DayStatus,
+    warehouse: Engine | None,
+    tz: tzinfo,
+    paid: int,
+    spec: TableSpec,
+    files: DailyFiles,
+    named: str | None,
+) -> FileCheck:
+    """A committed Parquet day whose bytes are not those the warehouse's rows give: its
+    rows against the warehouse's, by key (the same rows written by another pyarrow match)."""
+
+    def check(matches: bool, file_rows: int | None, detail: str = "") -> FileCheck:
+        return FileCheck(status.day, status.state, matches, file_rows, paid, detail, named)
+
+    try:
+        stored = (
+            day_tables(warehouse, [status.day], tz, spec=spec, files=files)[status.day]
+            if warehouse is not None
+            else []
+        )
+        want = parquet_table(status.day, stored, spec, files).to_pylist()
+    except DayFilesError as exc:
+        return check(False, status.rows, f"the warehouse's rows cannot be written: {exc}")
+    try:
+        have = read_parquet(status.data).to_pylist()
+    except ValueError as exc:
+        return check(False, None, str(exc))
+    by_key = {tuple(r[k] for k in spec.primary_key): r for r in want}
+    return _differences(
+        {tuple(r.get(k) for k in spec.primary_key): r for r in have}, by_key, spec, files, check
+    )
+
+
+def _differences(have_by: dict, want_by: dict, spec, files, check) -> FileCheck:
+    """How the rows of a committed file (``have_by``: by key) differ from the
+    warehouse's (``want_by``)."""
+    missing = sum(1 for k in want_by if k not in have_by)
+    extra = sum(1 for k in have_by if k not in want_by)
+    different = sum(1 for k in want_by if k in have_by and have_by[k] != want_by[k])
+    if not (missing or extra or different):  # same rows, another writer's bytes
+        return check(True, len(have_by))
+    held = spec.say("file_rows_counted", file=files.name)
+    gone = spec.say("not_in_file", file=files.name)
+    return check(
+        False,
+        len(have_by),
+        (
+            f"the committed file has {len(have_by)} row(s), the warehouse {len(want_by)} "
+            f"{held}: {missing} missing from the file, {extra} {gone} on this day, "
+            f"{different} with other values"
+        ),
+    )
 
 
 def _compare_file(
@@ -160,23 +255,8 @@ def _compare_file(
     have = _rows_by_key(status.data, spec)
     if have is None:
         return check(False, None, f"the committed file does not hold rows with {spec.say('a_key')}")
-    want_rows = _rows_by_key(want, spec)
-    missing = sum(1 for k in want_rows if k not in have)
-    extra = sum(1 for k in have if k not in want_rows)
-    different = sum(1 for k in want_rows if k in have and have[k] != want_rows[k])
-    if not (missing or extra or different):  # same rows, older byte layout
-        return check(True, len(have))
-    held = spec.say("file_rows_counted", file=files.name)
-    gone = spec.say("not_in_file", file=files.name)
-    return check(
-        False,
-        len(have),
-        (
-            f"the committed file has {len(have)} row(s), the warehouse {len(want_rows)} {held}: "
-            f"{missing} missing from the file, {extra} {gone} on this day, "
-            f"{different} with other values"
-        ),
-    )
+    # same rows in an older byte layout match
+    return _differences(have, _rows_by_key(want, spec), spec, files, check)
 
 
 def _rows_by_key(data: bytes, spec: TableSpec) -> dict | None:

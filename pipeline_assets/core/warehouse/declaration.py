@@ -71,8 +71,8 @@ def describe(spec: TableSpec) -> dict:
 def describe_files(spec: TableSpec, files: DailyFiles) -> dict:
     """What defines the bytes of ``spec``'s day files ``files``: the table, its key and
     change stamp and day column (the rows' order and day), the file's columns with their
-    types, and its filter. A manifest records its :func:`files_fingerprint`: a changed
-    ``day_column`` makes every committed day stale."""
+    types, its filter and its format. A manifest records its :func:`files_fingerprint`: a
+    changed ``day_column`` or ``format`` makes every committed day stale."""
     whole = describe(spec)
     return {
         "table": spec.name,
@@ -81,6 +81,10 @@ def describe_files(spec: TableSpec, files: DailyFiles) -> dict:
         **({"day_column": spec.day_column} if spec.day_column is not None else {}),
         "columns": {name: whole["columns"][name]["type"] for name in files.columns},
         "where": whole["daily_files"][files.name]["where"],
+        # JSON, the first format, is left unsaid: a JSON file set's fingerprint is the one
+        # it had before formats existed (its days stay fresh), and a changed format makes
+        # every committed day stale
+        **({"format": files.format} if files.format != "json" else {}),
     }
 
 

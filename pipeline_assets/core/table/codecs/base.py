@@ -111,6 +111,17 @@ class Codec:
             array = pc.cast(array, pa.string())
         return (array if array.type == pa.string() else pc.cast(array, pa.string())), None
 
+    def parquet_type(self, t):
+        """The Arrow type a Parquet day file holds the column as (here: text)."""
+        import pyarrow as pa
+
+        return pa.string()
+
+    def parquet_array(self, t, array):
+        """``(the column as a Parquet day file holds it, the rows it cannot hold or
+        None)``, from the form :meth:`file_array` gives (here: the text as it is)."""
+        return array, None
+
     def parse_array(self, t, values, zone: str):
         """``(stored, ok, moment)``: :meth:`parse` for a whole Arrow column as a reader
         gave it (native or text), in :meth:`stored` form. ``ok`` marks the rows it vouches

@@ -76,6 +76,14 @@ class BooleanCodec(Codec):
 
         return pc.if_else(array, "true", "false"), None, False
 
+    def parquet_type(self, t):
+        import pyarrow as pa
+
+        return pa.bool_()
+
+    def parquet_array(self, t, array):
+        return array, None
+
     def parse(self, t, value, tz):
         if isinstance(value, bool):
             return value

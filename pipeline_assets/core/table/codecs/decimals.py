@@ -104,6 +104,44 @@ class DecimalCodec(Codec):
         plain = pc.match_substring_regex(array, self.plain_pattern(t))
         return array, pc.invert(pc.fill_null(plain, True)), True
 
+    def parquet_type(self, t):
+        """``decimal(P,S)``: a Parquet decimal of P digits, S of them places (decimal256
+        beyond 38 digits). A plain ``decimal`` keeps its text: no one precision and scale
+        holds every spelling a source may give, and a scale chosen per day would give the
+        days of one folder different types."""
+        import pyarrow as pa
+
+        if t.precision is None:
+            return pa.string()
+        make = pa.decimal128 if t.precision <= 38 else pa.decimal256
+        return make(t.precision, t.scale)
+
+    def parquet_array(self, t, array):
+        """The exact text as a decimal of the column's type (none rounded: a value with
+        more places or digits than it holds is a row it cannot hold); a plain ``decimal``
+        as its text."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if t.precision is None:
+            plain = pc.match_substring_regex(array, _FILE_DECIMAL_RE.pattern)
+            return array, pc.invert(pc.fill_null(plain, True))
+        kind = self.parquet_type(t)
+        if pa.types.is_decimal(array.type) and array.type == kind:
+            return array, None
+        try:
+            return pc.cast(array, kind), None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            values, wrong = [], []
+            for text in array.to_pylist():
+                try:
+                    values.append(None if text is None else self.parse(t, text, None))
+                    wrong.append(False)
+                except TypeValueError:
+                    values.append(None)
+                    wrong.append(True)
+            return pa.array(values, kind), pa.array(wrong, pa.bool_())
+
     def plain_pattern(self, t) -> str:
         """The stored texts :meth:`file_value` writes back unchanged, as a regex."""
         if t.scale is None:

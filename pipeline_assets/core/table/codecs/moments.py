@@ -123,6 +123,21 @@ class DateCodec(_Moment):
     def file_text(self, t, array, tz):
         return array, _bad_days(array), True
 
+    def parquet_type(self, t):
+        import pyarrow as pa
+
+        return pa.date32()
+
+    def parquet_array(self, t, array):
+        """The day as a date32; text that is no calendar day is a row it cannot hold."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if pa.types.is_date32(array.type):
+            return array, None
+        bad = _bad_days(array)
+        return pc.cast(pc.if_else(bad, None, array), pa.date32()), bad
+
 
 class TimestampCodec(_Moment):
     """An instant: stored as canonical UTC text (which sorts as it compares), written in
@@ -157,6 +172,14 @@ class TimestampCodec(_Moment):
         from ...times.arrays import local_text
 
         return local_text(array, tz), None, True
+
+    def parquet_type(self, t):
+        from ...times.arrays import INSTANT
+
+        return INSTANT  # microseconds, adjusted to UTC
+
+    def parquet_array(self, t, array):
+        return array, None  # file_array's instants
 
     def file_array(self, t, array):
         """UTC instants (a naive driver timestamp read as UTC); text that is no instant

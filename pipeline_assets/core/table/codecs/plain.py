@@ -71,6 +71,14 @@ class IntegerCodec(Codec):
 
         return pc.cast(array, pa.string()), None, False
 
+    def parquet_type(self, t):
+        import pyarrow as pa
+
+        return pa.int64()
+
+    def parquet_array(self, t, array):
+        return array, None
+
     def parse(self, t, value, tz):
         if isinstance(value, bool) or isinstance(value, float):
             raise TypeValueError(f"{value!r} is not an integer")
@@ -206,6 +214,17 @@ class FloatCodec(Codec):
         import pyarrow.compute as pc
 
         return (array if array.type == pa.float64() else pc.cast(array, pa.float64())), None
+
+    def parquet_type(self, t):
+        import pyarrow as pa
+
+        return pa.float64()
+
+    def parquet_array(self, t, array):
+        """As it is; NaN and infinity are no value of the column."""
+        import pyarrow.compute as pc
+
+        return array, pc.fill_null(pc.invert(pc.is_finite(array)), False)
 
     def file_text(self, t, array, tz):
         """``json.dumps`` of each (its shortest repr); NaN and infinity are not vouched for."""
