@@ -118,6 +118,7 @@ def test_by_default_the_commands_work_on_this_projects_orders(cli, data):
         ["watermark", "history", "--json"],
         ["plan"],
         ["verify"],
+        ["files"],
         ["watermark", "rewind", "2026-01-01", "--reason", "x"],
     ],
 )
@@ -128,6 +129,17 @@ def test_a_table_the_location_does_not_declare_names_the_tables_it_does(cli, dat
         "pipeline_assets.definitions declares no such table; its tables: "
         "orders\n"
     )
+    assert not data.exists()
+
+
+def test_a_file_set_the_location_does_not_declare_names_those_it_does(cli, data):
+    err = one_line_error(cli("files", "--files", "paid"))
+    assert err == (
+        "pipeline-assets: error: --files paid: the code location pipeline_assets.definitions "
+        "declares no such file set; its file sets: paid_orders\n"
+    )
+    code, out, _ = cli("files", "--json")  # nothing built yet: an empty list, nothing made
+    assert (code, json.loads(out)) == (0, [])
     assert not data.exists()
 
 

@@ -188,6 +188,15 @@ def arrow_hashes(
     arrow_types: dict | None = None,
 ) -> dict[int, tuple[int, str]]:
     """Each day's hash by verify's path: stored rows in key order, in batches."""
+    hashes = DayFileHashes(days, tz, spec, spec.daily_files[0])
+    for table in stored_tables(spec, stored, tz, cuts, arrow_types):
+        hashes.add(table)
+    return hashes.result()
+
+
+def stored_tables(spec: TableSpec, stored: list[dict], tz, cuts: int, arrow_types=None):
+    """Stored rows as the warehouse's reader gives them: Arrow tables with each row's
+    day, in key order, cut into batches at ``cuts`` random places."""
 
     def sort_key(row):
         return tuple(row[k] for k in spec.primary_key)  # stored keys sort as they compare
@@ -195,7 +204,6 @@ def arrow_hashes(
     ordered = sorted(stored, key=sort_key)
     rnd = random.Random(cuts)
     edges = sorted({0, len(ordered), *(rnd.randrange(len(ordered) + 1) for _ in range(cuts))})
-    hashes = DayFileHashes(days, tz, spec, spec.daily_files[0])
     types = {c.name: (arrow_types or {}).get(c.name, ARROW[c.type.kind]) for c in spec.columns}
     for start, end in zip(edges, edges[1:], strict=False):
         part = ordered[start:end]
@@ -206,8 +214,7 @@ def arrow_hashes(
         columns[working.DAY] = pa.array(
             [day_number(spec, r[spec.cursor], tz) for r in part], pa.int32()
         )
-        hashes.add(pa.table(columns))
-    return hashes.result()
+        yield pa.table(columns)
 
 
 def stored_rows(spec: TableSpec, rows: list[dict]) -> list[dict]:

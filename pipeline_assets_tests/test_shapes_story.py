@@ -85,10 +85,10 @@ def day(n: int) -> str:
 class Shop:
     """The project, its databases, its definitions and the runs a user starts."""
 
-    def __init__(self, root, instance, cli, monkeypatch, form: str = "json"):
+    def __init__(self, root, instance, cli, monkeypatch, form: str = "json", tables=None):
         self.module = f"shop_{uuid.uuid4().hex[:8]}"
         project(root, self.module)
-        declared = {name: in_format(a, form) for name, a in DECLARED.items()}
+        declared = {name: in_format(a, form) for name, a in (tables or DECLARED).items()}
         for name, attributes in declared.items():
             declare(root, name, attributes, module=self.module)
         self.specs = {name: declare_spec(attributes) for name, attributes in declared.items()}
