@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import subprocess
 import sys
 from datetime import date, datetime
 from decimal import Decimal
@@ -121,6 +124,26 @@ def test_each_day_reads_back_typed_with_the_warehouse_rows_and_readers_take_the_
     assert found == [(10, fees)]
     frame = pl.scan_parquet(paths).select(pl.len(), pl.col("fee").sum()).collect()
     assert frame.row(0) == (10, fees)
+    printed = run_readme_lines(shop)
+    assert printed[0] == f"[(10, Decimal('{fees}'))]", printed
+    assert re.search(rf"\b10\b.*\b{re.escape(str(fees))}\b", printed[1]), printed  # a frame
+
+
+def run_readme_lines(shop: Shop) -> list[str]:
+    """The README's lines that feed the listing to DuckDB and Polars, run as written (in
+    the shop's folder, for its module): what each printed."""
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    block = text.split("**Parquet day files.**", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = block.replace("shop.definitions", f"{shop.module}.definitions").splitlines()
+    env = {**os.environ, **shop.env, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    out = []
+    for line in lines:
+        done = subprocess.run(
+            line, shell=True, cwd=shop.root, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, (line, done.stderr)
+        out.append(done.stdout.strip())
+    return out[1:]
 
 
 def test_a_rebuild_gives_the_same_bytes_and_a_damaged_day_is_named_and_repaired(shop):
