@@ -171,16 +171,23 @@ def _parquet_hashes(
 ) -> dict[str, tuple[int, str]]:
     """:func:`file_hashes` of a Parquet file set: each day's file built as the writer
     builds it, and hashed (a day the warehouse holds a value of that no file can hold is
-    left out, for :func:`_compare_parquet` to word)."""
-    tables = warehouse_rows(warehouse, tz, spans(list(numbers.values()), tz), spec=spec)
+    left out, for :func:`_compare_parquet` to word). :data:`HASHED_DAYS` days at a time:
+    a year of days is never in memory at once."""
     out = {}
-    for day, table in view_tables(tables, numbers, spec, files).items():
-        try:
-            data, rows = parquet_bytes(day, table, spec, files)
-        except DayFilesError:
-            continue
-        out[day] = (rows, sha256_hex(data))
+    ordered = sorted(numbers.items())
+    for at in range(0, len(ordered), HASHED_DAYS):
+        some = dict(ordered[at : at + HASHED_DAYS])
+        tables = warehouse_rows(warehouse, tz, spans(list(some.values()), tz), spec=spec)
+        for day, table in view_tables(tables, some, spec, files).items():
+            try:
+                data, rows = parquet_bytes(day, table, spec, files)
+            except DayFilesError:
+                continue
+            out[day] = (rows, sha256_hex(data))
     return out
+
+
+HASHED_DAYS = 31  # the days of Parquet files verify builds from one read of the warehouse
 
 
 def _compare_parquet(
