@@ -1,7 +1,7 @@
-"""Commit state and readers: which days are committed, and their rows.
+"""Commit state: which days are committed (their rows are :mod:`.readers`').
 
 A day is *committed* when the newest manifest that lists it matches the file (sha256 of
-the bytes). Readers never scan the manifests: the day's pointer names the newest
+the bytes; the file is ``<day>.json``, or ``<day>.parquet`` when the manifest says so). Readers never scan the manifests: the day's pointer names the newest
 manifest for it, so a lookup reads four small files whatever the number of manifests
 (a year of runs every few minutes is >100,000 of them); the head adds the one manifest
 of a run that stopped between its manifest and its pointers.
