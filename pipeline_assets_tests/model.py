@@ -23,14 +23,15 @@ whether it belongs in the table's daily file (``in_view``: paid, captured):
 
 Other tests use it as their oracle too: :func:`instant_of` and :func:`stored_row` turn a
 source row read with the plain driver into the row the warehouse must hold, and
-:func:`day_file_bytes` writes a day file as docs/reader-protocol.md describes it.
+:func:`day_file_bytes` writes a day file as docs/reader-protocol.md describes it
+(:func:`parquet_day_rows`: the rows a Parquet one reads back as).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
@@ -68,6 +69,33 @@ def day_file_bytes(rows: list[dict], key: tuple[str, ...] = ("order_id",)) -> by
     newline at the end."""
     ordered = sorted(rows, key=lambda r: tuple(r[k] for k in key))
     return (json.dumps(ordered, sort_keys=True, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def parquet_day_rows(
+    rows: list[dict], types: Mapping[str, str | dict], key: tuple[str, ...] = ("order_id",)
+) -> list[dict]:
+    """The rows of a Parquet day file (``format: parquet``) as pyarrow reads them back
+    (``Table.to_pylist()``), from the same day's rows as its JSON file holds them
+    (:func:`day_file_bytes`): sorted by the columns of ``key``, each value of its
+    declared type (``types``: a declaration's columns): a ``decimal(P,S)`` as a Decimal
+    with its S places, a date as a ``date``, a timestamp as its instant (aware, UTC);
+    integers, text, booleans, floats and a plain ``decimal``'s exact text as they are."""
+
+    def typed(kind: str, value):
+        if value is None:
+            return None
+        if kind.startswith("decimal("):
+            places = int(kind.rstrip(")").split(",")[1])
+            return Decimal(value).quantize(Decimal(1).scaleb(-places))
+        if kind == "date":
+            return date.fromisoformat(value)
+        if kind == "timestamp":
+            return datetime.fromisoformat(value).astimezone(UTC)
+        return value
+
+    kinds = {name: t if isinstance(t, str) else t["type"] for name, t in types.items()}
+    ordered = sorted(rows, key=lambda r: tuple(r[k] for k in key))
+    return [{name: typed(kinds[name], value) for name, value in row.items()} for row in ordered]
 
 
 @dataclass(frozen=True)

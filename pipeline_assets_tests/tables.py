@@ -243,3 +243,12 @@ def delete_payment(engine, payment_id: int, attempt: int, table: str = "payments
             sa.text(f"DELETE FROM {table} WHERE payment_id = :p AND attempt = :a"),
             {"p": payment_id, "a": attempt},
         )
+
+
+# payments with its day files in Parquet (``format: parquet``): the file writer's paths
+# in the other format. Not in TABLES: the tests that iterate it run each table once.
+PAYMENTS_PARQUET_ATTRIBUTES = {
+    **PAYMENTS_ATTRIBUTES,
+    "daily_files": [{**f, "format": "parquet"} for f in PAYMENTS_ATTRIBUTES["daily_files"]],
+}
+PAYMENTS_PARQUET: TableSpec = declare(PAYMENTS_PARQUET_ATTRIBUTES)

@@ -1,8 +1,11 @@
 """The file layer of ``paid_orders`` (core/daily_files/), on real files: a folder under
-tmp_path, and (the same tests) a bucket on the S3-compatible server the tests start."""
+tmp_path, and (the same tests) a bucket on the S3-compatible server the tests start. The
+tests of the protocol itself (crashes, racing writers, a format switch) run it with the
+day files in JSON and in Parquet (``ORDERS_PARQUET``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -13,6 +16,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from upath import UPath
 
@@ -20,6 +24,7 @@ from pipeline_assets.core import daily_files as df
 from pipeline_assets.core.crash import SimulatedCrash
 from pipeline_assets.core.daily_files import (
     COMMITTED,
+    DAY_FILE_RE,
     NOT_BUILT,
     UNCOMMITTED,
     DayFilesError,
@@ -34,9 +39,11 @@ from pipeline_assets.core.daily_files import (
     serialize_day,
     write_day_files,
 )
+from pipeline_assets.core.daily_files.parquet import parquet_bytes
 from pipeline_assets.core.errors import PipelineError
 from pipeline_assets.core.table import ORDERS
 
+from .model import parquet_day_rows
 from .stores import all_files, temp_files
 
 WRITTEN_AT = "2026-01-26T00:05:00+00:00"  # a fixed clock
@@ -51,6 +58,27 @@ def write(folder, days, run_id="run-1", **kwargs):
     return write_day_files(
         folder, days, run_id=run_id, written_at=WRITTEN_AT, **{"spec": ORDERS, **kwargs}
     )
+
+
+# paid_orders with its day files in Parquet: the same rows, the same protocol
+ORDERS_PARQUET = dataclasses.replace(
+    ORDERS, daily_files=(dataclasses.replace(ORDERS.daily_files[0], format="parquet"),)
+)
+SPECS = {"json": ORDERS, "parquet": ORDERS_PARQUET}
+FORMS = list(SPECS)  # for pytest.mark.parametrize
+
+
+def as_read(form: str, rows: list[dict]) -> list[dict]:
+    """``rows`` as a reader gets a committed day of them back in ``form``: a JSON day's
+    rows as written, a Parquet day's table (``.to_pylist()``) of typed values."""
+    if form == "json":
+        return rows
+    return parquet_day_rows(rows, {c.name: str(c.type) for c in ORDERS.columns})
+
+
+def rows_read(got) -> list[dict]:
+    """A committed day as :func:`read_committed_days` gives it, as a list of rows."""
+    return got.to_pylist() if isinstance(got, pa.Table) else got
 
 
 # --- serialization -----------------------------------------------------------------------
@@ -561,6 +589,7 @@ def test_no_temp_file_remains_after_a_failed_replace(tmp_path):
     assert temp_files(tmp_path) == []
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize(
     "point",
     [
@@ -572,13 +601,20 @@ def test_no_temp_file_remains_after_a_failed_replace(tmp_path):
         "files_after_pointers",
     ],
 )
-def test_no_temp_file_remains_after_a_crashed_run(paid_folder, point):
-    """A run raising at a crash point cleans its temp file (a killed one: the next writer)."""
+def test_no_temp_file_remains_after_a_crashed_run(paid_folder, point, form):
+    """A run raising at a crash point cleans its temp file (a killed one: the next writer).
+    A first run commits nothing before its manifest, and its days after it; the next run
+    commits the day in the file set's format, in either format."""
+    spec = SPECS[form]
     with crash_at(point), pytest.raises(Crash):
-        write(paid_folder, {DAY: [row(1)], "2026-01-26": []})
+        write(paid_folder, {DAY: [row(1)], "2026-01-26": []}, spec=spec)
     assert temp_files(paid_folder) == []
-    write(paid_folder, {DAY: [row(1)]}, run_id="after")
-    assert day_status(paid_folder, DAY).committed
+    after_manifest = point in ("files_after_manifest", "files_after_pointers")
+    assert day_status(paid_folder, DAY).committed == after_manifest
+    write(paid_folder, {DAY: [row(1)]}, run_id="after", spec=spec)
+    status = day_status(paid_folder, DAY)
+    assert (status.state, status.format, status.file_name) == (COMMITTED, form, f"{DAY}.{form}")
+    assert rows_read(read_committed_days(paid_folder, [DAY])[DAY]) == as_read(form, [row(1)])
 
 
 def test_stale_temp_files_are_cleared_by_the_next_write(tmp_path):
@@ -595,19 +631,106 @@ def test_stale_temp_files_are_cleared_by_the_next_write(tmp_path):
     assert temp_files(tmp_path) == []
 
 
+# --- a change of format ---------------------------------------------------------------------
+
+SWITCHED = {DAY: [row(1)], "2026-01-26": [row(2, updated_at="2026-01-26T01:00:00+00:00")]}
+
+
+def day_files(folder) -> set[str]:
+    """The day files in ``folder``: ``YYYY-MM-DD.json`` and ``.parquet`` names."""
+    return {name for name in all_files(folder) if DAY_FILE_RE.fullmatch(name)}
+
+
+def states(folder, days) -> dict[str, tuple]:
+    """Each day's (state, format, manifest)."""
+    return {d: (s.state, s.format, s.manifest) for d in days for s in [day_status(folder, d)]}
+
+
+def test_a_format_switch_removes_each_json_day_only_once_its_parquet_day_is_committed(
+    paid_folder,
+):
+    """JSON days committed, then the same days written as Parquet. Killed before its
+    manifest, the run leaves each ``.json`` the committed day beside a ``.parquet`` no
+    manifest lists; killed after its pointers (its head not done), each day is committed
+    as Parquet and its ``.json`` is still there. The next write of a day removes that
+    day's ``.json``, and only that day's."""
+    folder, days = paid_folder, sorted(SWITCHED)
+    write(folder, SWITCHED, run_id="json")
+    jsons, parquets = ({f"{d}.{form}" for d in days} for form in FORMS)
+    assert day_files(folder) == jsons
+
+    with crash_at("files_before_manifest"), pytest.raises(Crash):
+        write(folder, SWITCHED, run_id="parquet-1", spec=ORDERS_PARQUET)
+    assert day_files(folder) == jsons | parquets
+    assert states(folder, days) == {d: (COMMITTED, "json", "_manifest_json.json") for d in days}
+    assert read_committed_days(folder, days) == SWITCHED
+
+    with crash_at("files_after_pointers"), pytest.raises(Crash):
+        write(folder, SWITCHED, run_id="parquet-2", spec=ORDERS_PARQUET)
+    assert day_files(folder) == jsons | parquets
+    parquet_2 = (COMMITTED, "parquet", "_manifest_parquet-2.json")
+    assert states(folder, days) == {d: parquet_2 for d in days}
+    read = read_committed_days(folder, days)
+    assert {d: rows_read(got) for d, got in read.items()} == {
+        d: as_read("parquet", rows) for d, rows in SWITCHED.items()
+    }
+
+    write(folder, {DAY: SWITCHED[DAY]}, run_id="parquet-3", spec=ORDERS_PARQUET)  # a rebuild
+    assert day_files(folder) == parquets | {"2026-01-26.json"}
+    assert states(folder, days) == {
+        DAY: (COMMITTED, "parquet", "_manifest_parquet-3.json"),
+        "2026-01-26": parquet_2,
+    }
+    write(folder, {"2026-01-26": SWITCHED["2026-01-26"]}, run_id="parquet-4", spec=ORDERS_PARQUET)
+    assert day_files(folder) == parquets
+
+
+def test_a_damaged_parquet_day_reads_as_uncommitted_naming_its_rebuild(tmp_path):
+    """A truncated ``.parquet`` no longer matches its manifest; one a manifest vouches for
+    (its sha256 recorded after the damage) is no Parquet: both read as uncommitted, the
+    error naming the day and the command that rebuilds it."""
+    folder = tmp_path / "paid_orders"
+    write(folder, {DAY: [row(1)], "2026-01-26": []}, spec=ORDERS_PARQUET)
+    path = folder / f"{DAY}.parquet"
+    damaged = path.read_bytes()[:-9]  # the footer's length and magic bytes gone
+    path.write_bytes(damaged)
+    sha = hashlib.sha256(damaged).hexdigest()
+    rebuild = (
+        "Rebuild it: dagster asset materialize -m pipeline_assets.definitions "
+        f"--select paid_orders,daily_revenue --partition {DAY}"
+    )
+    assert day_status(folder, DAY).state == UNCOMMITTED
+    for vouched in (False, True):
+        if vouched:  # the manifest and the pointer record the damaged bytes' sha256
+            for name in ("_manifest_run-1.json", f"_committed/{DAY}.json"):
+                doc = json.loads((folder / name).read_bytes())
+                (doc["files"][DAY] if "files" in doc else doc)["sha256"] = sha
+                (folder / name).write_text(json.dumps(doc))
+            assert day_status(folder, DAY).state == COMMITTED  # by its hash: to the reader
+        with pytest.raises(UncommittedDayError) as err:
+            read_committed_days(folder, ["2026-01-26", DAY])
+        assert err.value.days == (DAY,)
+        message = str(err.value)
+        assert message.startswith(f"paid_orders day {DAY} is not committed: ")
+        assert ("not valid Parquet" if vouched else "differs from") in message
+        assert message.endswith(rebuild)
+
+
 # --- two processes -----------------------------------------------------------------------
 
 WRITER_DAYS = [f"2026-01-{d:02d}" for d in range(10, 20)]
 
 
-def _writer(folder: str, name: str, rounds: int) -> None:
+def _writer_rows(name: str, day: str) -> list[dict]:
+    """Writer ``name``'s rows of ``day``: five orders, its own amount."""
     amount = "1.00" if name == "a" else "2.00"
+    return [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)]
+
+
+def _writer(folder: str, name: str, rounds: int, form: str = "json") -> None:
     for i in range(rounds):
-        days = {
-            day: [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)]
-            for day in WRITER_DAYS
-        }
-        write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT, spec=ORDERS)
+        days = {day: _writer_rows(name, day) for day in WRITER_DAYS}
+        write_day_files(folder, days, run_id=f"{name}-{i}", written_at=WRITTEN_AT, spec=SPECS[form])
 
 
 @pytest.mark.e2e
@@ -675,33 +798,35 @@ def test_a_reader_that_meets_a_dead_writer_reads_the_next_writers_version(paid_f
 
 # --- no pool: two writers racing on the bucket ---------------------------------------------
 
-VERSIONS = {
-    name: {
-        day: serialize_day(
-            day, [row(n, amount, f"{day}T0{n}:00:00+00:00") for n in range(1, 6)], spec=ORDERS
-        )
-        for day in WRITER_DAYS
-    }
-    for name, amount in (("a", "1.00"), ("b", "2.00"))
-}
+
+def _version_bytes(form: str, name: str, day: str) -> bytes:
+    """The bytes of writer ``name``'s file of ``day`` in ``form``."""
+    rows = _writer_rows(name, day)
+    if form == "json":
+        return serialize_day(day, rows, spec=ORDERS)
+    return parquet_bytes(day, rows, ORDERS_PARQUET)[0]
 
 
-def _check_reads(folder: str, stop_file: str, out: str) -> None:
+def _check_reads(folder: str, stop_file: str, out: str, form: str = "json") -> None:
     """Read every day until told to stop; record each outcome: a version name or 'uncommitted'."""
     seen = []
     while not os.path.exists(stop_file):
         for day in WRITER_DAYS:
             try:
-                rows = read_committed_day(folder, day, wait_for_writer=False)
+                rows = rows_read(read_committed_day(folder, day, wait_for_writer=False))
             except UncommittedDayError:
                 seen.append("uncommitted")
                 continue
-            data = serialize_day(day, rows, spec=ORDERS)
-            seen.append(next((name for name, v in VERSIONS.items() if v[day] == data), "WRONG"))
+            versions = {name: as_read(form, _writer_rows(name, day)) for name in "ab"}
+            seen.append(next((name for name, v in versions.items() if v == rows), "WRONG"))
     Path(out).write_text(json.dumps(seen))
 
 
-def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bucket, tmp_path):
+# JSON as the racing writers ran before Parquet; Parquet fewer rounds (its runs are slower)
+@pytest.mark.parametrize("form, rounds", [("json", 6), ("parquet", 3)])
+def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(
+    bucket, tmp_path, form, rounds
+):
     """The worst case of removing the ``paid_orders_files`` pool on an object store (no
     lock there): two runs write the same days at once. Every read, during and after,
     is a whole version of one run or "uncommitted"; never a mix, never bytes that no
@@ -709,8 +834,8 @@ def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bu
     folder = f"{bucket}/paid_orders"
     ctx = multiprocessing.get_context("spawn")
     stop, out = tmp_path / "stop", tmp_path / "reads.json"
-    reader = ctx.Process(target=_check_reads, args=(folder, str(stop), str(out)))
-    writers = [ctx.Process(target=_writer, args=(folder, name, 6)) for name in "ab"]
+    reader = ctx.Process(target=_check_reads, args=(folder, str(stop), str(out), form))
+    writers = [ctx.Process(target=_writer, args=(folder, name, rounds, form)) for name in "ab"]
     reader.start()
     for proc in writers:
         proc.start()
@@ -722,9 +847,12 @@ def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bu
 
     seen = json.loads(out.read_text())
     assert seen and "WRONG" not in seen
-    for status in describe_days(folder):
+    statuses = describe_days(folder, expect=form)
+    assert [s.day for s in statuses] == WRITER_DAYS
+    for status in statuses:
         if status.committed:
-            assert status.data in (VERSIONS["a"][status.day], VERSIONS["b"][status.day])
+            assert status.format == form
+            assert status.data in (_version_bytes(form, n, status.day) for n in "ab")
             assert hashlib.sha256(status.data).hexdigest() == status.sha256
         else:
             assert status.state == UNCOMMITTED
@@ -733,21 +861,23 @@ def test_without_the_pool_racing_writers_on_the_bucket_never_give_a_wrong_day(bu
         {day: [] for day in WRITER_DAYS},
         run_id="rebuild",
         written_at=WRITTEN_AT,
-        spec=ORDERS,
+        spec=SPECS[form],
     )
-    assert {s.state for s in describe_days(folder)} == {COMMITTED}
+    assert {(s.state, s.format) for s in describe_days(folder)} == {(COMMITTED, form)}
 
 
-def test_a_reader_that_listed_the_bucket_still_sees_what_another_writer_put_after(bucket):
+@pytest.mark.parametrize("form", FORMS)
+def test_a_reader_that_listed_the_bucket_still_sees_what_another_writer_put_after(bucket, form):
     """s3fs can answer a read from a cached listing of the prefix; the store turns that
     cache off, or a day written by another process after a listing would read as missing."""
-    folder = f"{bucket}/paid_orders"
+    folder, spec = f"{bucket}/paid_orders", SPECS[form]
     store = df.open_store(folder)
-    write_day_files(store, {DAY: [row(1)]}, run_id="first", written_at=WRITTEN_AT, spec=ORDERS)
+    write_day_files(store, {DAY: [row(1)]}, run_id="first", written_at=WRITTEN_AT, spec=spec)
     assert df.known_days(store) == [DAY]  # a listing, by this store's filesystem
     other = UPath(folder, anon=False)  # another filesystem instance: another writer
     write_day_files(
-        other, {"2026-01-26": [row(2)]}, run_id="second", written_at=WRITTEN_AT, spec=ORDERS
+        other, {"2026-01-26": [row(2)]}, run_id="second", written_at=WRITTEN_AT, spec=spec
     )
-    assert day_status(store, "2026-01-26").committed
+    status = day_status(store, "2026-01-26")
+    assert (status.state, status.format) == (COMMITTED, form)
     assert df.known_days(store) == [DAY, "2026-01-26"]

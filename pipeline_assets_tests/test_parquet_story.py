@@ -32,8 +32,8 @@ from pipeline_assets.core import sensing
 from pipeline_assets.core.daily_files.views import day_rows
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table.declare import declare as declare_spec
-from pipeline_assets.core.verify import files as files_check
 from pipeline_assets.core.times import UTC
+from pipeline_assets.core.verify import files as files_check
 from pipeline_assets.location import location_definitions
 
 from .table_sources import stamp
@@ -147,9 +147,7 @@ def run_readme_lines(shop: Shop) -> list[str]:
     return out[1:]
 
 
-def test_a_rebuild_gives_the_same_bytes_and_a_damaged_day_is_named_and_repaired(
-    shop, monkeypatch
-):
+def test_a_rebuild_gives_the_same_bytes_and_a_damaged_day_is_named_and_repaired(shop, monkeypatch):
     monkeypatch.setattr(files_check, "HASHED_DAYS", 2)  # verify reads the week in four parts
     before = {p.name: p.read_bytes() for p in folder(shop).glob("*.parquet")}
     assert len(before) == len(DAYS)

@@ -6,8 +6,9 @@ day files in a bucket of the S3-compatible server the tests start. A worker of
 ``deploy/celery-worker.sh`` serves the project, with a home and a data folder of its
 own (nothing reaches it through a shared local disk): the three loads in one run, then
 every day file and total of the three over a range in one run, each step a task on
-RabbitMQ. Afterwards every committed day in the bucket holds exactly the warehouse's
-rows, and ``verify`` finds source, warehouse and files in agreement.
+RabbitMQ. ``events`` writes its day files in Parquet, the others in JSON. Afterwards
+every committed day in the bucket is in its file set's format and holds exactly the
+warehouse's rows, and ``verify`` finds source, warehouse and files in agreement.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_assets.core.commands import daily_assets
-from pipeline_assets.core.daily_files import read_committed_day
+from pipeline_assets.core.daily_files import describe_days, read_committed_day
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.times import UTC
@@ -34,11 +35,16 @@ from .tables import CAPTURES_ATTRIBUTES, EVENTS_ATTRIBUTES, PRICES_ATTRIBUTES
 from .worlds import on_celery
 
 DAYS = [f"2026-01-{n:02}" for n in range(2, 8)]
+FORMATS = {"events": "parquet"}  # the tables whose day files are not JSON
 
 
 def in_bucket(attributes: dict, bucket: str) -> dict:
+    """The declaration with its daily files in the bucket (and in Parquet, per FORMATS)."""
     files = attributes["daily_files"][0]
-    return {**attributes, "daily_files": [{**files, "url": f"{bucket}/{files['name']}"}]}
+    files = {**files, "url": f"{bucket}/{files['name']}"}
+    if attributes["table"] in FORMATS:
+        files["format"] = FORMATS[attributes["table"]]
+    return {**attributes, "daily_files": [files]}
 
 
 @pytest.mark.e2e
@@ -90,9 +96,15 @@ def test_every_shape_runs_on_celery_workers_with_its_files_in_the_bucket(
     assert worker.log.read_text(errors="replace").count("succeeded in") == 9
 
     for spec in specs:
-        url = spec.daily_files[0].url
+        url, form = spec.daily_files[0].url, FORMATS.get(spec.name, "json")
+        assert spec.daily_files[0].format == form
+        statuses = describe_days(url, DAYS, expect=form)
+        assert {(s.state, s.format) for s in statuses} == {("committed", form)}
         key = spec.primary_key[0]
-        filed = {day: [r[key] for r in read_committed_day(url, day)] for day in DAYS}
+        days = {day: read_committed_day(url, day) for day in DAYS}
+        if form == "parquet":  # a Parquet day reads as a pyarrow.Table
+            days = {day: table.to_pylist() for day, table in days.items()}
+        filed = {day: [r[key] for r in rows] for day, rows in days.items()}
         assert filed == {day: [] if day == DAYS[2] else [n] for n, day in enumerate(DAYS, 1)}
         report = verify(
             source,

@@ -21,7 +21,8 @@ The second declared table runs the same histories (issue 23): :class:`PaymentHis
 shares the load rules and the invariants of warehouse, ledger and watermark
 (:class:`LoadHistories`) and plays ``tables.PAYMENTS``' app: a key of two columns, every
 type, NULLs, Unicode text, attempts deleted one at a time, and the day files of
-``captured_payments``; its fixed history crashes at every point too.
+``captured_payments``; its fixed history crashes at every point too, and once more with
+those files in Parquet (:class:`PaymentParquetHistories`).
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
-from functools import partial
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, currently_in_test_context, note, seed, settings
@@ -63,6 +65,7 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
+from pipeline_assets.core.daily_files.parquet import parquet_bytes
 from pipeline_assets.core.daily_files.views import day_rows
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
@@ -76,9 +79,9 @@ from pipeline_assets.core.warehouse import watermark as wm
 from pipeline_assets_tests.orders import load_orders, paid_orders_by_day
 
 from .conftest import MysqlDatabases, PostgresDatabases
-from .model import Model, Payment, Version, canonical, day_file_bytes
+from .model import Model, Payment, Version, canonical, day_file_bytes, parquet_day_rows
 from .support import crashing_at
-from .tables import PAYMENTS, delete_payment, make_payments
+from .tables import PAYMENTS, PAYMENTS_PARQUET, delete_payment, make_payments
 
 orders = warehouse_table(ORDERS)  # orders' warehouse table
 
@@ -647,6 +650,7 @@ class LoadHistories(RuleBasedStateMachine):
         assert manifest["days_written"] == sorted(days)
         assert manifest["watermark"] == watermark_text
         assert manifest["written_at"] == NOW.isoformat()
+        assert manifest.get("format", "json") == self.form
         assert {d: f["rows"] for d, f in manifest["files"].items()} == {
             d: len(rows) for d, rows in expected.items()
         }
@@ -671,7 +675,8 @@ class LoadHistories(RuleBasedStateMachine):
         self._step("writer_killed_leaving_temp")
         where = self.folder / "_committed" if in_pointers else self.folder
         where.mkdir(parents=True, exist_ok=True)
-        temp = where / f".{day}.json.{os.getpid()}.{secrets.token_hex(4)}.partial"
+        form = "json" if in_pointers else self.form  # a pointer is JSON in either format
+        temp = where / f".{day}.{form}.{os.getpid()}.{secrets.token_hex(4)}.partial"
         temp.write_bytes(b'[{"amount":"1')
         self.planted.add(temp)
 
@@ -683,12 +688,34 @@ class LoadHistories(RuleBasedStateMachine):
             status = day_status(self.folder, day)
             assert (day, status.state) == (day, state), status.reason
             if rows is not None:
-                assert read_committed_day(self.folder, day) == rows
+                assert status.format == self.form
+                assert self._as_read(read_committed_day(self.folder, day)) == self._typed(rows)
                 STATS["committed day checks"] += 1
             else:
                 with pytest.raises(UncommittedDayError):
                     read_committed_day(self.folder, day)
                 STATS[f"{state} day checks"] += 1
+
+    @property
+    def form(self) -> str:
+        """The format of the table's day files: json or parquet."""
+        return self.spec.daily_files[0].format
+
+    def _as_read(self, got) -> list[dict]:
+        """A committed day as a reader gets it: a list of rows (JSON), or a
+        ``pyarrow.Table`` of typed columns (Parquet), as its rows."""
+        if self.form == "parquet":
+            assert isinstance(got, pa.Table), type(got)
+            return got.to_pylist()
+        assert isinstance(got, list), type(got)
+        return got
+
+    def _typed(self, rows: list[dict]) -> list[dict]:
+        """The model's rows of a day (JSON-ready) as a reader gets them from its file."""
+        if self.form == "parquet":
+            types = {c.name: str(c.type) for c in self.spec.columns}
+            return parquet_day_rows(rows, types, self.spec.primary_key)
+        return rows
 
     @invariant()
     def committed_days_hold_the_paid_orders_as_written(self):
@@ -706,6 +733,8 @@ class LoadHistories(RuleBasedStateMachine):
                     or entry.name in (".lock", "_committed")
                     or entry in self.planted
                 ), f"unexpected file {entry.name}"
+                day_file = DAY_FILE_RE.fullmatch(entry.name)
+                assert not day_file or day_file.group(2) == self.form, entry.name
 
 
 class PipelineHistories(LoadHistories):
@@ -851,7 +880,9 @@ class PaymentHistories(LoadHistories):
     rows_noun = "payments"
     min_invariants = 7
     other_batches = 1  # the one load of orders at the start
-    load = staticmethod(partial(load_table, spec=PAYMENTS))
+
+    def load(self, source, warehouse, **kwargs):
+        return load_table(source, warehouse, spec=self.spec, **kwargs)
 
     @initialize(zone=st.sampled_from(ZONES), lookback=st.sampled_from([2, 1, 0]))
     def start(self, zone, lookback):
@@ -955,19 +986,29 @@ class PaymentHistories(LoadHistories):
         self.model.delete_row(key)
 
     def _view(self, days):
-        return day_rows(self.warehouse, days, self.tz, PAYMENTS)
+        return day_rows(self.warehouse, days, self.tz, self.spec)
 
     def _expected(self, days):
         return self.model.view_by_day(days)
 
     def _write(self, days: list[str], run_id: str, point: str | None) -> bool:
         """As for any table; then each day file written holds the bytes of the model's
-        captured attempts (sorted by the whole key, compact, key-sorted ASCII JSON)."""
+        captured attempts (sorted by the whole key, compact, key-sorted ASCII JSON), or in
+        Parquet: the bytes its rows give in any order, which read back (by pyarrow
+        itself) as the model's rows in their declared types; no file of the other format."""
         completed = super()._write(days, run_id, point)
         if completed:
+            key = self.spec.primary_key
             for day, rows in self._expected(days).items():
-                data = (self.folder / f"{day}.json").read_bytes()
-                assert data == day_file_bytes(rows, PAYMENTS.primary_key), day
+                data = (self.folder / f"{day}.{self.form}").read_bytes()
+                if self.form == "parquet":
+                    assert data == parquet_bytes(day, rows[::-1], self.spec)[0], day
+                    read = pq.read_table(pa.BufferReader(data)).to_pylist()
+                    assert read == self._typed(rows), day
+                else:
+                    assert data == day_file_bytes(rows, key), day
+                other = "json" if self.form == "parquet" else "parquet"
+                assert not (self.folder / f"{day}.{other}").exists(), day
                 STATS["day bytes checks"] += 1
         return completed
 
@@ -976,7 +1017,7 @@ class PaymentHistories(LoadHistories):
     def _warehouse_rows(self) -> dict[tuple, tuple]:
         rows: dict[tuple, tuple] = {}
         with self.warehouse.connect() as conn:
-            for r in conn.execute(sa.select(warehouse_table(PAYMENTS))):
+            for r in conn.execute(sa.select(warehouse_table(self.spec))):
                 key = (int(r.payment_id), int(r.attempt))
                 assert key not in rows, f"payment {key} is stored twice"
                 rows[key] = tuple(r)
@@ -1001,7 +1042,7 @@ class PaymentHistories(LoadHistories):
 
     @invariant()
     def source_only_changes_through_the_app(self):
-        names = PAYMENTS.column_names
+        names = self.spec.column_names
         with self.source.connect() as conn:
             rows = {
                 tuple(r[:2]): tuple(
@@ -1044,6 +1085,15 @@ class PaymentHistories(LoadHistories):
     def orders_beside_it_left_alone(self):
         """Each table's state is its own: payments' loads never touch orders'."""
         assert self._orders_state() == self.neighbour
+
+
+class PaymentParquetHistories(PaymentHistories):
+    """The payments machine with ``captured_payments`` in Parquet
+    (``tables.PAYMENTS_PARQUET``): the same loads, and the file writer's every crash point
+    in the other format, each committed day read back as a ``pyarrow.Table`` of typed
+    columns holding the model's rows."""
+
+    spec = PAYMENTS_PARQUET
 
 
 # --- the tests -------------------------------------------------------------------------
@@ -1148,11 +1198,15 @@ def _crash_every_incremental_point(step: Step, write: Callable[[int, tuple], Non
 def _crash_every_file_point(step: Step, write: Callable[[int], None]) -> None:
     """Day files rebuilt crashing at each file point over three days ("between days" is
     reached), then retried: first a killed writer's temp file left, ``write(n)`` a row on
-    day n + 1, loaded. Then the touched days, crashing twice without a retry."""
+    day n + 1, loaded by a range load of that day (older than the watermark's lookback by
+    now: an incremental load would not read it). So each rebuild but the first rewrites a
+    committed day with new rows: before its manifest that day reads as uncommitted (the
+    check of its bytes against the manifest is what says so), after it as the new
+    version. Then the touched days, crashing twice without a retry."""
     for n, point in enumerate(FILE_POINTS):
         step("writer_killed_leaving_temp", day=WINDOW_DAYS[n], in_pointers=n % 2 == 1)
         write(n)
-        step("incremental_load", plan_first=False, crashes=[], retry=True)
+        _range_load(step, n + 1, n + 2, crashes=[], retry=True)
         step(
             "rebuild_days",
             choice=("range", n, 3),
@@ -1365,6 +1419,12 @@ def _check_payments_history(machine_class: type[PaymentHistories]) -> None:
 def test_every_crash_point_in_a_fixed_payments_history_sqlite():
     """payments: every crash point, of the load and of the files, deterministically."""
     _check_payments_history(PaymentHistories)
+
+
+def test_every_crash_point_in_a_fixed_payments_parquet_history_sqlite():
+    """The same payments history with its day files in Parquet: every crash point of
+    the file writer in that format, each day checked against the model."""
+    _check_payments_history(PaymentParquetHistories)
 
 
 @pytest.mark.postgres

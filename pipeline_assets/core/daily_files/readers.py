@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import StaleDayError, UncommittedDayError
 from ..table import ORDERS
@@ -25,6 +26,9 @@ from .state import (
     settled_statuses,
 )
 from .store import LocalStore, Store, open_store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def read_committed_days(
     name: str | None = None,
     rebuild: Callable[[str], str] | None = None,
     shape: Shape | None = None,
-) -> dict[str, list[dict]]:
+) -> dict[str, list[dict] | pa.Table]:
     """Rows of each of ``days`` (a JSON day's as a list of rows, a Parquet day's as a
     ``pyarrow.Table`` of its typed columns), committed ones only; else one error naming
     every bad day of the file set ``name`` and the command that rebuilds it
@@ -170,6 +174,6 @@ def read_committed_days(
 
 def read_committed_day(
     folder: str | os.PathLike | Store, day: str, *, wait_for_writer: bool | float = True
-) -> list[dict]:
+) -> list[dict] | pa.Table:
     """Rows of one committed day, or :class:`UncommittedDayError` naming it and the fix."""
     return read_committed_days(folder, [day], wait_for_writer=wait_for_writer)[day]

@@ -1,10 +1,11 @@
 """Commit state: which days are committed (their rows are :mod:`.readers`').
 
 A day is *committed* when the newest manifest that lists it matches the file (sha256 of
-the bytes; the file is ``<day>.json``, or ``<day>.parquet`` when the manifest says so). Readers never scan the manifests: the day's pointer names the newest
-manifest for it, so a lookup reads four small files whatever the number of manifests
-(a year of runs every few minutes is >100,000 of them); the head adds the one manifest
-of a run that stopped between its manifest and its pointers.
+the bytes; the file is ``<day>.json``, or ``<day>.parquet`` when the manifest says so).
+Readers never scan the manifests: the day's pointer names the newest manifest for it, so
+a lookup reads four small files whatever the number of manifests (a year of runs every
+few minutes is >100,000 of them); the head adds the one manifest of a run that stopped
+between its manifest and its pointers.
 """
 
 from __future__ import annotations
