@@ -85,6 +85,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_history.py
 	$(BIN)/python benchmarks/bench_whole_table.py
 	$(BIN)/python benchmarks/bench_lookback_ids.py
+	$(BIN)/python benchmarks/bench_parquet.py
 
 # Refresh docs/images from the browser test (a real make dev in headless Chromium).
 screenshots: install
