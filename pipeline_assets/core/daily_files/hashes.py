@@ -88,15 +88,15 @@ class DayFileHashes:
         keep = pc.is_in(table[working.DAY], value_set=self._wanted)
         for name, allowed in self.files.where:  # the view's rows: compared as stored
             kind = spec.column(name).type
-            keep = pc.and_(keep, _allowed(_stored_array(table[name], kind)[0], kind, allowed))
+            keep = pc.and_(keep, allowed_rows(stored_array(table[name], kind)[0], kind, allowed))
         if not pc.any(keep).as_py():
             return None, None
         table = table.filter(keep)
         columns, bad = {"day": table[working.DAY]}, None
         for name in self._needed:
-            array, wrong = _stored_array(table[name], spec.column(name).type)
+            array, wrong = stored_array(table[name], spec.column(name).type)
             columns[slot[name]] = array
-            bad = _or(bad, wrong)
+            bad = either(bad, wrong)
         if bad is not None:
             columns["bad"] = bad
         rows = (
@@ -119,7 +119,7 @@ class DayFileHashes:
                 rows[self._slot[name]].combine_chunks(), column.type, column.nullable, self.tz
             )
             parts.extend(pieces)
-            bad = _or(bad, wrong)
+            bad = either(bad, wrong)
         parts.append("}")
         merged: list = []  # neighbouring literals joined: fewer arrays for the kernel
         for part in parts:
@@ -165,7 +165,7 @@ class DayFileHashes:
 # --- the Arrow side, per column type --------------------------------------------------------
 
 
-def _or(a, b):
+def either(a, b):
     import pyarrow.compute as pc
 
     if a is None:
@@ -173,7 +173,7 @@ def _or(a, b):
     return a if b is None else pc.or_(a, b)
 
 
-def _stored_array(array, kind: ColumnType):
+def stored_array(array, kind: ColumnType):
     """(the column in the one Arrow form it is written from, rows it cannot vouch for or
     None): its codec's :meth:`~pipeline_assets.core.table.codecs.base.Codec.file_array`."""
     import pyarrow as pa
@@ -183,7 +183,7 @@ def _stored_array(array, kind: ColumnType):
     return kind.codec.file_array(kind, array)
 
 
-def _allowed(array, kind: ColumnType, allowed: tuple):
+def allowed_rows(array, kind: ColumnType, allowed: tuple):
     """Which rows hold one of a ``where``'s values (compared as the warehouse stores them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -197,7 +197,7 @@ def _allowed(array, kind: ColumnType, allowed: tuple):
 
 def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, object]:
     """(the pieces of each row's JSON value: literals and arrays, rows it cannot vouch
-    for or None), for a column in the form :func:`_stored_array` gives."""
+    for or None), for a column in the form :func:`stored_array` gives."""
     import pyarrow.compute as pc
 
     text, bad, quoted = kind.codec.file_text(kind, array, tz)
@@ -205,7 +205,7 @@ def _json_text(array, kind: ColumnType, nullable: bool, tz) -> tuple[list, objec
         if quoted:
             text, quoted = pc.binary_join_element_wise('"', text, '"', ""), False
         if not nullable:
-            bad = _or(bad, pc.is_null(array))
+            bad = either(bad, pc.is_null(array))
         text = pc.fill_null(text, "null")
     if bad is not None and pc.any(bad).as_py():
         text = pc.if_else(bad, "null", text)  # the day is not vouched for: keep kernels quiet

@@ -29,9 +29,9 @@ import pyarrow.compute as pc
 from ..errors import DayFilesError
 from ..table import working
 from ..table.spec import DailyFiles, TableSpec
-from .hashes import _allowed, _or, _stored_array
+from .hashes import allowed_rows, either, stored_array
 from .layout import check_day
-from .serialize import _row_label, clean_rows, file_of
+from .serialize import clean_rows, file_of, row_label
 
 # Every option that shapes a file's bytes, fixed (see the module).
 WRITER = {
@@ -90,11 +90,11 @@ def parquet_table(
     arrays = []
     for field in schema:
         kind = spec.column(field.name).type
-        array, wrong = _stored_array(rows[field.name], kind)
+        array, wrong = stored_array(rows[field.name], kind)
         array, worse = kind.codec.parquet_array(kind, array)
-        bad = _or(wrong, worse)
+        bad = either(wrong, worse)
         if not field.nullable and array.null_count:
-            bad = _or(bad, pc.is_null(array))
+            bad = either(bad, pc.is_null(array))
         if bad is not None and pc.any(bad).as_py():
             _refuse(day, rows, bad, field.name, spec)
         arrays.append(array if array.type == field.type else pc.cast(array, field.type))
@@ -108,7 +108,7 @@ def parquet_table(
 def _refuse(day: str, rows: pa.Table, bad, name: str, spec: TableSpec) -> None:
     first = rows.filter(pc.fill_null(bad, False)).slice(0, 1).to_pylist()[0]
     kind = spec.column(name).type
-    label = _row_label(spec, tuple(first[k] for k in spec.primary_key))
+    label = row_label(spec, tuple(first[k] for k in spec.primary_key))
     value = first[name]
     why = "is NULL in a required column" if value is None else f"is not a {kind} value"
     raise DayFilesError(f"day {day}, {label}: {name} {value!r} {why} of a Parquet day file")
@@ -124,7 +124,7 @@ def _refuse_twice(day: str, table: pa.Table, spec: TableSpec) -> None:
     if pc.any(pc.fill_null(same, False)).as_py():
         at = pc.index(pc.fill_null(same, False), True).as_py()
         row = table.slice(at, 1).to_pylist()[0]
-        label = _row_label(spec, tuple(row[k] for k in spec.primary_key))
+        label = row_label(spec, tuple(row[k] for k in spec.primary_key))
         raise DayFilesError(
             f"day {day}: {label} appears twice; a day holds each {spec.say('one_row')} once"
         )
@@ -174,7 +174,7 @@ def view_tables(
         keep = pc.is_in(table[working.DAY], value_set=wanted)
         for name, allowed in files.where:
             kind = spec.column(name).type
-            keep = pc.and_(keep, _allowed(_stored_array(table[name], kind)[0], kind, allowed))
+            keep = pc.and_(keep, allowed_rows(stored_array(table[name], kind)[0], kind, allowed))
         table = table.filter(keep)
         if not table.num_rows:
             continue

@@ -35,7 +35,7 @@ def file_of(spec: TableSpec, files: DailyFiles | None) -> DailyFiles:
     return spec.daily_files[0]
 
 
-def _row_label(spec: TableSpec, key: tuple) -> str:
+def row_label(spec: TableSpec, key: tuple) -> str:
     if spec.legacy is not None:  # order 3
         return spec.row_name(key)
     return "row " + ", ".join(f"{c}={v!r}" for c, v in zip(spec.primary_key, key, strict=True))
@@ -81,7 +81,7 @@ def _row_for_file(
         column = spec.column(name)
         out[name] = _json_value(who, name, column.type, column.nullable, row[name])
         order.append(_key_order(who, name, column.type, out[name]))
-    who = f"day {day}, {_row_label(spec, tuple(out[k] for k in spec.primary_key))}"
+    who = f"day {day}, {row_label(spec, tuple(out[k] for k in spec.primary_key))}"
     nonblank = spec.legacy.nonblank if spec.legacy else ()
     for name in files.columns:
         if name in out:
@@ -121,7 +121,7 @@ def clean_rows(
     clean = sorted((_row_for_file(day, row, spec, files) for row in rows), key=lambda pair: pair[0])
     for (before, _), (after, row) in zip(clean, clean[1:], strict=False):
         if before == after:
-            label = _row_label(spec, tuple(row[k] for k in spec.primary_key))
+            label = row_label(spec, tuple(row[k] for k in spec.primary_key))
             raise DayFilesError(
                 f"day {day}: {label} appears twice; a day holds each {spec.say('one_row')} once"
             )

@@ -146,8 +146,9 @@ def file_hashes(
     """``{day: (rows, sha256 of its file's bytes)}`` from the warehouse, for ``days`` (a
     day it cannot vouch for is left out), in one ordered read of their ranges."""
     numbers = {(parse_day(day) - EPOCH).days: day for day in days}
-    if file_of(spec, files).format == "parquet":
-        return _parquet_hashes(warehouse, tz, numbers, spec, file_of(spec, files))
+    files = file_of(spec, files)
+    if files.format == "parquet":
+        return _parquet_hashes(warehouse, tz, numbers, spec, files)
     hashes = DayFileHashes(numbers, tz, spec, files)
     for table in warehouse_rows(warehouse, tz, spans(days, tz), ordered=True, spec=spec):
         hashes.add(table)
