@@ -42,7 +42,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, currently_in_test_context, note, seed, settings
@@ -65,7 +64,7 @@ from pipeline_assets.core.daily_files import (
     read_committed_day,
     write_day_files,
 )
-from pipeline_assets.core.daily_files.parquet import parquet_bytes
+from pipeline_assets.core.daily_files.parquet import parquet_bytes, read_parquet
 from pipeline_assets.core.daily_files.views import day_rows
 from pipeline_assets.core.db.engines import make_engine
 from pipeline_assets.core.db.schema import warehouse_table
@@ -1003,7 +1002,7 @@ class PaymentHistories(LoadHistories):
                 data = (self.folder / f"{day}.{self.form}").read_bytes()
                 if self.form == "parquet":
                     assert data == parquet_bytes(day, rows[::-1], self.spec)[0], day
-                    read = pq.read_table(pa.BufferReader(data)).to_pylist()
+                    read = read_parquet(data).to_pylist()
                     assert read == self._typed(rows), day
                 else:
                     assert data == day_file_bytes(rows, key), day
