@@ -93,7 +93,8 @@ class IncrementalTable(dg.Component, dg.Model, dg.Resolvable):
     max_delete_share: Optional[float] = Field(default=None)  # noqa: UP045
     daily_files: Optional[list[dict[str, Any]]] = Field(  # noqa: UP045
         default=None,
-        description="daily files of a filtered view: name, where, columns, url, totals",
+        description="daily files of a filtered view: name, where, columns, url, totals, "
+        "format (json or parquet)",
     )
 
     def spec(self, where: str = "") -> TableSpec:
