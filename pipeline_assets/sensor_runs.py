@@ -10,11 +10,15 @@ SENSOR_TAG, RUN_KEY_TAG = "dagster/sensor_name", "dagster/run_key"
 WILL_RETRY_TAG = "dagster/will_retry"
 
 
-def run_views(records) -> dict[str, list[sensing.RunView]]:
+def run_views(records, retries: bool = False) -> dict[str, list[sensing.RunView]]:
     """Run records as the plain values the decisions take, by run key.
 
     A retry Dagster launches for a failed run keeps its tags, run key included, so it is
-    found under the key of the request it retries.
+    found under the key of the request it retries. Whether Dagster will retry a failed
+    run is its tag ``dagster/will_retry``, which Dagster writes just after the run's
+    failure: with run retries on (``retries``), a failed run without the tag yet counts
+    as one whose retry may come (a tick between the two writes once asked for the work
+    again while Dagster's retry was launched too: two loads at once).
     """
     found: dict[str, list[sensing.RunView]] = {}
     for record in records:
@@ -25,10 +29,17 @@ def run_views(records) -> dict[str, list[sensing.RunView]]:
                 status=run.status.value,
                 created_at=record.create_timestamp.timestamp(),
                 ended_at=record.end_time,
-                will_retry=run.tags.get(WILL_RETRY_TAG) == "true",
+                will_retry=_will_retry(run, retries),
             )
         )
     return found
+
+
+def _will_retry(run, retries: bool) -> bool:
+    tag = run.tags.get(WILL_RETRY_TAG)
+    if tag is None:  # not decided yet: Dagster tags a failed run right after failing it
+        return retries and run.status.value == "FAILURE"
+    return tag == "true"
 
 
 def runs_with_keys(instance, sensor_name: str, keys) -> dict[str, list[sensing.RunView]]:
@@ -42,9 +53,12 @@ def runs_with_keys(instance, sensor_name: str, keys) -> dict[str, list[sensing.R
     if not keys:
         return {}
     return run_views(
-        record
-        for record in instance.get_run_records(filters=RunsFilter(tags={RUN_KEY_TAG: keys}))
-        if record.dagster_run.tags.get(SENSOR_TAG) == sensor_name
+        (
+            record
+            for record in instance.get_run_records(filters=RunsFilter(tags={RUN_KEY_TAG: keys}))
+            if record.dagster_run.tags.get(SENSOR_TAG) == sensor_name
+        ),
+        retries=instance.run_retries_enabled,
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from dagster import (
     AssetMaterialization,
+    DagsterInstance,
     DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
@@ -176,6 +177,22 @@ def test_new_orders_sensor_waits_for_dagsters_retry(setup, instance):
     run_of(defs, instance, first, name)  # the retry: parent's tags, run key included
     done = tick(defs, name, instance, first.cursor)
     assert done.run_requests == [] and "succeeded" in done.skip_message
+
+
+def test_new_orders_sensor_waits_while_dagster_has_not_yet_decided_a_retry(setup):
+    """With run retries on, Dagster marks a run failed, then tags whether it will retry it
+    (``dagster/will_retry``): a tick between the two writes waits rather than load again
+    beside Dagster's retry (two loads at once, seen under kills); a run Dagster decided
+    not to retry is asked for again."""
+    settings, defs, source, warehouse = setup
+    name = "new_orders_sensor"
+    with DagsterInstance.ephemeral(settings={"run_retries": {"enabled": True}}) as instance:
+        first = tick(defs, name, instance)
+        failed = run_of(defs, instance, first, name, "FAILURE")  # failed, no tag yet
+        assert tick(defs, name, instance, first.cursor).run_requests == []
+        instance.add_run_tags(failed.run_id, {WILL_RETRY_TAG: "false"})  # decided: no retry
+        [again] = tick(defs, name, instance, first.cursor).run_requests
+        assert again.run_key != first.run_requests[0].run_key
 
 
 def test_new_orders_sensor_skips_with_the_reason_when_there_is_no_source(tmp_path, instance):
