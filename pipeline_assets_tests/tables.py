@@ -3,6 +3,8 @@ NULLable columns and Unicode text, as a real app's ``payments`` has them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import sqlalchemy as sa
 
 from pipeline_assets.core.db.engines import dialect_of
@@ -245,10 +247,18 @@ def delete_payment(engine, payment_id: int, attempt: int, table: str = "payments
         )
 
 
+def in_format(attributes: dict, form: str) -> dict:
+    """The declaration with its daily files written as ``form`` (json or parquet)."""
+    return {**attributes, "daily_files": [{**f, "format": form} for f in attributes["daily_files"]]}
+
+
+def in_parquet(spec: TableSpec) -> TableSpec:
+    """``spec`` with its daily files in Parquet (a spec declared in code, ``orders``'s too)."""
+    files = tuple(dataclasses.replace(f, format="parquet") for f in spec.daily_files)
+    return dataclasses.replace(spec, daily_files=files)
+
+
 # payments with its day files in Parquet (``format: parquet``): the file writer's paths
 # in the other format. Not in TABLES: the tests that iterate it run each table once.
-PAYMENTS_PARQUET_ATTRIBUTES = {
-    **PAYMENTS_ATTRIBUTES,
-    "daily_files": [{**f, "format": "parquet"} for f in PAYMENTS_ATTRIBUTES["daily_files"]],
-}
+PAYMENTS_PARQUET_ATTRIBUTES = in_format(PAYMENTS_ATTRIBUTES, "parquet")
 PAYMENTS_PARQUET: TableSpec = declare(PAYMENTS_PARQUET_ATTRIBUTES)

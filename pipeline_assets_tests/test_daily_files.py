@@ -5,7 +5,6 @@ day files in JSON and in Parquet (``ORDERS_PARQUET``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -45,6 +44,7 @@ from pipeline_assets.core.table import ORDERS
 
 from .model import parquet_day_rows
 from .stores import all_files, temp_files
+from .tables import in_parquet
 
 WRITTEN_AT = "2026-01-26T00:05:00+00:00"  # a fixed clock
 DAY = "2026-01-25"
@@ -61,9 +61,7 @@ def write(folder, days, run_id="run-1", **kwargs):
 
 
 # paid_orders with its day files in Parquet: the same rows, the same protocol
-ORDERS_PARQUET = dataclasses.replace(
-    ORDERS, daily_files=(dataclasses.replace(ORDERS.daily_files[0], format="parquet"),)
-)
+ORDERS_PARQUET = in_parquet(ORDERS)
 SPECS = {"json": ORDERS, "parquet": ORDERS_PARQUET}
 FORMS = list(SPECS)  # for pytest.mark.parametrize
 

@@ -4,7 +4,6 @@ values read back, the refusals that write nothing, and the committed-days listin
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -34,7 +33,7 @@ from pipeline_assets.core.table.declare import declare
 from pipeline_assets.core.table.spec import TableSpec
 from pipeline_assets.core.times import EPOCH, zone
 
-from .tables import PAYMENTS
+from .tables import PAYMENTS, in_parquet
 from .test_day_views import (
     MIXED,
     OVERRIDES,
@@ -45,12 +44,6 @@ from .test_day_views import (
     stored_rows,
     stored_tables,
 )
-
-
-def in_parquet(spec: TableSpec) -> TableSpec:
-    files = tuple(dataclasses.replace(f, format="parquet") for f in spec.daily_files)
-    return dataclasses.replace(spec, daily_files=files)
-
 
 SPECS = {"payments": in_parquet(PAYMENTS), "mixed": in_parquet(MIXED)}
 EVERY_KIND = in_parquet(

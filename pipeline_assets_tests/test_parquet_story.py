@@ -37,8 +37,8 @@ from pipeline_assets.core.verify import files as files_check
 from pipeline_assets.location import location_definitions
 
 from .table_sources import stamp
-from .tables import PAYMENTS_ATTRIBUTES
-from .test_shapes_story import Shop, day, in_format
+from .tables import PAYMENTS_ATTRIBUTES, in_format
+from .test_shapes_story import Shop, day
 from .user_project import declare
 
 DAYS = [day(n) for n in range(1, 8)]

@@ -34,7 +34,7 @@ from pipeline_assets.core.table.declare import declare as declare_spec
 from pipeline_assets.location import location_definitions
 
 from .table_sources import TableSource, stamp
-from .tables import CAPTURES_ATTRIBUTES, EVENTS_ATTRIBUTES, PRICES_ATTRIBUTES
+from .tables import CAPTURES_ATTRIBUTES, EVENTS_ATTRIBUTES, PRICES_ATTRIBUTES, in_format
 from .user_project import declare, project
 
 RANGE = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
@@ -71,11 +71,6 @@ DECLARED = {
     "events": EVENTS_ATTRIBUTES,
     "prices": PRICES_BY_TIER,
 }
-
-
-def in_format(attributes: dict, form: str) -> dict:
-    """The declaration with its daily files written as ``form`` (json or parquet)."""
-    return {**attributes, "daily_files": [{**f, "format": form} for f in attributes["daily_files"]]}
 
 
 def day(n: int) -> str:

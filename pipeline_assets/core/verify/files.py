@@ -175,11 +175,10 @@ def _parquet_hashes(
     left out, for :func:`_compare_parquet` to word). :data:`HASHED_DAYS` days at a time:
     a year of days is never in memory at once."""
     out = {}
-    ordered = sorted(numbers.items())
-    for at in range(0, len(ordered), HASHED_DAYS):
-        some = dict(ordered[at : at + HASHED_DAYS])
-        tables = warehouse_rows(warehouse, tz, spans(list(some.values()), tz), spec=spec)
-        for day, table in view_tables(tables, some, spec, files).items():
+    days = sorted(numbers.values())
+    for at in range(0, len(days), HASHED_DAYS):
+        some = days[at : at + HASHED_DAYS]
+        for day, table in day_tables(warehouse, some, tz, spec=spec, files=files).items():
             try:
                 data, rows = parquet_bytes(day, table, spec, files)
             except DayFilesError:

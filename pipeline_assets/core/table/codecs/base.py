@@ -119,7 +119,8 @@ class Codec:
 
     def parquet_array(self, t, array):
         """``(the column as a Parquet day file holds it, the rows it cannot hold or
-        None)``, from the form :meth:`file_array` gives (here: the text as it is)."""
+        None)``, from the form :meth:`file_array` gives (here: as it is, which is all an
+        integer, a boolean, text and a timestamp's instants need)."""
         return array, None
 
     def parse_array(self, t, values, zone: str):

@@ -81,9 +81,6 @@ class BooleanCodec(Codec):
 
         return pa.bool_()
 
-    def parquet_array(self, t, array):
-        return array, None
-
     def parse(self, t, value, tz):
         if isinstance(value, bool):
             return value

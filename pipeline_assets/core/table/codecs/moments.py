@@ -178,9 +178,6 @@ class TimestampCodec(_Moment):
 
         return INSTANT  # microseconds, adjusted to UTC
 
-    def parquet_array(self, t, array):
-        return array, None  # file_array's instants
-
     def file_array(self, t, array):
         """UTC instants (a naive driver timestamp read as UTC); text that is no instant
         with an offset is a row it cannot vouch for."""

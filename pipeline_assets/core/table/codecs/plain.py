@@ -76,9 +76,6 @@ class IntegerCodec(Codec):
 
         return pa.int64()
 
-    def parquet_array(self, t, array):
-        return array, None
-
     def parse(self, t, value, tz):
         if isinstance(value, bool) or isinstance(value, float):
             raise TypeValueError(f"{value!r} is not an integer")
